@@ -1,0 +1,3 @@
+from pamd.cli import main
+
+raise SystemExit(main())

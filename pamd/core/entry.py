@@ -1,0 +1,88 @@
+"""The entry: one remembered message or summary, and helpers every stage shares."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+TIERS = ("L0", "L1", "L2", "L3", "L4")
+TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
+NEURO = ("dopamine", "norepinephrine", "cortisol", "acetylcholine", "oxytocin", "serotonin")
+
+_SAFE = re.compile(r"[^A-Za-z0-9._:@+-]+")
+
+
+def clean_token(value: str, limit: int = 64) -> str:
+    """Make a role/session name safe for a one-line header: no spaces, no separators."""
+    return _SAFE.sub("-", value.strip())[:limit].strip("-") or "-"
+
+
+def utc(dt: datetime) -> datetime:
+    """Aware UTC datetime truncated to seconds (naive input is taken as UTC)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).replace(microsecond=0)
+
+
+def parse_time(value: str) -> datetime:
+    """Parse ISO-8601 (with Z, offset, or naive=UTC) or epoch seconds/milliseconds."""
+    s = str(value).strip()
+    if re.fullmatch(r"\d{9,13}(\.\d+)?", s):
+        x = float(s)
+        return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=timezone.utc))
+    if s.endswith(("Z", "z")):
+        s = s[:-1] + "+00:00"
+    return utc(datetime.fromisoformat(s))
+
+
+def fmt_time(dt: datetime) -> str:
+    return utc(dt).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def count_tokens(text: str) -> int:
+    """Approximate LLM tokens: ~4 characters per token (deterministic, no tokenizer)."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def entry_id(kind: str, *parts: str) -> str:
+    """Stable id from content: `e-` raw entries, `s-` summaries; 12 hex digits."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{kind}-{digest[:12]}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One memory. Raw entries (`e-…`) hold a message; summaries (`s-…`) list `sources`."""
+
+    id: str
+    ts: datetime
+    role: str
+    text: str
+    session: str = "-"
+    type: str = "context"
+    importance: float = 0.5
+    neuro: tuple[str, ...] = ()
+    recalls: int = 0
+    tier: str = "L0"
+    sources: tuple[str, ...] = ()
+    # Where the entry was read from (1-based, inclusive); not part of its identity.
+    path: str = field(default="", compare=False)
+    line_start: int = field(default=0, compare=False)
+    line_end: int = field(default=0, compare=False)
+
+    @property
+    def is_summary(self) -> bool:
+        return bool(self.sources)
+
+    @property
+    def tokens(self) -> int:
+        return count_tokens(self.text)
+
+    def age_hours(self, now: datetime) -> float:
+        return max(0.0, (utc(now) - self.ts).total_seconds() / 3600.0)
+
+    def with_(self, **changes) -> Entry:
+        return replace(self, **changes)

@@ -1,0 +1,222 @@
+"""Parse and render brain files: frontmatter plus line-oriented entries.
+
+An entry is three or more lines (see docs/format.md):
+
+    ### e-7f3a9c2b1d04 · 2026-11-30T14:03:12Z · user
+    type=decision importance=0.90 neuro=dopamine,acetylcholine session=abc recalls=0
+    > We decided to ship v2 on Friday.
+
+The text is a blockquote, so a message that imitates a header can never be
+mistaken for one. Pure functions: text in, text or entries out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from pamd.core.entry import NEURO, TYPES, Entry, clean_token, fmt_time, parse_time
+
+SEP = " · "
+HEADER_RE = re.compile(r"^### ([es]-[0-9a-f]{12}) · (\S+) · (\S+)\s*$")
+# A line that looks like an attempt at a header; used to report malformed ones.
+HEADER_LIKE_RE = re.compile(r"^### [es]-")
+META_KEYS = ("type", "importance", "neuro", "session", "recalls", "from")
+MAX_FRONTMATTER = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class Doc:
+    """A parsed brain file: frontmatter, the free text before the entries, the entries."""
+
+    meta: dict[str, Any]
+    preamble: str
+    entries: list[Entry]
+    body_line: int  # 1-based line number where the body (after frontmatter) starts
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors/aliases: no YAML bombs in frontmatter."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases are not allowed in pamd frontmatter", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - safe loader subclass
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[str], int]:
+    """Return (frontmatter, body lines, 1-based line of the first body line)."""
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return {}, lines, 1
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            raw = "\n".join(lines[1:i])
+            if len(raw) > MAX_FRONTMATTER:
+                raise FormatError(Problem(path, 1, "frontmatter is larger than 64 KiB"))
+            try:
+                meta = load_yaml(raw) if raw.strip() else {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                line = 2 + (mark.line if mark else 0)
+                reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+                raise FormatError(Problem(path, line, f"broken frontmatter: {reason}")) from None
+            if meta is None:
+                meta = {}
+            if not isinstance(meta, dict):
+                raise FormatError(Problem(path, 2, "frontmatter must be a mapping"))
+            return meta, lines[i + 1 :], i + 2
+    raise FormatError(Problem(path, 1, "frontmatter opened with --- is never closed"))
+
+
+class FormatError(Exception):
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+def render_meta(e: Entry) -> str:
+    parts = [
+        f"type={e.type}",
+        f"importance={e.importance:.2f}",
+        f"neuro={','.join(e.neuro) if e.neuro else '-'}",
+        f"session={clean_token(e.session)}",
+        f"recalls={e.recalls}",
+    ]
+    if e.sources:
+        parts.append(f"from={','.join(e.sources)}")
+    return " ".join(parts)
+
+
+def render_entry(e: Entry) -> str:
+    head = f"### {e.id}{SEP}{fmt_time(e.ts)}{SEP}{clean_token(e.role)}"
+    body = "\n".join(("> " + ln) if ln else ">" for ln in e.text.split("\n"))
+    return f"{head}\n{render_meta(e)}\n{body}\n"
+
+
+def render_entries(entries: list[Entry]) -> str:
+    return "\n".join(render_entry(e) for e in entries)
+
+
+def render_doc(meta: dict[str, Any], preamble: str, entries: list[Entry]) -> str:
+    out = []
+    if meta:
+        out.append("---\n" + dump_yaml(meta) + "---\n")
+    pre = preamble.strip("\n")
+    if pre:
+        out.append(pre + "\n")
+    if entries:
+        if pre or meta:
+            out.append("\n")
+        out.append(render_entries(entries))
+    return "".join(out)
+
+
+def _parse_meta(line: str, path: str, lineno: int) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for part in line.split():
+        key, eq, value = part.partition("=")
+        if not eq or key not in META_KEYS:
+            raise FormatError(Problem(path, lineno, f"unknown metadata field {part!r}"))
+        if key in fields:
+            raise FormatError(Problem(path, lineno, f"metadata field {key!r} given twice"))
+        fields[key] = value
+    for key in ("type", "importance"):
+        if key not in fields:
+            raise FormatError(Problem(path, lineno, f"metadata line lacks {key}="))
+    if fields["type"] not in TYPES:
+        raise FormatError(Problem(path, lineno, f"unknown type {fields['type']!r}"))
+    try:
+        imp = float(fields["importance"])
+        recalls = int(fields.get("recalls", "0"))
+    except ValueError:
+        raise FormatError(Problem(path, lineno, "importance/recalls must be numbers")) from None
+    if not 0.0 <= imp <= 1.0:
+        raise FormatError(Problem(path, lineno, "importance must be within 0..1"))
+    if recalls < 0:
+        raise FormatError(Problem(path, lineno, "recalls must not be negative"))
+    neuro = tuple(t for t in fields.get("neuro", "-").split(",") if t and t != "-")
+    for tag in neuro:
+        if tag not in NEURO:
+            raise FormatError(Problem(path, lineno, f"unknown neuro tag {tag!r}"))
+    sources = tuple(s for s in fields.get("from", "").split(",") if s)
+    return {
+        "type": fields["type"],
+        "importance": imp,
+        "neuro": neuro,
+        "session": fields.get("session", "-"),
+        "recalls": recalls,
+        "sources": sources,
+    }
+
+
+def parse_doc(text: str, path: str = "", tier: str = "L0") -> Doc:
+    """Parse a brain file; raise FormatError naming path:line on the first problem."""
+    meta, lines, body_line = split_frontmatter(text, path)
+    entries: list[Entry] = []
+    first = None
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if line.startswith("### ") and HEADER_LIKE_RE.match(line):
+            if first is None:
+                first = i
+            lineno = body_line + i
+            m = HEADER_RE.match(line)
+            if not m:
+                raise FormatError(Problem(path, lineno, "malformed entry header"))
+            eid, ts_raw, role = m.groups()
+            try:
+                ts = parse_time(ts_raw)
+            except ValueError:
+                raise FormatError(Problem(path, lineno, f"bad timestamp {ts_raw!r}")) from None
+            if i + 1 >= n:
+                raise FormatError(Problem(path, lineno + 1, "entry lacks its metadata line"))
+            fields = _parse_meta(lines[i + 1], path, lineno + 1)
+            j = i + 2
+            text_lines = []
+            while j < n and lines[j].startswith(">"):
+                ln = lines[j]
+                text_lines.append(ln[2:] if ln.startswith("> ") else ln[1:])
+                j += 1
+            if not text_lines:
+                raise FormatError(Problem(path, lineno + 2, "entry has no text (lines start '> ')"))
+            entries.append(
+                Entry(
+                    id=eid, ts=ts, role=role, text="\n".join(text_lines), tier=tier,
+                    path=path, line_start=lineno, line_end=body_line + j - 1, **fields,
+                )
+            )
+            i = j
+            continue
+        if first is not None and line.strip():
+            raise FormatError(
+                Problem(path, body_line + i, "text between entries: keep notes above the first entry")
+            )
+        i += 1
+    preamble = "\n".join(lines[:first] if first is not None else lines)
+    return Doc(meta=meta, preamble=preamble, entries=entries, body_line=body_line)

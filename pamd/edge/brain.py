@@ -1,0 +1,237 @@
+"""The brain on disk: find it, read its files, and land a run as one commit or nothing.
+
+`Brain.transaction()` is the edge every pipeline run goes through: take the
+lock, recover from a run that was killed, check the repo is in a state pamd may
+write to, then `commit(changes, message)` writes files atomically and commits
+exactly those paths. A journal in .pamd/ lets the next run roll back a run that
+died between writing files and committing them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pamd.core import config as config_mod
+from pamd.core.entry import Entry
+from pamd.core.fmt import Doc, FormatError, parse_doc
+from pamd.edge.files import read_text, write_atomic
+from pamd.edge.git import Repo
+from pamd.edge.lock import Lock
+from pamd.errors import PamdError
+
+CONFIG = "pamd.toml"
+MEMORY, DNA, STATE, PRELOAD = "MEMORY.md", "DNA.md", "STATE.md", "PRELOAD.md"
+TIER_DIRS = {"L0": "memory/L0", "L1": "memory/L1", "L2": "memory/L2", "L3": "memory/L3"}
+DAILY_DIR = "memory/daily"
+SYNAPSE_DIR = "synapse"
+STATE_DIR = ".pamd"
+JOURNAL = "txn.json"
+MAX_FILE = 64 * 1024 * 1024
+
+
+def tier_of(path: str) -> str | None:
+    """Which tier a brain-relative path holds entries of (None: not an entry file)."""
+    if path == MEMORY:
+        return "L4"
+    for tier, d in TIER_DIRS.items():
+        if path.startswith(d + "/") and path.endswith(".md"):
+            return tier
+    return None
+
+
+def tier_path(tier: str, day: str) -> str:
+    return f"{TIER_DIRS[tier]}/{day}.md"
+
+
+@dataclass
+class Loaded:
+    """Every entry file of a brain, parsed."""
+
+    docs: dict[str, Doc] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> list[Entry]:
+        return [e for d in self.docs.values() for e in d.entries]
+
+
+class Brain:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        if not (self.root / CONFIG).is_file():
+            raise PamdError(f"{self.root} is not a pamd brain (no {CONFIG})", "run `pamd init` there")
+        self.repo = Repo(self.root)
+        self._config: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------ finding
+    @classmethod
+    def find(cls, brain: str | None = None, cwd: Path | None = None) -> Brain:
+        """The brain named by --brain/PAMD_BRAIN, else the one containing the cwd (like git)."""
+        named = brain or os.environ.get("PAMD_BRAIN")
+        if named:
+            path = Path(named).expanduser()
+            if not path.is_dir():
+                raise PamdError(f"brain {named} does not exist", "check --brain / PAMD_BRAIN")
+            return cls(path)
+        here = (cwd or Path.cwd()).resolve()
+        for d in (here, *here.parents):
+            if (d / CONFIG).is_file() and (d / ".git").exists():
+                return cls(d)
+        raise PamdError(f"no pamd brain here or above {here}",
+                        "cd into a brain, pass --brain DIR, or run `pamd init`")
+
+    # ------------------------------------------------------------ reading
+    @property
+    def config(self) -> dict[str, Any]:
+        if self._config is None:
+            self._config = config_mod.load(self.read(CONFIG), str(self.root / CONFIG))
+        return self._config
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def read(self, rel: str) -> str | None:
+        p = self.root / rel
+        if not p.is_file():
+            return None
+        if p.stat().st_size > MAX_FILE:
+            raise PamdError(f"{rel} is larger than 64 MiB", "split it or move it out of the brain")
+        try:
+            return read_text(p)
+        except UnicodeDecodeError as exc:
+            raise PamdError(f"{rel}: not valid UTF-8 at byte {exc.start}", "fix or remove the file") from None
+
+    def entry_files(self) -> list[str]:
+        rels = [MEMORY] if (self.root / MEMORY).is_file() else []
+        for d in TIER_DIRS.values():
+            base = self.root / d
+            if base.is_dir():
+                rels += sorted(str(p.relative_to(self.root)) for p in base.rglob("*.md"))
+        return rels
+
+    def parse(self, rel: str, text: str | None = None) -> Doc:
+        text = self.read(rel) if text is None else text
+        try:
+            return parse_doc(text or "", rel, tier_of(rel) or "L0")
+        except FormatError as exc:
+            raise PamdError(f"{exc.problem}", "fix the file (see docs/format.md) or run `pamd check`") from None
+
+    def load(self) -> Loaded:
+        return Loaded({rel: self.parse(rel) for rel in self.entry_files()})
+
+    # ------------------------------------------------------------ writing
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    def author(self) -> tuple[str, str]:
+        g = self.config.get("git", {})
+        return (os.environ.get("PAMD_AUTHOR_NAME", g.get("author_name", "pamd")),
+                os.environ.get("PAMD_AUTHOR_EMAIL", g.get("author_email", "pamd@localhost")))
+
+    @contextmanager
+    def transaction(self, wait: bool | None = None) -> Iterator[Transaction]:
+        g = self.config.get("git", {})
+        if wait is None:
+            wait = g.get("on_lock", "wait") == "wait"
+        with Lock(self.state_dir / "lock", wait=wait, timeout=float(g.get("lock_timeout", 60))):
+            self.recover()
+            self.check_writable()
+            yield Transaction(self)
+
+    def check_writable(self) -> None:
+        what = self.repo.in_progress()
+        if what:
+            raise PamdError(f"the brain is in the middle of {what}", "finish or abort it, then run again")
+        conflicted = self.repo.conflicted()
+        if conflicted:
+            raise PamdError(f"the brain has unresolved conflicts in {', '.join(conflicted[:3])}",
+                            "resolve them and commit, then run again")
+
+    def recover(self) -> str | None:
+        """Roll back (or confirm) a run that died mid-commit; return what was done."""
+        journal = self.state_dir / JOURNAL
+        if not journal.exists():
+            return None
+        try:
+            j = json.loads(journal.read_text("utf-8"))
+            run_id, head, paths = j["run"], j["head"], list(j["paths"])
+        except (ValueError, KeyError, OSError):
+            journal.unlink(missing_ok=True)
+            return None
+        now_head = self.repo.head()
+        if now_head and now_head != head and run_id in self.repo.log("-1", "--format=%B"):
+            journal.unlink()
+            return "committed"
+        index_lock = Path(self.repo._repo.git_dir) / "index.lock"
+        if index_lock.exists() and index_lock.stat().st_mtime >= journal.stat().st_mtime - 1:
+            index_lock.unlink()  # left by the git commit of the run that died
+        _restore(self, head, paths)
+        journal.unlink()
+        return "rolled back"
+
+
+class Transaction:
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
+
+    def commit(self, changes: dict[str, str | None], message: str) -> str | None:
+        """Write `changes` (path -> text, None deletes) and commit them as one commit.
+
+        Returns the new commit sha, or None when nothing changed. On any failure
+        the files are restored and the error re-raised: one commit or nothing.
+        """
+        b = self.brain
+        real = {}
+        for rel, text in changes.items():
+            _check_rel(rel)
+            current = b.read(rel)
+            if current != text:
+                real[rel] = text
+        if not real:
+            return None
+        paths = sorted(real)
+        dirty = b.repo.dirty(paths)
+        if dirty:
+            raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
+                            "commit or stash them first; pamd never commits a person's edits")
+        run_id = uuid.uuid4().hex[:16]
+        head = b.repo.head()
+        journal = b.state_dir / JOURNAL
+        b.state_dir.mkdir(exist_ok=True)
+        write_atomic(journal, json.dumps({"run": run_id, "head": head, "paths": paths}))
+        try:
+            for rel in paths:
+                if real[rel] is None:
+                    (b.root / rel).unlink(missing_ok=True)
+                else:
+                    write_atomic(b.root / rel, real[rel])
+            sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
+        except BaseException:
+            _restore(b, head, paths)
+            journal.unlink(missing_ok=True)
+            raise
+        journal.unlink(missing_ok=True)
+        return sha
+
+
+def _restore(b: Brain, head: str | None, paths: list[str]) -> None:
+    b.repo.reset_paths(paths)
+    for rel in paths:
+        old = b.repo.show(head, rel) if head else None
+        if old is None:
+            (b.root / rel).unlink(missing_ok=True)
+        else:
+            write_atomic(b.root / rel, old)
+
+
+def _check_rel(rel: str) -> None:
+    p = Path(rel)
+    if p.is_absolute() or ".." in p.parts or rel.startswith(".git") or "\0" in rel:
+        raise PamdError(f"refusing to write outside the brain: {rel!r}")

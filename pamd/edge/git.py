@@ -1,0 +1,170 @@
+"""The one module that talks to git. GitPython errors become PamdErrors with a next step.
+
+Commits go through `git commit` itself so a brain's own hooks run, and name
+only the paths pamd wrote (`git commit --only -- PATHS`), so a person's other
+staged or unstaged edits are never swept into a pamd commit.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+
+from pamd.errors import PamdError
+
+
+class Repo:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        try:
+            self._repo = git.Repo(self.root)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise PamdError(f"{self.root} is not a git repository", "run `pamd init`") from None
+        self.git = self._repo.git
+
+    @staticmethod
+    def init(root: Path) -> Repo:
+        try:
+            git.Repo.init(root, initial_branch="main")
+        except TypeError:  # very old git without --initial-branch
+            git.Repo.init(root)
+        except git.GitCommandError as exc:
+            raise PamdError(f"git init failed in {root}: {_first(exc)}") from None
+        return Repo(root)
+
+    @staticmethod
+    def toplevel(start: Path) -> Path | None:
+        try:
+            return Path(git.Repo(start, search_parent_directories=True).working_tree_dir)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            return None
+
+    # ------------------------------------------------------------ state
+    def head(self) -> str | None:
+        try:
+            return self._repo.head.commit.hexsha
+        except ValueError:
+            return None
+
+    def branch(self) -> str | None:
+        try:
+            return self._repo.active_branch.name
+        except TypeError:
+            return None
+
+    def conflicted(self) -> list[str]:
+        out = self._run("diff", "--name-only", "--diff-filter=U")
+        return [p for p in out.splitlines() if p]
+
+    def in_progress(self) -> str | None:
+        gitdir = Path(self._repo.git_dir)
+        for name, what in (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"),
+                           ("rebase-apply", "a rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
+                           ("REVERT_HEAD", "a revert")):
+            if (gitdir / name).exists():
+                return what
+        return None
+
+    def dirty(self, paths: list[str] | None = None) -> list[str]:
+        """Paths (relative) with staged, unstaged or untracked changes, limited to `paths`."""
+        args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]
+        if paths is not None:
+            if not paths:
+                return []
+            args += ["--", *paths]
+        out = self._run(*args, strip=False)
+        found = []
+        for rec in out.split("\0"):
+            if len(rec) > 3:
+                found.append(rec[3:])
+        return found
+
+    def tracked(self, path: str) -> bool:
+        return bool(self._run("ls-files", "--", path))
+
+    def show(self, rev: str, path: str) -> str | None:
+        """File text at a revision, or None if absent there."""
+        try:
+            return self.git.show(f"{rev}:{path}", strip_newline_in_stdout=False)
+        except git.GitCommandError:
+            return None
+
+    def log(self, *args: str) -> str:
+        return self._run("log", *args)
+
+    def rev_parse(self, rev: str) -> str | None:
+        try:
+            return self.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
+        except git.GitCommandError:
+            return None
+
+    # ------------------------------------------------------------ writing
+    def commit(self, paths: list[str], message: str, author: tuple[str, str]) -> str:
+        """Commit exactly `paths` (added, changed or deleted) with git itself; return the sha."""
+        name, email = author
+        env = {
+            "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", name),
+            "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", email),
+        }
+        existing = [p for p in paths if (self.root / p).exists()]
+        try:
+            if existing:
+                self.git.add("--", *existing, env=env)
+            gone = [p for p in paths if p not in existing and self.tracked(p)]
+            if gone:
+                self.git.rm("--cached", "--quiet", "--", *gone, env=env)
+            self.git.commit("--only", "-q", "-F", "-", "--", *paths, istream=_Stdin(message), env=env)
+        except git.GitCommandError as exc:
+            raise PamdError(f"git commit failed: {_first(exc)}",
+                            "a hook of this brain may have refused it; nothing was committed") from None
+        return self.head() or ""
+
+    def checkout_paths(self, rev: str, paths: list[str]) -> None:
+        if paths:
+            self._run("checkout", rev, "--", *paths)
+
+    def reset_paths(self, paths: list[str]) -> None:
+        """Unstage `paths` (back to HEAD in the index)."""
+        if paths and self.head():
+            self._run("reset", "-q", "HEAD", "--", *paths)
+        elif paths:
+            self._run("rm", "--cached", "-q", "--ignore-unmatch", "--", *paths)
+
+    def create_branch(self, name: str, start: str = "HEAD") -> None:
+        self._run("branch", name, start)
+
+    def switch(self, name: str) -> None:
+        self._run("switch", "-q", name)
+
+    def run(self, *args: str) -> str:
+        return self._run(*args)
+
+    def _run(self, *args: str, strip: bool = True) -> str:
+        try:
+            return self.git.execute(["git", *args], strip_newline_in_stdout=strip)
+        except git.GitCommandError as exc:
+            raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
+
+
+class _Stdin:
+    """GitPython wants a file-like istream; a pipe-backed temp file keeps it simple."""
+
+    def __new__(cls, text: str):
+        import tempfile
+
+        f = tempfile.TemporaryFile()
+        f.write(text.encode("utf-8"))
+        f.seek(0)
+        return f
+
+
+def _first(exc: git.GitCommandError) -> str:
+    text = (exc.stderr or exc.stdout or str(exc)).strip()
+    for line in text.splitlines():
+        line = line.strip().removeprefix("stderr: '").strip("'").strip()
+        if line:
+            return line
+    return "unknown error"

@@ -1,0 +1,154 @@
+"""The compaction and defrag runs: load → plan → summarise → one commit.
+
+`run(brain, now, mode)` is the library entry the CLI, the daemon and the
+hooks call. The plan is pure (consolidate.policy); this module only turns it
+into file texts and a commit message with machine-readable trailers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pamd.consolidate import policy
+from pamd.consolidate.summarizers.base import Group, Usage, get_summarizer
+from pamd.core.entry import TIERS, Entry, fmt_time
+from pamd.core.fmt import Doc, render_doc
+from pamd.edge.brain import MEMORY, Brain, tier_path
+from pamd.encode.hippocampus import DROP
+
+
+@dataclass
+class Outcome:
+    plan: policy.Plan
+    sha: str | None = None
+    summaries: list[Entry] = field(default_factory=list)
+    usage: Usage | None = None
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize_plan(plan: policy.Plan, config: dict[str, Any]) -> tuple[list[Entry], Usage]:
+    keys = sorted(plan.groups)
+    groups = [Group(key=k, tier=plan.group_tier[k], entries=tuple(sorted(plan.groups[k], key=lambda e: (e.ts, e.id))),
+                    target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
+              for k in keys]
+    summarizer = get_summarizer(config)
+    texts, usage = summarizer.summarize(groups) if groups else ([], Usage(summarizer.name, getattr(summarizer, "model", "-")))
+    summaries = [policy.summary_entry(g.key, g.tier, list(g.entries), text.strip() or "(empty)")
+                 for g, text in zip(groups, texts, strict=True)]
+    return summaries, usage
+
+
+def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) -> dict[str, str]:
+    """New text of every file the plan changes (pure over the parsed docs)."""
+    leaving = {d.entry.id for d in plan.decisions if d.action != "keep"}
+    changed: dict[str, Doc] = {}
+    for rel, doc in docs.items():
+        if any(e.id in leaving for e in doc.entries):
+            changed[rel] = Doc(doc.meta, doc.preamble, [e for e in doc.entries if e.id not in leaving], doc.body_line)
+    for s in summaries:
+        rel = MEMORY if s.tier == "L4" else tier_path(s.tier, s.ts.strftime("%Y-%m-%d"))
+        doc = changed.get(rel) or docs.get(rel)
+        if doc is None:
+            day = s.ts.strftime("%Y-%m-%d")
+            doc = Doc({"tier": s.tier, "date": day}, f"# {s.tier} · {day}", [], 1)
+        if all(e.id != s.id for e in doc.entries):
+            doc = Doc(doc.meta, doc.preamble, sorted([*doc.entries, s], key=lambda e: (e.ts, e.id)), doc.body_line)
+        changed[rel] = doc
+    out: dict[str, str | None] = {}
+    for rel, doc in changed.items():
+        if not doc.entries and rel != MEMORY:
+            out[rel] = None  # an emptied tier file goes away; its text stays in history
+        else:
+            out[rel] = render_doc(doc.meta, doc.preamble, doc.entries)
+    return out
+
+
+def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: list[Entry],
+                   summaries: list[Entry], usage: Usage, notes: list[str]) -> str:
+    b, a = policy.tier_counts(before), policy.tier_counts(after)
+    moved = plan.moving
+    tokens_in = sum(d.entry.tokens for d in moved)
+    tokens_out = sum(s.tokens for s in summaries)
+    ratio = tokens_in / tokens_out if tokens_out else 0.0
+    flows = Counter((d.entry.tier, d.target) for d in moved)
+    title = f"pamd {mode}: {len(moved)} entries into {len(summaries)} summaries"
+    if plan.dropped:
+        title += f", {len(plan.dropped)} dropped"
+    lines = [title, ""]
+    for (src, dst), n in sorted(flows.items()):
+        lines.append(f"{src} -> {dst}: {n} entries")
+    if tokens_out:
+        lines.append(f"Compressed {tokens_in:,} tokens into {tokens_out:,} ({ratio:.1f}:1) with {usage.backend}.")
+    if plan.dropped:
+        lines.append("Dropped as trash (raw text stays in history; `pamd expand ID`): "
+                     + ", ".join(d.entry.id for d in plan.dropped))
+    lines += [n for n in notes + list(usage.notes) if n]
+    lines.append("")
+    lines.append(f"Pamd-Run: {mode}")
+    lines.append(f"Pamd-Now: {fmt_time(plan.now)}")
+    for t in TIERS:
+        lines.append(f"Pamd-Tier-{t}: {b[t][0]} -> {a[t][0]} entries, {b[t][1]} -> {a[t][1]} tokens")
+    lines += [
+        f"Pamd-Moved: {len(moved)}",
+        f"Pamd-Dropped: {len(plan.dropped)}",
+        f"Pamd-Tokens-In: {tokens_in}",
+        f"Pamd-Tokens-Out: {tokens_out}",
+        f"Pamd-Compression: {ratio:.2f}",
+        f"Pamd-Summarizer: {usage.backend}",
+        f"Pamd-Model: {usage.model or '-'}",
+        f"Pamd-LLM-Tokens: {usage.input_tokens} in, {usage.output_tokens} out",
+        f"Pamd-Cost-USD: {usage.cost_usd:.6f}",
+    ]
+    if usage.fallbacks:
+        lines.append(f"Pamd-Fallback: {usage.fallbacks} groups summarised by the fallback")
+    return "\n".join(lines) + "\n"
+
+
+def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = False) -> Outcome:
+    """One compaction (mode "compact") or nightly defrag (mode "defrag")."""
+    from pamd.consolidate import defrag as defrag_mod
+
+    with brain.transaction() as tx:
+        loaded = brain.load()
+        docs = loaded.docs
+        entries = loaded.entries
+        changes: dict[str, str | None] = {}
+        notes: list[str] = []
+        pre = defrag_mod.prepare(brain, docs, now) if mode == "defrag" else None
+        if pre is not None:
+            docs, changes, notes = pre.docs, pre.changes, pre.notes
+            entries = [e for d in docs.values() for e in d.entries]
+        plan = policy.plan_compaction(entries, brain.config, now, mode)
+        out = Outcome(plan=plan)
+        if dry_run:
+            return out
+        if plan.empty and not changes:
+            return out
+        summaries, usage = summarize_plan(plan, brain.config)
+        changes.update(apply_plan(docs, plan, summaries))
+        after_docs = dict(docs)
+        for rel, text in changes.items():
+            if rel in after_docs or text is None:
+                after_docs.pop(rel, None)
+        after = [e for d in after_docs.values() for e in d.entries]
+        for rel, text in changes.items():
+            if text is not None and (rel == MEMORY or rel.startswith("memory/L")):
+                after += brain.parse(rel, text).entries
+        if mode == "defrag":
+            notes += defrag_mod.reflection(plan, after, now)
+        out.summaries, out.usage = summaries, usage
+        out.message = commit_message(mode, plan, loaded.entries, after, summaries, usage, notes)
+        out.sha = tx.commit(changes, out.message)
+        return out
+
+
+def plan_table(plan: policy.Plan) -> list[str]:
+    rows = [f"{'id':<15}{'tier':<5}{'retention':>10}  {'decision':<9}{'to':<4} why"]
+    for d in plan.decisions:
+        action = d.action if d.action != DROP else "drop"
+        rows.append(f"{d.entry.id:<15}{d.entry.tier:<5}{d.retention:>10.2f}  {action:<9}{d.target:<4} {d.why}")
+    return rows

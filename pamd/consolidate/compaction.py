@@ -16,7 +16,8 @@ from pamd.consolidate import policy
 from pamd.consolidate.summarizers.base import Group, Usage, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, render_doc
-from pamd.edge.brain import MEMORY, Brain, tier_path
+from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
+from pamd.myelin import myelin, recall_log, snapshot
 from pamd.encode.hippocampus import DROP
 
 
@@ -108,42 +109,76 @@ def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: lis
     return "\n".join(lines) + "\n"
 
 
+def last_recall_fold(brain: Brain) -> str | None:
+    if not brain.repo.head():
+        return None
+    out = brain.repo.log("-1", f"--grep=^{recall_log.TRAILER}: ", "--format=%(trailers:key="
+                         f"{recall_log.TRAILER},valueonly)").strip()
+    return out.splitlines()[0] if out else None
+
+
 def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = False) -> Outcome:
     """One compaction (mode "compact") or nightly defrag (mode "defrag")."""
     from pamd.consolidate import defrag as defrag_mod
 
+    cfg = brain.config
     with brain.transaction() as tx:
         loaded = brain.load()
         docs = loaded.docs
-        entries = loaded.entries
         changes: dict[str, str | None] = {}
         notes: list[str] = []
-        pre = defrag_mod.prepare(brain, docs, now) if mode == "defrag" else None
-        if pre is not None:
-            docs, changes, notes = pre.docs, pre.changes, pre.notes
-            entries = [e for d in docs.values() for e in d.entries]
-        plan = policy.plan_compaction(entries, brain.config, now, mode)
+        # Recalls logged since the last fold become part of this commit.
+        pend = recall_log.pending(brain.state_dir, last_recall_fold(brain))
+        docs, touched, n_folded = myelin.fold(docs, pend)
+        if n_folded:
+            notes.append(f"Folded {n_folded} recalls into the tree.")
+        if mode == "defrag":
+            docs, demoted_rels, n_demoted = myelin.demote(docs, cfg, now)
+            touched |= demoted_rels
+            if n_demoted:
+                notes.append(f"Demoted {n_demoted} memories not recalled for "
+                             f"{cfg['myelin']['demote_after_days']} days.")
+            pre = defrag_mod.prepare(brain, docs, now)
+            docs, notes = pre.docs, notes + pre.notes
+            changes.update(pre.changes)
+        entries = [e for d in docs.values() for e in d.entries]
+        plan = policy.plan_compaction(entries, cfg, now, mode)
         out = Outcome(plan=plan)
         if dry_run:
             return out
-        if plan.empty and not changes:
+        dna_text = brain.read(DNA) or ""
+        new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text))
+        if plan.empty and not changes and not touched and not new_lessons:
             return out
-        summaries, usage = summarize_plan(plan, brain.config)
+        summaries, usage = summarize_plan(plan, cfg) if not plan.empty else ([], _no_usage(cfg))
         changes.update(apply_plan(docs, plan, summaries))
-        after_docs = dict(docs)
-        for rel, text in changes.items():
-            if rel in after_docs or text is None:
-                after_docs.pop(rel, None)
-        after = [e for d in after_docs.values() for e in d.entries]
+        for rel in touched - set(changes):
+            d = docs[rel]
+            changes[rel] = render_doc(d.meta, d.preamble, d.entries)
+        after_docs = {rel: d for rel, d in docs.items() if rel not in changes}
         for rel, text in changes.items():
             if text is not None and (rel == MEMORY or rel.startswith("memory/L")):
-                after += brain.parse(rel, text).entries
+                after_docs[rel] = brain.parse(rel, text)
+        after = [e for d in after_docs.values() for e in d.entries]
+        # Myelin, reflexes and the snapshot ride along in the same commit.
+        changes[PRELOAD] = myelin.render_preload(brain.read(PRELOAD) or "", after, cfg)
+        reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
+        changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
+        changes[STATE] = snapshot.render_state(brain.read(STATE), snapshot.snapshot(entries, now))
+        if new_lessons:
+            notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")
         if mode == "defrag":
             notes += defrag_mod.reflection(plan, after, now)
         out.summaries, out.usage = summaries, usage
         out.message = commit_message(mode, plan, loaded.entries, after, summaries, usage, notes)
+        if pend.marker:
+            out.message += f"{recall_log.TRAILER}: {pend.marker}\n"
         out.sha = tx.commit(changes, out.message)
         return out
+
+
+def _no_usage(cfg: dict[str, Any]) -> Usage:
+    return Usage("none", "-")
 
 
 def plan_table(plan: policy.Plan) -> list[str]:

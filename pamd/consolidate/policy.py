@@ -211,6 +211,7 @@ def summary_entry(key: str, tier: str, sources: list[Entry], text: str) -> Entry
         importance=max(e.importance for e in srcs),
         neuro=neuro,
         recalls=sum(e.recalls for e in srcs),
+        seen=max((e.seen for e in srcs), default=""),
         tier=tier,
         sources=tuple(e.id for e in srcs),
     )

@@ -68,6 +68,7 @@ class Entry:
     recalls: int = 0
     tier: str = "L0"
     sources: tuple[str, ...] = ()
+    seen: str = ""  # date of the last recall (YYYY-MM-DD), for myelin demotion
     # Where the entry was read from (1-based, inclusive); not part of its identity.
     path: str = field(default="", compare=False)
     line_start: int = field(default=0, compare=False)

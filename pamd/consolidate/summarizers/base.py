@@ -14,7 +14,7 @@ ONE_LINE_TIERS = frozenset({"L3", "L4", "lesson"})
 
 # However small a group's budget, a summary says at least this much, so a tiny target
 # never produces an unreadable stub of a word. Output is <= max(target_tokens, MIN_TOKENS).
-MIN_TOKENS = 4
+MIN_TOKENS = 6
 
 
 @dataclass(frozen=True)

@@ -234,9 +234,9 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
     best = _ranked(units)[0]
     if not kept or sum(u.score for u in kept) < 0.5 * best.score:
         # A tiny budget filled with minor phrases says less than the best one, cut.
-        body = _tagged(msgs, best, True)
         prefix = f"{_speakers(msgs, [best.msg])}: " if prefix_room else ""
-        return prefix + tx.trim(body, max(budget - len(prefix) - len(suffix), 1)) + suffix
+        room = max(budget - len(prefix) - len(suffix), 1)
+        return prefix + tx.trim(_tagged(msgs, best, True, room), room) + suffix
     kept.sort(key=lambda u: u.pos)
     phrases = []
     last_msg = -1
@@ -247,7 +247,11 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
     return prefix + "; ".join(phrases) + suffix
 
 
-def _tagged(msgs: list[_Msg], unit: _Unit, first_of_msg: bool) -> str:
+def _tagged(msgs: list[_Msg], unit: _Unit, first_of_msg: bool, room: int = 1 << 30) -> str:
+    """The unit's text with its tags; tags are left out when they'd leave < 16 chars of text."""
+    tags = len(msgs[unit.msg].tag) + len(unit.tag) + 2
+    if room - tags < 16:
+        return " ".join(unit.text.split())
     parts = []
     if first_of_msg and msgs[unit.msg].tag:
         parts.append(msgs[unit.msg].tag)
@@ -275,8 +279,8 @@ def _fallback(msgs: list[_Msg], units: list[_Unit], budget: int) -> str:
     prefix = f"{msgs[best.msg].speaker}: "
     if len(prefix) > budget // 3:
         prefix = ""
-    body = _tagged(msgs, best, True)
-    return prefix + tx.trim(body, max(budget - len(prefix), 1))
+    room = max(budget - len(prefix), 1)
+    return prefix + tx.trim(_tagged(msgs, best, True, room), room)
 
 
 def estimate_tokens(text: str) -> int:

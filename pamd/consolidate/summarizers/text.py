@@ -132,12 +132,18 @@ def features(text: str) -> Features:
     )
 
 
+# Chatter: acknowledgements, and greetings/pleasantries with at most a name after them
+# ("Hey Mel!", "Привет, Анна") -- short and capitalised, they would otherwise look salient.
 FILLER = re.compile(
     r"^(?:ok(?:ay)?|k|sure|thanks?(?: you)?(?: so much)?|thx|ty|lol|ha(?:ha)+|yes|yeah|yep|"
-    r"no|nope|hi|hello|hey|bye|hmm+|well|um+|uh+|good (?:morning|night)|cool|nice|great|wow|"
-    r"got it|ну|ладно|хм+|"
-    r"ок|окей|да|нет|спасибо|привет|пока|угу|ага|понял[а]?|хорошо|класс|ясно)"
-    r"[\s!.,…)(:;]*$",
+    r"no|nope|bye|hmm+|well|um+|uh+|cool|nice|great|wow|got it|"
+    r"ну|ладно|хм+|ок|окей|да|нет|спасибо|пока|угу|ага|понял[а]?|хорошо|класс|ясно|"
+    r"(?:hi|hello|hey|good (?:morning|evening|night)|привет|здравствуй\w*|добрый \w+)"
+    r"(?:[\s,]+[\w'-]+){0,2}|"
+    r"(?:it's |so )?(?:good|nice|great) to (?:see|hear from) you(?: too| again)?|"
+    r"how (?:are|have) you(?: been| doing)?(?: lately)?|what's up(?: with you)?|"
+    r"как (?:дела|ты|вы)|рад[а]? (?:тебя|вас) (?:видеть|слышать))"
+    r"[\s!.,…)(:;?]*$",
     re.IGNORECASE,
 )
 

@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        args.now_given = bool(args.now or os.environ.get("PAMD_NOW"))
         args.now = now_arg(args.now)
         return int(args._run(args) or 0)
     except PamdError as exc:

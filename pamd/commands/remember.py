@@ -34,6 +34,6 @@ def run(args) -> int:
         e = e.with_(type=args.type)
     if args.importance is not None:
         e = e.with_(importance=round(args.importance, 2))
-    plan, sha = ingest_entries(brain, [e], ["remember"], "remember", redacted)
+    plan, sha = ingest_entries(brain, [e], ["remember"], args.now, "remember", redacted)
     print(f"remembered {e.id} ({sha[:8]})" if sha else f"already remembered as {e.id}")
     return 0

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pamd.consolidate import policy
-from pamd.consolidate.summarizers.base import Group, Usage, get_summarizer
+from pamd.consolidate.summarizers import Group, Usage, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, render_doc
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
@@ -31,15 +31,27 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def summarize_plan(plan: policy.Plan, config: dict[str, Any]) -> tuple[list[Entry], Usage]:
+def summarize_plan(plan: policy.Plan, config: dict[str, Any],
+                   lessons: list[dict[str, Any]] | None = None) -> tuple[list[Entry], Usage]:
+    """Summaries for every group of the plan, and texts for new lessons, in one batch."""
     keys = sorted(plan.groups)
-    groups = [Group(key=k, tier=plan.group_tier[k], entries=tuple(sorted(plan.groups[k], key=lambda e: (e.ts, e.id))),
+    groups = [Group(key=k, tier=plan.group_tier[k],
+                    entries=tuple(sorted(plan.groups[k], key=lambda e: (e.ts, e.id))),
                     target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
               for k in keys]
+    lessons = lessons or []
+    extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]), target_tokens=40)
+             for i, ls in enumerate(lessons)]
     summarizer = get_summarizer(config)
-    texts, usage = summarizer.summarize(groups) if groups else ([], Usage(summarizer.name, getattr(summarizer, "model", "-")))
+    if groups or extra:
+        texts, usage = summarizer.summarize(groups + extra)
+    else:
+        texts, usage = [], Usage(summarizer.name, getattr(summarizer, "model", "-"))
+    for ls, text in zip(lessons, texts[len(groups):], strict=True):
+        ls["text"] = f"{text.strip()} (lesson of {ls['day']})"
+        del ls["entries"], ls["day"]
     summaries = [policy.summary_entry(g.key, g.tier, list(g.entries), text.strip() or "(empty)")
-                 for g, text in zip(groups, texts, strict=True)]
+                 for g, text in zip(groups, texts, strict=False)]
     return summaries, usage
 
 
@@ -150,7 +162,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text))
         if plan.empty and not changes and not touched and not new_lessons:
             return out
-        summaries, usage = summarize_plan(plan, cfg) if not plan.empty else ([], _no_usage(cfg))
+        summaries, usage = summarize_plan(plan, cfg, new_lessons)
         changes.update(apply_plan(docs, plan, summaries))
         for rel in touched - set(changes):
             d = docs[rel]
@@ -175,10 +187,6 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
             out.message += f"{recall_log.TRAILER}: {pend.marker}\n"
         out.sha = tx.commit(changes, out.message)
         return out
-
-
-def _no_usage(cfg: dict[str, Any]) -> Usage:
-    return Usage("none", "-")
 
 
 def plan_table(plan: policy.Plan) -> list[str]:

@@ -115,7 +115,7 @@ def tag_counts(entries: list[Entry]) -> str:
     return ", ".join(parts)
 
 
-def commit_message(title: str, plan: IngestPlan, names: list[str]) -> str:
+def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime) -> str:
     types = Counter(e.type for e in plan.entries)
     src = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     lines = [
@@ -128,7 +128,8 @@ def commit_message(title: str, plan: IngestPlan, names: list[str]) -> str:
         lines.append(f"Skipped {plan.skipped} already ingested.")
     if plan.redacted:
         lines.append("Redacted: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.redacted.items())) + ".")
-    lines += ["", f"Pamd-Run: {title}", f"Pamd-Entries-Added: {len(plan.entries)}",
+    lines += ["", f"Pamd-Run: {title}", f"Pamd-Now: {fmt_time(now)}",
+              f"Pamd-Entries-Added: {len(plan.entries)}",
               f"Pamd-Entries-Skipped: {plan.skipped}",
               f"Pamd-Tokens-In: {sum(e.tokens for e in plan.entries)}"]
     return "\n".join(lines) + "\n"
@@ -142,14 +143,14 @@ def _redactor(config: dict[str, Any]):
     return Redactor.from_config(config)
 
 
-def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], title: str = "ingest",
-                   redacted: Counter | None = None) -> tuple[IngestPlan, str | None]:
+def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: datetime,
+                   title: str = "ingest", redacted: Counter | None = None) -> tuple[IngestPlan, str | None]:
     with brain.transaction() as tx:
         plan = plan_ingest(entries, known_ids(brain), brain.read)
         plan.redacted = redacted or Counter()
         if not plan.entries:
             return plan, None
-        sha = tx.commit(plan.changes, commit_message(title, plan, names))
+        sha = tx.commit(plan.changes, commit_message(title, plan, names, now))
         return plan, sha
 
 
@@ -163,4 +164,4 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
                                      _redactor(brain.config), now)
-    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], "ingest", redacted)
+    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted)

@@ -164,14 +164,10 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str]) -> lis
         first = fails[0]
         fix = next((e for e in ordered if e.session == session and e.ts >= first.ts
                     and e.id not in {f.id for f in fails} and _FIX.search(e.text)), None)
-        text = f"Lesson from {day}: {_sentence(first.text, 160)}"
-        src = [f.id for f in fails[:5]]
-        if fix is not None:
-            text += f" — what worked: {_sentence(fix.text, 160)}"
-            src.append(fix.id)
-        else:
-            text += " — check for this before repeating the step."
-        out.append({"text": text, "kind": "lesson", "from": src})
+        used = [*fails[:5], *([fix] if fix is not None else [])]
+        # The text is written by the summarizer (tier "lesson": "before X, check Y").
+        out.append({"text": "", "kind": "lesson", "from": [e.id for e in used], "day": day,
+                    "entries": used})
         if len(out) >= limit:
             break
     return out

@@ -8,8 +8,9 @@ inside a level and what is dropped:
   after 24 h, else `critical_hours`). It then lands in the tier its age
   calls for (L1 < 12 h, L2 < 3 d, L3 < 7 d, else L4), never above L1.
 - A summary moves on when its age passes its tier's upper bound.
-- Leaving L0, an ephemeral entry whose retention is under `drop_below` is
-  dropped (its raw text stays in history; the commit lists it).
+- Leaving L0, an entry whose retention at the end of its clock is under
+  `drop_below` is dropped as trash (its raw text stays in history; the commit
+  lists it by id). Tool output that nobody recalled goes this way.
 - Over a tier's token budget, the lowest-retention entries move down first.
 - `compact` moves entries as far as L2; `defrag` also to L3 and L4.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pamd.core.entry import TIERS, TYPES, Entry, entry_id
@@ -116,8 +117,11 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
         if e.tier == "L0":
             clock = l0_clock(e.importance, t, trash)
             if age >= clock:
-                if e.type == "ephemeral" and decide(r, config) == DROP:
-                    action, target, why = DROP, "-", f"ephemeral, retention {r:.2f} < drop_below"
+                # Judge worth at the moment the clock let it go, so a late run (a laptop
+                # asleep for a week) does not turn everything into trash.
+                r_exit = retention(e, config, e.ts + timedelta(hours=clock))
+                if decide(r_exit, config) == DROP:
+                    action, target, why = DROP, "-", f"retention {r_exit:.2f} < drop_below when its clock ran out"
                 else:
                     target = max("L1", tier_for_age(age, t), key=tier_index)
                     action, why = COMPRESS, f"age {age:.1f} h >= {clock:g} h clock for importance {e.importance:.2f}"

@@ -92,9 +92,13 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         posts = idx.postings(uniq)
         weights = [float(terms.count(t)) for t in uniq if t in posts]
         lex = bm25([posts[t] for t in uniq if t in posts], cols["dl"], alive, weights)
+        lex = _context(lex, cols, float(ix.get("neighbour_weight", 0.0)))
         lex[~allowed] = 0.0
         for r, lb in enumerate(_top(lex, cand)):
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
+        wf = float(ix.get("file_weight", 0.0))
+        if wf > 0:
+            _file_prior(fused, lex, cols, wf, fk)
 
     if wd > 0 and idx.hnsw is not None:
         q = embedder.query(query).reshape(1, -1)
@@ -121,6 +125,36 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         hits.append(Hit(path, start, end, score, tier, [i for i in ids.split(",") if i], text,
                         _iso(ts) if ts is not None else None, lb))
     return hits
+
+
+def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float) -> np.ndarray:
+    """Add w x the neighbours' BM25: an answer often shares words only with the turn before it."""
+    if w <= 0:
+        return lex
+    hit = np.flatnonzero(lex > 0)
+    out = lex.copy()
+    for side in ("prev", "next"):
+        nb = cols[side][hit]
+        ok = nb >= 0
+        np.add.at(out, nb[ok], w * lex[hit[ok]])
+    return out
+
+
+def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.ndarray], w: float,
+                fk: float) -> None:
+    """RRF term for the rank of the chunk's file by summed BM25: the session a question is about."""
+    pos = np.flatnonzero(lex > 0)
+    if pos.shape[0] == 0:
+        return
+    files, inv = np.unique(cols["fileid"][pos], return_inverse=True)
+    total = np.bincount(inv, weights=lex[pos])
+    rank = np.empty(files.shape[0], np.int64)
+    rank[np.lexsort((files, -total))] = np.arange(files.shape[0])
+    frank = dict(zip(files.tolist(), rank.tolist(), strict=True))
+    for lb in fused:
+        r = frank.get(int(cols["fileid"][lb]))
+        if r is not None:
+            fused[lb] += w / (fk + r + 1)
 
 
 def _top(scores: np.ndarray, n: int) -> list[int]:

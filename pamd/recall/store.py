@@ -45,7 +45,7 @@ EMBED_BATCH = 32
 # Rebuild from scratch when more than this share of labels are retired chunks.
 MAX_DEAD = 0.5
 
-COLS = ("alive", "tier", "ts", "importance", "dl")
+COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next")
 
 
 @dataclass
@@ -203,7 +203,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         idx.open()
         idx.cols = {"alive": np.zeros(0, bool), "tier": np.zeros(0, np.int8),
                     "ts": np.zeros(0, np.float64), "importance": np.zeros(0, np.float32),
-                    "dl": np.zeros(0, np.float32)}
+                    "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
+                    "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
@@ -279,6 +280,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         )
         dl = _add_postings(db, labels, new_chunks)
         _extend_cols(idx, new_chunks, dl)
+        _link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         gen = int(idx.meta.get("gen", "0")) + (1 if (dead or new_chunks or fresh) else 0)
@@ -367,6 +369,27 @@ def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     c["importance"] = np.concatenate([c["importance"], np.asarray(
         [x.importance if x.importance is not None else np.nan for x in chunks], np.float32)])
     c["dl"] = np.concatenate([c["dl"], np.asarray(dl, np.float32)])
+    fids = np.asarray([file_id(x.path) for x in chunks], np.int64)
+    c["fileid"] = np.concatenate([c["fileid"], fids])
+    c["prev"] = np.concatenate([c["prev"], np.full(len(chunks), -1, np.int64)])
+    c["next"] = np.concatenate([c["next"], np.full(len(chunks), -1, np.int64)])
+
+
+def file_id(path: str) -> int:
+    """A stable integer per path, so chunks of one file group without a lookup table."""
+    return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=7).digest(), "big")
+
+
+def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
+    """prev/next label of each live chunk in file order (conversation context for ranking)."""
+    for rel in paths:
+        labels = [r[0] for r in db.execute(
+            "SELECT label FROM chunks WHERE path=? AND alive=1 ORDER BY start", (rel,))]
+        if not labels:
+            continue
+        arr = np.asarray(labels, np.int64)
+        cols["prev"][arr] = np.concatenate([[-1], arr[:-1]])
+        cols["next"][arr] = np.concatenate([arr[1:], [-1]])
 
 
 def _write_cols(idx: Index) -> None:

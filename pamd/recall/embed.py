@@ -105,7 +105,9 @@ class SentenceTransformers:
 
         torch.set_num_threads(_threads())
         self._m = SentenceTransformer(model, device="cpu")
-        self.dims = int(self._m.get_sentence_embedding_dimension())
+        dim = getattr(self._m, "get_embedding_dimension", None) or \
+            self._m.get_sentence_embedding_dimension
+        self.dims = int(dim())
         self.identity = f"st:{label}:{self.dims}"
 
     def passages(self, texts: list[str]) -> np.ndarray:

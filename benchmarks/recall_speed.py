@@ -1,0 +1,143 @@
+"""Recall speed: warm query p50 at N chunks, cold whole-process recall, incremental re-index,
+embedding throughput (docs/benchmarks.md, "Recall").
+
+    python benchmarks/recall_speed.py --chunks 100000 --incremental-base 50000
+
+Big synthetic brains get their vectors pre-seeded in the vector cache (random unit
+vectors under the embedder's identity) so that building a 100,000-chunk index does not
+take hours of embedding on 2 cores; what is timed is then the index and the search.
+The incremental step adds 100 entries of new text that IS embedded for real.
+Targets (issue 4): warm p50 <= 15 ms at 100k, cold <= 1.5 s, +100 on 50k <= 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+WORDS = ("deploy release friday database migration timeout coffee tea board revenue report key "
+         "vault cluster incident backup user agent memory budget design review test load api "
+         "customer invoice schedule meeting anna boris server queue cache latency bug fix").split()
+
+
+def synthetic_brain(root: Path, n: int, embedder, seed: int = 1) -> Path:
+    from pamd.core.entry import Entry, entry_id
+    from pamd.core.fmt import render_doc
+    from pamd.recall.chunks import text_hash
+    from pamd.recall.vcache import VectorCache
+
+    rng = random.Random(seed)
+    root.mkdir(parents=True)
+    (root / "pamd.toml").write_text(f'[index]\nembedder = "{embedder.name}"\n')
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    per_file = 500
+    vecs = {}
+    nrng = np.random.default_rng(seed)
+    for f in range(0, n, per_file):
+        es = []
+        for i in range(f, min(n, f + per_file)):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 30))) + f" #{i}"
+            e = Entry(id=entry_id("e", str(i)), ts=t0 + timedelta(minutes=i), role="user",
+                      text=text)
+            es.append(e)
+            v = nrng.standard_normal(embedder.dims).astype(np.float32)
+            vecs[text_hash(f"user: {text}")] = v / np.linalg.norm(v)
+        day = (t0 + timedelta(days=f // per_file)).strftime("%Y-%m-%d")
+        p = root / f"memory/L2/{day}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render_doc({}, "", es), "utf-8")
+    cache = VectorCache(root / ".pamd/vectors.sqlite")
+    cache.put(embedder.identity, vecs)
+    cache.close()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--incremental-base", type=int, default=50_000)
+    ap.add_argument("--embedder", default="e5-small")
+    ap.add_argument("--queries", type=int, default=200)
+    a = ap.parse_args()
+    from pamd.edge.brain import Brain
+    from pamd.recall import api
+    from pamd.recall.embed import load
+
+    print(f"load average at start: {os.getloadavg()}")
+    emb = load(a.embedder)
+    tmp = Path(tempfile.mkdtemp(prefix="pamd-speed-"))
+
+    # throughput on ~200-token and short texts
+    rng = random.Random(7)
+    long = [" ".join(rng.choice(WORDS) for _ in range(150)) for _ in range(32)]
+    short = [" ".join(rng.choice(WORDS) for _ in range(15)) for _ in range(64)]
+    for name, texts in (("~200-token", long), ("~20-token", short)):
+        t = time.perf_counter()
+        emb.passages(texts)
+        dt = time.perf_counter() - t
+        print(f"throughput {emb.name} {name}: {len(texts) / dt:.1f} chunks/s")
+
+    # warm query at N chunks
+    root = synthetic_brain(tmp / "big", a.chunks, emb)
+    brain = Brain(root)
+    t = time.perf_counter()
+    rep = api.index(brain, embedder=emb)
+    print(f"build {a.chunks} chunks (vectors pre-seeded): {time.perf_counter() - t:.1f} s ({rep})")
+    qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(a.queries)]
+    api.recall(brain, qs[0], embedder=emb, log=False)
+    lat, qlat = [], []
+    for q in qs:
+        t = time.perf_counter()
+        emb.query(q)
+        qlat.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        api.recall(brain, q, k=10, embedder=emb, log=False)
+        lat.append(time.perf_counter() - t)
+    print(f"warm recall at {a.chunks}: p50 {1000 * statistics.median(lat):.1f} ms, "
+          f"p95 {1000 * sorted(lat)[int(0.95 * len(lat))]:.1f} ms "
+          f"(of which query embedding p50 {1000 * statistics.median(qlat):.1f} ms)")
+
+    # cold whole process on the big brain and on a small one
+    for label, r in (("big", root),):
+        times = []
+        for q in qs[:5]:
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "pamd", "recall", "--brain", str(r), "--no-log",
+                            q], check=True, capture_output=True)
+            times.append(time.perf_counter() - t)
+        print(f"cold `pamd recall` whole process ({label}, {a.chunks} chunks): "
+              f"median {statistics.median(times):.2f} s")
+
+    # incremental: +100 new (really embedded) chunks on a base index
+    base = synthetic_brain(tmp / "base", a.incremental_base, emb, seed=2)
+    b2 = Brain(base)
+    api.index(b2, embedder=emb)
+    from pamd.core.entry import Entry, entry_id
+    from pamd.core.fmt import render_doc
+
+    new = [Entry(id=entry_id("e", "new", str(i)), ts=datetime(2027, 1, 1, tzinfo=UTC)
+                 + timedelta(minutes=i), role="assistant",
+                 text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 40))) + f" new{i}")
+           for i in range(100)]
+    (base / "memory/L1").mkdir(parents=True, exist_ok=True)
+    (base / "memory/L1/2027-01-01.md").write_text(render_doc({}, "", new), "utf-8")
+    t = time.perf_counter()
+    rep = api.index(b2, embedder=emb)
+    print(f"incremental +100 on {a.incremental_base}: {time.perf_counter() - t:.2f} s ({rep})")
+    print(f"load average at end: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

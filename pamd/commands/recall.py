@@ -1,0 +1,90 @@
+"""pamd recall: hybrid (BM25 + dense) search over every tier; hits name file and lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "search the brain: each hit as `path:start-end  score  text`"
+EXAMPLE = """
+pamd recall 'when do we deploy v2'
+pamd recall -k 5 --tier L0 --tier L1 --since 2026-11-01 'деплой'
+pamd recall --json 'ship friday' | jq '.[0].path'
+"""
+
+WIDTH = 160
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", nargs="+", help="what to look for (words in any language)")
+    p.add_argument("-k", type=int, default=10, metavar="N", help="number of hits (default 10)")
+    p.add_argument("--tier", action="append", default=[], metavar="TIER",
+                   help="only this tier: L0..L4, daily, dna, synapse (repeatable)")
+    p.add_argument("--since", metavar="ISO", help="only entries at or after this time")
+    p.add_argument("--until", metavar="ISO", help="only entries at or before this time")
+    p.add_argument("--json", action="store_true",
+                   help="JSON list of {path, lines, score, ids, tier, ts, text}")
+    p.add_argument("--expand", action="store_true",
+                   help="also show the raw messages behind summary hits (via provenance)")
+    p.add_argument("--no-log", action="store_true", help="do not count these hits as recalls")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pamd.edge.brain import Brain
+    from pamd.recall import api
+
+    brain = Brain.find(args.brain)
+    hits = api.recall(
+        brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
+        since=_time(args.since, "--since"), until=_time(args.until, "--until"),
+        now=args.now, log=not args.no_log,
+    )
+    expanded = _expand(brain, hits, args.now) if args.expand else {}
+    if args.json:
+        out = []
+        for h in hits:
+            d = h.as_json()
+            if args.expand:
+                d["expanded"] = expanded.get(h.label, [])
+            out.append(d)
+        print(json.dumps(out, ensure_ascii=False, indent=1))
+        return 0
+    if not hits:
+        print("no hits")
+        return 0
+    for h in hits:
+        text = " ".join(h.text.split())
+        if len(text) > WIDTH:
+            text = text[: WIDTH - 1] + "…"
+        print(f"{h.path}:{h.start}-{h.end}  {h.score:.4f}  {text}")
+        for line in expanded.get(h.label, []):
+            print(f"    {line}")
+    return 0
+
+
+def _time(value: str | None, flag: str):
+    if not value:
+        return None
+    from pamd.core.entry import parse_time
+    from pamd.errors import PamdError
+
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise PamdError(f"bad time {value!r} for {flag}", "use ISO 8601, e.g. 2026-11-30") from None
+
+
+def _expand(brain, hits, now) -> dict[int, list[str]]:
+    """Raw messages behind summary hits; provenance walking belongs to pamd.consolidate."""
+    from pamd.errors import PamdError
+
+    try:
+        from pamd.consolidate.provenance import expand_ids
+    except ImportError:
+        raise PamdError("--expand needs provenance support, which this pamd does not have yet",
+                        "use `pamd expand ID` when it lands, or recall without --expand") from None
+    out: dict[int, list[str]] = {}
+    for h in hits:
+        if h.ids:
+            out[h.label] = [str(x) for x in expand_ids(brain, h.ids, now)]
+    return out

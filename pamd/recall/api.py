@@ -1,0 +1,63 @@
+"""Recall as a library: `index(brain)` and `recall(brain, query, ...)`.
+
+The CLI, a future `pamd serve`, the pipeline's re-index step and the
+benchmarks all call these two functions.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pamd.errors import PamdError
+from pamd.recall import log as recall_log
+from pamd.recall import store
+from pamd.recall.embed import Embedder, load
+from pamd.recall.search import Filters, Hit, search
+from pamd.recall.sources import TIERS
+
+MAX_QUERY = 4000
+
+
+def embedder_for(config: dict) -> Embedder:
+    ix = config.get("index", {})
+    return load(str(ix.get("embedder", "auto")), str(ix.get("model", "")))
+
+
+def index(brain, force: bool = False, embedder: Embedder | None = None,
+          progress=None) -> store.Report:
+    """Build or refresh the brain's index; `force` starts from empty (the vector cache stays)."""
+    emb = embedder or embedder_for(brain.config)
+    with store.lock(brain.state_dir):
+        rep, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, force, progress)
+        idx.close()
+    return rep
+
+
+def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
+           since: datetime | None = None, until: datetime | None = None,
+           now: datetime | None = None, embedder: Embedder | None = None,
+           log: bool = True) -> list[Hit]:
+    """The k best hits for `query`, refreshing a stale index first; logs each hit."""
+    query = " ".join((query or "").split())
+    if not query:
+        raise PamdError("empty query", "say what to recall, e.g. pamd recall 'deploy friday'")
+    if len(query) > MAX_QUERY:
+        raise PamdError(f"query longer than {MAX_QUERY} characters", "ask for less at a time")
+    if k < 1:
+        raise PamdError("-k must be at least 1")
+    bad = [t for t in tiers if t not in TIERS]
+    if bad:
+        raise PamdError(f"unknown tier {bad[0]!r}", f"use one of: {', '.join(TIERS)}")
+    if since and until and since > until:
+        raise PamdError("--since is after --until", "swap them")
+    emb = embedder or embedder_for(brain.config)
+    with store.lock(brain.state_dir):
+        _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config)
+        try:
+            flt = Filters(tuple(tiers), since, until)
+            hits = search(idx, emb, query, k, brain.config, flt, now)
+        finally:
+            idx.close()
+    if log:
+        recall_log.append(brain.state_dir, query, hits, now or datetime.now(UTC))
+    return hits

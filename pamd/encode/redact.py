@@ -18,29 +18,42 @@ from pamd.errors import PamdError
 PLACEHOLDER = "[REDACTED:{}]"
 
 
+_DUMMIES = frozenset({
+    "password", "changeme", "secret", "example", "xxxxxxxx", "redacted", "none", "null", "true",
+    "false", "your-password", "your_password", "your-api-key", "your_api_key", "placeholder",
+    "********", "undefined",
+})
+
+
 def _mixed(value: str) -> bool:
-    """Looks generated: has a digit and a letter (rules out words and identifiers like get_token)."""
+    """Looks generated: a digit and a letter (not a word or an identifier like get_token)."""
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-def _not_placeholder(value: str) -> bool:
-    # Templating and examples people write instead of real secrets.
-    return not (value[:1] in "$<{%*[" or value.lower().strip("\"'") in _DUMMIES)
+def _real(value: str) -> bool:
+    """Not a template or a stand-in people write where a secret would go."""
+    return value[:1] not in "$<{%*[" and value.lower() not in _DUMMIES
 
 
-def _generic_ok(value: str) -> bool:
-    v = value.strip("\"'")
-    if not _not_placeholder(v):
+Check = Callable[[re.Match[str], str], bool]  # (match, the text it was found in) -> keep?
+
+
+def _url_password(m: re.Match[str], text: str) -> bool:
+    return _real(m.group(1))
+
+
+def _assigned(m: re.Match[str], text: str) -> bool:
+    value = m.group(2)
+    if not _real(value):
         return False
-    quoted = value[:1] in "\"'"
     # Quoted literals are values by construction; bare ones must look generated,
     # or `token = get_token_from_environment()` would be redacted.
-    return len(v) >= 8 and (quoted or (len(v) >= 12 and _mixed(v)))
+    return bool(m.group(1)) or (len(value) >= 12 and _mixed(value))
 
 
-_DUMMIES = {"password", "changeme", "secret", "example", "xxxxxxxx", "redacted", "none", "null",
-            "true", "false", "your-password", "your_password", "your-api-key", "your_api_key",
-            "<password>", "placeholder", "********"}
+def _openai(m: re.Match[str], text: str) -> bool:
+    value = m.group(0)
+    return _mixed(value[3:]) and value.count("-") <= 12  # not `sk-learn-compatible-estimator`
 
 
 @dataclass(frozen=True)
@@ -50,25 +63,40 @@ class Pattern:
     name: str
     regex: re.Pattern[str]
     group: int = 0
-    check: Callable[[str], bool] | None = None
+    check: Check | None = None
+    # The match may not follow a character of this class (a word boundary
+    # tested in code, so the regex can start with a plain literal, which `re`
+    # finds much faster than a pattern starting with \b or a lookbehind).
+    not_after: str = ""
+    # Match against the lowercased text (same positions) instead of IGNORECASE,
+    # which would also cost `re` its fast literal search.
+    lower: bool = False
 
 
-def _p(name: str, regex: str, group: int = 0, flags: int = 0,
-       check: Callable[[str], bool] | None = None) -> Pattern:
-    return Pattern(name, re.compile(regex, flags), group, check)
+def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
+       not_after: str = r"\w", lower: bool = False) -> Pattern:
+    return Pattern(name, re.compile(regex), group, check, not_after, lower)
 
 
 def _assignment(name: str, keys: str) -> Pattern:
-    """`key = value` / `key: value` / `"key": "value"` with a long, secret-looking value."""
+    """`key = value`, `key: value`, `"key": "value"` with a long, secret-looking value.
+
+    `keys` should start with a literal (see `Pattern.not_after`); `db_password`
+    and `x-api-key` match through their last part.
+    """
     return _p(
         name,
-        # The lookbehind (not `\w*` before the key) keeps the scan linear on long tokens.
-        rf"(?<![A-Za-z0-9])(?i:{keys})[\"']?\s*(?:=|:|=>)\s*"
-        r"(\"[^\"\s\[]{8,}\"|'[^'\s\[]{8,}'|[^\s\"'\[,;)}<>]{12,})",
-        1,
-        check=_generic_ok,
+        rf"(?:{keys})[\"']?\s*(?:=|:|=>)\s*"
+        # group 1: the opening quote (if any); group 2: the value, replaced.
+        r"([\"']?)((?<=[\"'])[^\"'\s\[]{8,}(?=[\"'])|(?<![\"'])[^\s\"'\[,;)}<>]{8,})",
+        2,
+        check=_assigned,
+        not_after="[a-z0-9]",
+        lower=True,
     )
 
+
+_AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
 
 # Order is priority: where two patterns claim overlapping text, the earlier
 # one wins, so a specific type beats the generic `key = value` rule.
@@ -76,27 +104,28 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("private-key",
        r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
        # A block cut short (a truncated log) is redacted to the end of its base64.
-       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,-]*)"),
-    _p("aws-access-key", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
+       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,-]*)", not_after=""),
+    _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
-       r"(?i:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"
-       r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])", 1),
-    _p("github-token", r"\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{22,255}"),
-    _p("anthropic-key", r"\bsk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
-    _p("openai-key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
-       check=lambda v: _mixed(v[3:]) and v.count("-") <= 12),
-    _p("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
-    _p("slack-token", r"\bxox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
-    _p("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    # scheme://user:password@host — only the password goes.
-    _p("password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@'\"\[\]]+:([^\s@/'\"\[\]]+)@[^\s/@]", 1,
-       check=_not_placeholder),
-    *(_assignment(name, keys) for name, keys in (
-        ("password", "password|passwd|pwd|passphrase"),
-        ("api-key", r"api[_\-]?key|apikey|access[_\-]?key"),
-        ("token", r"auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|bearer[_\-]?token|token"),
-        ("secret", r"client[_\-]?secret|private[_\-]?key|secret[_\-]?key|secret"),
-    )),
+       r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"
+       r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[a-z0-9]", lower=True),
+    _p("github-token",
+       r"gh(?:[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|ithub_pat_[A-Za-z0-9_]{22,255})"),
+    _p("anthropic-key", r"sk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
+    _p("openai-key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", check=_openai),
+    _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+    _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
+    _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    # scheme://user:password@host: only the password goes.
+    _p("password", r"://[^\s:/@'\"\[\]<>]+:([^\s@/'\"\[\]<>]+)@[^\s/@]", 1,
+       check=_url_password, not_after=""),
+    _assignment("password", "pass(?:word|wd|phrase)"),
+    _assignment("password", "pwd"),
+    _assignment("api-key", r"api[_\-]?key|apikey"),
+    _assignment("api-key", r"access[_\-]?key"),
+    _assignment("token", "token"),
+    _assignment("secret", r"secret(?:[_\-]?key)?"),
+    _assignment("secret", r"private[_\-]?key"),
 )
 
 
@@ -135,20 +164,31 @@ class Redactor:
             if regex.search("") is not None:
                 raise PamdError(f"{where} ({name}): the regex matches the empty string",
                                 "make it match only the secret")
-            own.append(Pattern(name, regex, group))
+            own.append(Pattern(name, regex, group, not_after=""))
         return cls((*BUILTIN, *own))
 
     def find(self, text: str) -> list[tuple[str, int, int]]:
         """Non-overlapping secret spans (type, start, end), in text order."""
         taken: list[tuple[int, int]] = []
         found: list[tuple[str, int, int]] = []
+        low: str | None = None
         for pat in self.patterns:
-            for m in pat.regex.finditer(text):
+            subject, regex = text, pat.regex
+            if pat.lower:
+                if low is None:
+                    low = text.lower()
+                if len(low) == len(text):
+                    subject = low
+                else:  # lowercasing moved positions (rare: İ); fall back to IGNORECASE
+                    regex = re.compile(regex.pattern, re.IGNORECASE)
+            for m in regex.finditer(subject):
                 start, end = m.span(pat.group)
-                if start < 0 or end <= start:
+                if end <= start or text.startswith("[REDACTED:", start):
                     continue
-                value = m.group(pat.group)
-                if value.startswith("[REDACTED:") or (pat.check and not pat.check(value)):
+                m_start = m.start()
+                if pat.not_after and m_start and re.match(pat.not_after, subject[m_start - 1]):
+                    continue
+                if pat.check and not pat.check(m, subject):
                     continue
                 if any(start < e and s < end for s, e in taken):
                     continue

@@ -110,7 +110,7 @@ BUILTIN: tuple[Pattern, ...] = (
        r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"
        r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[a-z0-9]", lower=True),
     _p("github-token",
-       r"gh(?:[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|ithub_pat_[A-Za-z0-9_]{22,255})"),
+       r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|github_pat_[A-Za-z0-9_]{22,255}"),
     _p("anthropic-key", r"sk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
     _p("openai-key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", check=_openai),
     _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
@@ -198,19 +198,26 @@ class Redactor:
         return found
 
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
-        spans = self.find(text)
-        if not spans:
-            return text, {}
-        out: list[str] = []
+        """Text with every secret replaced by its placeholder, and counts per type."""
         counts: dict[str, int] = {}
-        pos = 0
-        for name, start, end in spans:
-            out.append(text[pos:start])
-            out.append(PLACEHOLDER.format(name))
-            counts[name] = counts.get(name, 0) + 1
-            pos = end
-        out.append(text[pos:])
-        return "".join(out), counts
+        # A match that lost an overlap to a stronger pattern can match again once
+        # that one is a placeholder; repeating until nothing is found makes
+        # redact(redact(x)) == redact(x) hold by construction. Almost always
+        # one round; the bound only guards against a pathological user pattern.
+        for _ in range(8):
+            spans = self.find(text)
+            if not spans:
+                break
+            out: list[str] = []
+            pos = 0
+            for name, start, end in spans:
+                out.append(text[pos:start])
+                out.append(PLACEHOLDER.format(name))
+                counts[name] = counts.get(name, 0) + 1
+                pos = end
+            out.append(text[pos:])
+            text = "".join(out)
+        return text, counts
 
 
 _DEFAULT = Redactor()

@@ -161,10 +161,11 @@ def test_importance_ordering(tagger: Tagger) -> None:
     decision = tagger.tag("We decided to go with Postgres for the index").importance
     intent = tagger.tag("Can you fix the login page please").importance
     context = tagger.tag("The renderer groups rows by tool call.", "assistant").importance
-    tool = tagger.tag("lib/a.ex\nlib/b.ex", "tool").importance
+    listing = tagger.tag("lib/a.ex\nlib/b.ex\nlib/c.ex", "tool").importance
     ack = tagger.tag("ok thanks").importance
-    assert decision > intent > context > tool > ack
-    assert ack < 0.15  # trash, by the default trash_below
+    assert decision > intent > context > listing
+    assert context > ack
+    assert ack < 0.15 and listing < 0.15  # trash, by the default trash_below
 
 
 def test_cortisol_and_urgency_raise_importance(tagger: Tagger) -> None:
@@ -177,7 +178,8 @@ def test_failing_tool_output_outranks_routine_output(tagger: Tagger) -> None:
     routine = tagger.tag("Compiling 3 files (.ex)\nGenerated app", "tool")
     failing = tagger.tag("** (CompileError) lib/a.ex:3: undefined function foo/0", "tool")
     assert failing.importance > routine.importance
-    assert routine.importance == 0.2  # tool_result 0.30, no tag: -0.10
+    assert routine.importance == 0.1  # tool_result 0.30, no tag: -0.20 (trash)
+    assert failing.importance >= 0.3
 
 
 def test_long_substantive_message_gains(tagger: Tagger) -> None:

@@ -104,6 +104,9 @@ def test_generic_assignments(text: str, expected: str) -> None:
 NOT_SECRETS = [
     "We decided to rotate the password every 90 days; the token expires hourly.",
     "token = get_token_from_environment()",
+    "token = Base.url_encode64(:crypto.strong_rand_bytes(24), padding: false)",
+    "secret_key_base: String.duplicate(\"a\", 64)",
+    "liveSocket = new LiveSocket('/live', Socket, {params: {_csrf_token: csrfToken}})",
     "password: str = Field(..., min_length=12)",
     "def check(password, token): return verify(password=password, token=token)",
     "DB_PASSWORD=${DB_PASSWORD}",

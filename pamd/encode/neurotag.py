@@ -44,7 +44,7 @@ _SCORING_DEFAULTS: dict[str, float] = {
     "long_delta": 0.05,
     "bulk_chars": 4000,
     "bulk_delta": -0.05,
-    "quiet_tool_delta": -0.10,
+    "quiet_tool_delta": -0.20,
     "scan_head": 4000,
     "scan_tail": 1000,
     "tool_scan_head": 1500,
@@ -210,9 +210,11 @@ _KEY = re.compile(r"\w*")
 _NON_WORD = str.maketrans(dict.fromkeys(
     (c for c in map(chr, range(128)) if not (c.isalnum() or c == "_")), " "))
 _START = itemgetter(slice(0, 3))  # _START(word) == word[:3]
+# Words that start with a non-ASCII letter: (first three letters, next letter or "").
+_OTHER = re.compile(r"([^\W\x00-\x7f](?<!\w.)\w{0,2})(\w?)")
 
-# One candidate: where to look (`needle`, the literal head) and what to try there.
-_Try = tuple[str, int, re.Pattern[str]]
+# Where to look (`needle`, a literal head) and the (rule, pattern)s to try there.
+_Group = tuple[str, tuple[tuple[int, re.Pattern[str]], ...]]
 
 
 @dataclass(frozen=True)
@@ -223,26 +225,29 @@ class _Plan:
     literal occurs, and only when the message has a word that begins with it
     (`starts`: its first three letters) or is it (`words`: "we", "done"): one
     tokenization and two set intersections instead of one regex pass per
-    pattern. Patterns whose literal head may sit
-    inside a word are in `free`; patterns anchored at the start are tried
-    once; patterns with no literal head are searched in full (slower, still
-    correct).
+    pattern. Patterns whose literal head may sit inside a word are in
+    `free` (looked for in every message; non-ASCII ones only in non-ASCII
+    text); patterns anchored at the start are tried once; patterns with no
+    literal head are searched in full (slower, still correct).
     """
 
-    by_key: Mapping[str, tuple[_Try, ...]]
-    words: frozenset[str]  # keys that are whole words ("we" in "we decided")
-    starts: frozenset[str]  # keys that are the first three letters of a word
-    free: tuple[_Try, ...]
+    by_key: Mapping[str, tuple[_Group, ...]]
+    words: frozenset[str]  # ASCII keys that are whole words ("we" in "we decided")
+    starts: frozenset[str]  # ASCII keys that are the first three letters of a word
+    words_other: frozenset[str]  # the same for words that start with a non-ASCII letter
+    starts_other: frozenset[str]
+    free_ascii: tuple[_Group, ...]
+    free_other: tuple[_Group, ...]
     anchored: tuple[tuple[int, re.Pattern[str]], ...]
     scan: tuple[tuple[int, re.Pattern[str]], ...]
     always: tuple[int, ...]  # rules with no patterns: fire on every message of this role
 
 
 def _plan(rules: tuple[Rule, ...], role: str) -> _Plan:
-    by_key: dict[str, list[_Try]] = {}
-    words: set[str] = set()
-    starts: set[str] = set()
-    free: list[_Try] = []
+    by_needle: dict[str, dict[str, list[tuple[int, re.Pattern[str]]]]] = {}  # key -> needle ->
+    keys: dict[str, set[str]] = {k: set() for k in ("words", "starts", "words_other",
+                                                     "starts_other")}
+    free: dict[str, list[tuple[int, re.Pattern[str]]]] = {}
     anchored: list[tuple[int, re.Pattern[str]]] = []
     scan: list[tuple[int, re.Pattern[str]]] = []
     always: list[int] = []
@@ -258,26 +263,37 @@ def _plan(rules: tuple[Rule, ...], role: str) -> _Plan:
             pre = prefixes(pattern)
             if pre is None:
                 scan.append((i, compiled))
-            elif pre.anchored:
+                continue
+            if pre.anchored:
                 anchored.append((i, compiled))
-            else:
-                for head in pre.heads:
-                    needle = head.rstrip(WORD_END)
-                    key = _KEY.match(needle).group()
-                    if pre.boundary and key and (head != key):
-                        words.add(key)  # the word ends inside the literal: it is a whole word
-                    elif pre.boundary and len(key) >= 3:
-                        key = key[:3]
-                        starts.add(key)
-                    else:
-                        free.append((needle, i, compiled))
-                        continue
-                    by_key.setdefault(key, []).append((needle, i, compiled))
+                continue
+            for head in pre.heads:
+                needle = head.rstrip(WORD_END)
+                key = _KEY.match(needle).group()
+                whole = head != key  # the word ends inside the literal
+                if not pre.boundary or not key or (not whole and len(key) < 3):
+                    free.setdefault(needle, []).append((i, compiled))
+                    continue
+                if key.isascii():
+                    kind = "words" if whole else "starts"
+                elif not key[0].isascii():
+                    # Non-ASCII words are seen by their first three letters only.
+                    kind = "words_other" if whole and len(key) <= 3 else "starts_other"
+                else:  # "caé": neither tokenization sees it whole; look for it directly
+                    free.setdefault(needle, []).append((i, compiled))
+                    continue
+                if kind.startswith("starts"):
+                    key = key[:3]
+                keys[kind].add(key)
+                by_needle.setdefault(key, {}).setdefault(needle, []).append((i, compiled))
     return _Plan(
-        {k: tuple(v) for k, v in by_key.items()},
-        frozenset(words),
-        frozenset(starts),
-        tuple(free),
+        {k: tuple((n, tuple(v)) for n, v in d.items()) for k, d in by_needle.items()},
+        frozenset(keys["words"]),
+        frozenset(keys["starts"]),
+        frozenset(keys["words_other"]),
+        frozenset(keys["starts_other"]),
+        tuple((n, tuple(v)) for n, v in free.items() if n.isascii()),
+        tuple((n, tuple(v)) for n, v in free.items() if not n.isascii()),
         tuple(anchored),
         tuple(scan),
         tuple(always),
@@ -356,25 +372,42 @@ class Tagger:
         for i, pattern in plan.scan:
             if i not in hit and pattern.search(low):
                 hit.add(i)
-        tries: list[_Try] = []
         ascii_only = low.isascii()
-        # For ASCII text, translate+split gives exactly the \w+ words, about twice as fast.
-        words = set(low.translate(_NON_WORD).split() if ascii_only else _WORD.findall(low))
+        # translate+split on ASCII gives exactly the \w+ words, several times
+        # faster than a regex. Non-ASCII characters become "?" (a separator):
+        # that can only add ASCII words, never lose one, and a pattern is
+        # still matched in full wherever its literal is.
+        flat = low if ascii_only else low.encode("ascii", "replace").decode("ascii")
+        words = set(flat.translate(_NON_WORD).split())
         by_key = plan.by_key
+        groups: list[_Group] = list(plan.free_ascii)
         for key in plan.words.intersection(words):
-            tries.extend(by_key[key])
+            groups.extend(by_key[key])
         for key in plan.starts.intersection(map(_START, words)):
-            tries.extend(by_key[key])
-        tries.extend(plan.free)
-        for needle, i, pattern in tries:
-            if i in hit or (ascii_only and not needle.isascii()):
+            groups.extend(by_key[key])
+        if not ascii_only:
+            groups.extend(plan.free_other)
+            if plan.words_other or plan.starts_other:
+                found = _OTHER.findall(low)
+                for key in plan.words_other.intersection(p for p, more in found if not more):
+                    groups.extend(by_key[key])
+                for key in plan.starts_other.intersection(p for p, _ in found):
+                    groups.extend(by_key[key])
+        for needle, candidates in groups:
+            todo = [c for c in candidates if c[0] not in hit]
+            if not todo:
                 continue
-            pos = low.find(needle)
+            # `flat` has the same positions as `low`, one byte per character:
+            # find() runs faster there, and an ASCII needle is in one iff in the other.
+            where = flat if needle.isascii() else low
+            pos = where.find(needle)
             while pos >= 0:
-                if pattern.match(low, pos):
-                    hit.add(i)
+                for c in todo:
+                    if c[0] not in hit and c[1].match(low, pos):
+                        hit.add(c[0])
+                if all(c[0] in hit for c in todo):
                     break
-                pos = low.find(needle, pos + 1)
+                pos = where.find(needle, pos + 1)
         return hit
 
     def tag(self, text: str, role: str = "user") -> Tagging:

@@ -46,6 +46,8 @@ def _assigned(m: re.Match[str], text: str) -> bool:
     value = m.group(2)
     if not _real(value):
         return False
+    if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
+        return False
     # Quoted literals are values by construction; bare ones must look generated,
     # or `token = get_token_from_environment()` would be redacted.
     return bool(m.group(1)) or (len(value) >= 12 and _mixed(value))
@@ -88,7 +90,7 @@ def _assignment(name: str, keys: str) -> Pattern:
         name,
         rf"(?:{keys})[\"']?\s*(?:=|:|=>)\s*"
         # group 1: the opening quote (if any); group 2: the value, replaced.
-        r"([\"']?)((?<=[\"'])[^\"'\s\[]{8,}(?=[\"'])|(?<![\"'])[^\s\"'\[,;)}<>]{8,})",
+        r"([\"']?)((?<=[\"'])[^\"'\s\[]{8,}(?=[\"'])|(?<![\"'])[^\s\"'\[,;(){}<>]{8,})",
         2,
         check=_assigned,
         not_after="[a-z0-9]",

@@ -25,7 +25,8 @@ def write_week(path, days=2, per_day=12):
             text = [f"Anna asked for the Q{d % 4 + 1} revenue report with 1,{i}40 rows.",
                     f"The export job failed with error code {400 + i} on staging.",
                     "ok",
-                    f"We decided to keep invoices for {i + 2} years in cold storage."][i % 4]
+                    f"We decided to keep invoices for {i + 2} years in cold storage.",
+                    f"The staging box {i} runs Debian 12 with nginx in front."][i % 5]
             lines.append(json.dumps({"ts": iso(ts), "role": "user" if i % 2 else "assistant",
                                      "text": text, "session": f"day{d}"}))
     path.write_text("\n".join(lines) + "\n")

@@ -17,7 +17,8 @@ from conftest import REPO, git
 from pamd.edge.githooks import HOOKS
 
 BIN = Path(sys.executable).parent
-HOOK_IDS = ("pamd-check", "pamd-budget", "pamd-secrets", "pamd-synapse-readonly", "pamd-index")
+HOOK_IDS = ("pamd-check", "pamd-budget", "pamd-secrets", "pamd-synapse-readonly", "pamd-probe",
+            "pamd-index")
 
 
 def hook(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -97,7 +98,7 @@ def test_plain_pre_commit_hook_blocks_a_broken_file_with_path_line(hooked):
     l0 = next(root.glob("memory/L0/*.md"))
     lines = l0.read_text().split("\n")
     meta = next(i for i, ln in enumerate(lines) if ln.startswith("type="))
-    lines[meta] = lines[meta].replace("importance=0.", "importance=7.")
+    lines[meta] = re.sub(r"importance=\S+", "importance=7.50", lines[meta])
     l0.write_text("\n".join(lines))
     rel = l0.relative_to(root).as_posix()
     git(root, "add", rel)
@@ -222,7 +223,7 @@ def pamd_invocations(wf: dict) -> list[list[str]]:
     out = []
     for step in wf["jobs"]["defrag"]["steps"]:
         for line in step.get("run", "").splitlines():
-            for m in re.finditer(r"(?:^|[;&|]\s*)pamd (.+?)(?:$|[;&|])", line.strip()):
+            for m in re.finditer(r"(?:^|[;&|]\s*)pamd (.+?)(?:$|[;&|>])", line.strip()):
                 out.append(shlex.split(m.group(1).replace('"$branch"', "pamd/defrag-x")))
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import re
 import subprocess
 import sys
 import time
@@ -99,7 +100,7 @@ def break_importance(root: Path) -> tuple[str, int]:
     l0 = next(root.glob("memory/L0/*.md"))
     lines = l0.read_text().split("\n")
     i = next(i for i, ln in enumerate(lines) if ln.startswith("type="))
-    lines[i] = lines[i].replace("importance=0.", "importance=9.")
+    lines[i] = re.sub(r"importance=\S+", "importance=9.50", lines[i])
     l0.write_text("\n".join(lines))
     rel = l0.relative_to(root).as_posix()
     git(root, "commit", "-q", "--no-verify", "-am", "a person breaks the format")

@@ -160,7 +160,9 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
             return out
         dna_text = brain.read(DNA) or ""
         new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text))
-        if plan.empty and not changes and not touched and not new_lessons:
+        state_text = brain.read(STATE)
+        stale_state = snapshot.is_stale(state_text, entries)
+        if plan.empty and not changes and not touched and not new_lessons and not stale_state:
             return out
         summaries, usage = summarize_plan(plan, cfg, new_lessons)
         changes.update(apply_plan(docs, plan, summaries))
@@ -176,7 +178,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         changes[PRELOAD] = myelin.render_preload(brain.read(PRELOAD) or "", after, cfg)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
-        changes[STATE] = snapshot.render_state(brain.read(STATE), snapshot.snapshot(entries, now))
+        changes[STATE] = snapshot.render_state(state_text, snapshot.snapshot(entries, now))
         if new_lessons:
             notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")
         if mode == "defrag":

@@ -8,8 +8,8 @@ inside a level and what is dropped:
   after 24 h, else `critical_hours`). It then lands in the tier its age
   calls for (L1 < 12 h, L2 < 3 d, L3 < 7 d, else L4), never above L1.
 - A summary moves on when its age passes its tier's upper bound.
-- Leaving L0, an entry whose retention at the end of its clock is under
-  `drop_below` is dropped as trash (its raw text stays in history; the commit
+- Leaving L0, an entry whose retention at the ordinary L0 age (`l0_hours`,
+  or its clock if shorter) is under `drop_below` is dropped as trash (its raw text stays in history; the commit
   lists it by id). Tool output that nobody recalled goes this way.
 - Over a tier's token budget, the lowest-retention entries move down first.
 - `compact` moves entries as far as L2; `defrag` also to L3 and L4.
@@ -117,11 +117,13 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
         if e.tier == "L0":
             clock = l0_clock(e.importance, t, trash)
             if age >= clock:
-                # Judge worth at the moment the clock let it go, so a late run (a laptop
-                # asleep for a week) does not turn everything into trash.
-                r_exit = retention(e, config, e.ts + timedelta(hours=clock))
+                # Worth is judged at the ordinary L0 exit age (or earlier, for trash):
+                # neither a late run (a laptop asleep for a week) nor the extra raw time
+                # that importance buys may turn an entry into trash.
+                judged = min(clock, float(t["l0_hours"]))
+                r_exit = retention(e, config, e.ts + timedelta(hours=judged))
                 if decide(r_exit, config) == DROP:
-                    action, target, why = DROP, "-", f"retention {r_exit:.2f} < drop_below when its clock ran out"
+                    action, target, why = DROP, "-", f"retention {r_exit:.2f} at {judged:g} h < drop_below"
                 else:
                     target = max("L1", tier_for_age(age, t), key=tier_index)
                     action, why = COMPRESS, f"age {age:.1f} h >= {clock:g} h clock for importance {e.importance:.2f}"

@@ -63,6 +63,22 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     }
 
 
+def is_stale(current: str | None, entries: list[Entry]) -> bool:
+    """New entries arrived since the snapshot was taken (a broken STATE.md counts as stale)."""
+    if not entries:
+        return False
+    try:
+        meta, _, _ = split_frontmatter(current or "", "STATE.md")
+        updated = meta.get("updated")
+        if not updated:
+            return True
+        from pamd.core.entry import parse_time
+
+        return max(e.ts for e in entries) > parse_time(str(updated))
+    except (FormatError, ValueError):
+        return True
+
+
 def render_state(current: str | None, snap: dict[str, Any]) -> str:
     """STATE.md with pamd's fields replaced and everything else a person wrote kept."""
     meta: dict[str, Any] = {}

@@ -45,7 +45,8 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
             sentences.extend(tx.lead_tag(s)[1] for s in tx.split_sentences(line))
     sentences = [s for s in sentences if s]
     if not sentences:
-        return "before repeating this, check what failed last time"
+        text = "before repeating this, check what failed last time"
+        return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
     failing = [s for s in sentences if _FAILURE.search(s)]
     failure = max(failing or sentences, key=lambda s: (_facts(s), -sentences.index(s)))
     action = _action(failure)

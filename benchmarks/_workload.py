@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pamd.encode import sources
@@ -43,4 +43,4 @@ def replay(n: int, start: datetime, per_day: int) -> list[sources.Message]:
     return out
 
 
-START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+START = datetime(2026, 11, 1, tzinfo=UTC)

@@ -73,7 +73,8 @@ def bench_sim(tmp: Path, days: int = 8, per_day: int = 350) -> dict:
     msgs = replay(days * per_day, START, per_day)
     raw_tokens = sum(count_tokens(m.text) for m in msgs)
     t0 = time.perf_counter()
-    runs = {"ingest": 0, "compact": 0, "defrag": 0, "commits_before": int(brain.repo.run("rev-list", "--count", "HEAD"))}
+    before = int(brain.repo.run("rev-list", "--count", "HEAD"))
+    runs = {"ingest": 0, "compact": 0, "defrag": 0}
     now = START
     end = START + timedelta(days=days)
     i = 0
@@ -102,7 +103,7 @@ def bench_sim(tmp: Path, days: int = 8, per_day: int = 350) -> dict:
     r = subprocess.run([sys.executable, "-m", "pamd", "boot", "--brain", str(brain.root)], capture_output=True)
     boot_s = time.perf_counter() - t
     assert r.returncode == 0, r.stderr
-    commits = int(brain.repo.run("rev-list", "--count", "HEAD")) - runs.pop("commits_before")
+    commits = int(brain.repo.run("rev-list", "--count", "HEAD")) - before
     return {"days": days, "messages": len(msgs), "sim_s": round(secs, 1), "runs": runs, "commits": commits,
             "raw_tokens": raw_tokens, "tree_tokens": tree, "ratio": round(raw_tokens / max(tree, 1), 1),
             "per_tier_tokens": per, "boot_s": round(boot_s, 2), "boot_tokens": len(r.stdout) // 4,

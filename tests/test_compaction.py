@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import git, head_count
 
 from pamd.core.fmt import parse_doc
 
-START = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
 
 def iso(dt):
@@ -184,12 +184,10 @@ def test_a_broken_brain_file_stops_the_run(week):
 
 @pytest.mark.parametrize("exc", [RuntimeError("summarizer exploded"), KeyboardInterrupt()])
 def test_a_failure_mid_run_leaves_the_repo_exactly_as_before(week, monkeypatch, exc):
-    from pamd.consolidate import compaction
 
     root = week.cwd
     head, status = _snapshot(root)
     files = {p: p.read_text() for p in root.rglob("*.md") if ".git" not in p.parts}
-    real_commit = compaction.Brain  # noqa: F841 - keep import for clarity
 
     from pamd.edge import brain as brain_mod
 

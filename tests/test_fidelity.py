@@ -10,7 +10,8 @@ from conftest import git
 def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
     f = tmp_path / "s.jsonl"
     rows = [
-        {"ts": "2026-11-30T08:00:00Z", "role": "user", "text": "We decided to host billing on Postgres 16.", "session": "p"},
+        {"ts": "2026-11-30T08:00:00Z", "role": "user", "text": "We decided to host billing on Postgres 16.",
+         "session": "p"},
         {"ts": "2026-11-30T08:01:00Z", "role": "tool",
          "text": "[tool result] cron: staging password rotation runs on the 3rd of each month", "session": "p"},
     ]

@@ -159,7 +159,7 @@ def test_check_reports_file_and_line(brain):
     brain("ingest", str(DATA / "pamd.jsonl"))
     l0 = next((brain.cwd / "memory" / "L0").glob("*.md"))
     lines = l0.read_text().split("\n")
-    idx = next(i for i, ln in enumerate(lines) if ln.startswith("type=")) 
+    idx = next(i for i, ln in enumerate(lines) if ln.startswith("type="))
     lines[idx] = lines[idx].replace("type=", "kind=")
     l0.write_text("\n".join(lines))
     code, out, _ = brain("check")

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 from conftest import git, head_count
 
 
@@ -77,4 +75,3 @@ def test_python_m_pamd_and_help_do_not_import_torch(tmp_path):
     assert out.stdout.strip() == "False False"
     r = subprocess.run([sys.executable, "-m", "pamd", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "ingest" in r.stdout
-    assert Path(__file__).exists()

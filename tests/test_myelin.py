@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 
 import yaml
 from conftest import git, head_count
@@ -53,10 +54,11 @@ def test_recalls_cross_the_thresholds(brain, tmp_path):
     assert e.recalls == 3 and e.seen == "2026-11-30"
     assert "Pamd-Recall-Log:" in git(root, "log", "-1", "--format=%B")
     # thin myelin: retention decays slower than an unrecalled twin
+    from datetime import datetime
+
     from pamd.core import config
     from pamd.encode.hippocampus import retention
-    from datetime import datetime, timezone
-    later = datetime(2026, 12, 1, 9, tzinfo=timezone.utc)
+    later = datetime(2026, 12, 1, 9, tzinfo=UTC)
     assert retention(e, config.defaults(), later) > retention(e.with_(recalls=0), config.defaults(), later)
     assert target.id not in (root / "PRELOAD.md").read_text()
     e = touch_and_compact(brain, target.id, 2)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,7 +10,7 @@ from pamd.consolidate.policy import plan_compaction
 from pamd.core import config as config_mod
 from pamd.core.entry import Entry, entry_id
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 CFG = config_mod.defaults()
 
 
@@ -92,7 +92,7 @@ def test_over_budget_the_lowest_retention_moves_first():
 def test_groups_respect_sessions_and_size():
     es = [entry(f"context line {i} " * 20, 5, session="a" if i % 2 else "b") for i in range(40)]
     plan = plan_compaction(es, CFG, NOW)
-    for key, members in plan.groups.items():
+    for members in plan.groups.values():
         assert len({m.session for m in members}) == 1
         assert sum(m.tokens for m in members) <= CFG["tiers"]["group_tokens"]["L1"] + 60
     assert sum(len(m) for m in plan.groups.values()) == 40

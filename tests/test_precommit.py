@@ -8,8 +8,8 @@ committed once), so its pip-installed environment is built once per module
 from __future__ import annotations
 
 import os
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 import time

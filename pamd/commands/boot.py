@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 HELP = "print what an agent reads at session start: DNA, PRELOAD, STATE, MEMORY, tiers, within a budget"
-EXAMPLE = "pamd boot > context.md\npamd boot --budget 200000 --json\npamd boot --at HEAD~5          # the context the agent had five commits ago"
+EXAMPLE = """pamd boot > context.md
+pamd boot --budget 200000 --json
+pamd boot --at HEAD~5          # the context the agent had five commits ago"""
 
 
 def add_arguments(p) -> None:

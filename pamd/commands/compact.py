@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 HELP = "the 30-minute job: move aged L0/L1 entries down into summaries, one commit"
-EXAMPLE = "pamd compact\npamd compact --plan            # show each entry's retention and decision, write nothing\npamd compact --now 2026-12-01T09:00:00Z"
+EXAMPLE = """pamd compact
+pamd compact --plan            # show each entry's retention and decision, write nothing
+pamd compact --now 2026-12-01T09:00:00Z"""
 
 
 def add_arguments(p) -> None:
@@ -10,7 +12,8 @@ def add_arguments(p) -> None:
 
 
 def run(args, mode: str = "compact") -> int:
-    from pamd.consolidate.compaction import plan_table, run as run_compaction
+    from pamd.consolidate.compaction import plan_table
+    from pamd.consolidate.compaction import run as run_compaction
     from pamd.edge.brain import Brain
 
     brain = Brain.find(args.brain)

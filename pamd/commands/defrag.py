@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 HELP = "the nightly job: L2->L3 one-liners, L3->MEMORY.md, daily notes archived, one commit"
-EXAMPLE = "pamd defrag\npamd defrag --plan\npamd defrag --branch defrag/2026-11-30   # commit on a branch for a pull request"
+EXAMPLE = """pamd defrag
+pamd defrag --plan
+pamd defrag --branch defrag/2026-11-30   # commit on a branch for a pull request"""
 
 
 def add_arguments(p) -> None:

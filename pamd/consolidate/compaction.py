@@ -17,8 +17,8 @@ from pamd.consolidate.summarizers import Group, Usage, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, render_doc
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
-from pamd.myelin import myelin, recall_log, snapshot
 from pamd.encode.hippocampus import DROP
+from pamd.myelin import myelin, recall_log, snapshot
 
 
 @dataclass

@@ -74,7 +74,8 @@ def reflection(plan: Any, after: list[Entry], now: datetime) -> list[str]:
     recent = [d.entry for d in plan.decisions if d.entry.age_hours(now) <= 24]
     tags = Counter(t for e in recent for t in e.neuro)
     if tags:
-        lines.append("Reflection: the last day was mostly " + ", ".join(f"{t} ({n})" for t, n in tags.most_common(3)) + ".")
+        mix = ", ".join(f"{t} ({n})" for t, n in tags.most_common(3))
+        lines.append(f"Reflection: the last day was mostly {mix}.")
     recalled = sorted((e for e in after if e.recalls), key=lambda e: -e.recalls)[:3]
     if recalled:
         lines.append("Most recalled: " + ", ".join(f"{e.id} ({e.recalls})" for e in recalled) + ".")

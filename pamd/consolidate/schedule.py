@@ -12,7 +12,7 @@ import logging
 import signal
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pamd.core.entry import parse_time
 from pamd.edge.brain import Brain
@@ -102,7 +102,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     at = defrag_at or str(cfg["defrag_at"])
 
     def job(mode: str) -> None:
-        now = datetime.now(timezone.utc).replace(microsecond=0)
+        now = datetime.now(UTC).replace(microsecond=0)
         try:
             out = run(brain, now, mode)
             if out.sha is None:
@@ -114,7 +114,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     sched = schedule.Scheduler()
     sched.every(max(1, round(minutes * 60))).seconds.do(job, "compact")
     # `schedule` works in local time; defrag_at is UTC.
-    local_at = defrag_slot(datetime.now(timezone.utc), at).astimezone().strftime("%H:%M")
+    local_at = defrag_slot(datetime.now(UTC), at).astimezone().strftime("%H:%M")
     sched.every().day.at(local_at).do(job, "defrag")
 
     def on_signal(signum, frame) -> None:

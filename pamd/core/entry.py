@@ -6,7 +6,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 TIERS = ("L0", "L1", "L2", "L3", "L4")
 TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
@@ -23,8 +23,8 @@ def clean_token(value: str, limit: int = 64) -> str:
 def utc(dt: datetime) -> datetime:
     """Aware UTC datetime truncated to seconds (naive input is taken as UTC)."""
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).replace(microsecond=0)
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).replace(microsecond=0)
 
 
 def parse_time(value: str) -> datetime:
@@ -32,7 +32,7 @@ def parse_time(value: str) -> datetime:
     s = str(value).strip()
     if re.fullmatch(r"\d{9,13}(\.\d+)?", s):
         x = float(s)
-        return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=timezone.utc))
+        return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=UTC))
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
     return utc(datetime.fromisoformat(s))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pamd.core.entry import clean_token, parse_time
@@ -260,7 +260,7 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
     m = _DAILY.search(PurePath(name).name)
     day = m.group(1) if m else None
     try:
-        base = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else None
+        base = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else None
     except ValueError:
         base = None
     if base is not None:

@@ -20,7 +20,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from pamd.fidelity.qa import TAG_RE, Conversation, Question
 
 AGES: list[tuple[str, float]] = [("raw", 0), ("1h", 1), ("6h", 6), ("1d", 24), ("4d", 96), ("8d", 192)]
 KS = (1, 5, 10)
-T0 = datetime(2026, 1, 5, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
 
 
 @dataclass

@@ -43,7 +43,7 @@ def test_reingest_adds_nothing_and_makes_no_commit(brain):
     ("openai.json", 4, {"system", "user", "assistant", "tool"}),
     ("openai.jsonl", 2, {"user", "assistant"}),
     ("2026-11-28.md", 4, {"note"}),
-    ("claude-mini.jsonl", 4, {"user", "assistant", "tool"}),
+    ("claude-mini.jsonl", 5, {"user", "assistant", "tool", "system"}),
 ])
 def test_each_format_is_detected_and_ingested(brain, name, count, roles):
     code, out, err = brain("ingest", str(DATA / name))
@@ -52,6 +52,7 @@ def test_each_format_is_detected_and_ingested(brain, name, count, roles):
     assert len(es) == count
     assert {e.role for e in es} == roles
     assert not any("secret scratchpad" in e.text for e in es)  # thinking is not remembered
+    assert not any("session is being continued" in e.text or "Your task is to create" in e.text for e in es)
 
 
 def test_daily_note_times_come_from_the_note(brain):

@@ -5,7 +5,9 @@ Formats (auto-detected, or forced with --format):
 - ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``),
   or JSONL of such messages; content may be a string or a list of parts.
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
-  text, tool_use and tool_result blocks; progress, snapshots and thinking are skipped).
+  text, tool_use and tool_result blocks; progress, snapshots and thinking are
+  skipped, and so is Claude Code's own compaction: its injected summaries and
+  its "acompact" worker; skill/command expansions become short system entries).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time.
 """
@@ -228,11 +230,20 @@ def _claude(text: str, name: str, session: str) -> list[Message]:
         msg = rec.get("message")
         if not isinstance(msg, dict):
             continue
+        # Claude Code's own context management restates what the session already
+        # said: its injected summary (isCompactSummary) and the transcript of its
+        # compaction worker (agent "acompact-…"). pamd keeps the raw messages instead.
+        if rec.get("isCompactSummary") or str(rec.get("agentId", "")).startswith("acompact"):
+            continue
         ts = _time(rec.get("timestamp"), name, line)
         sess = str(rec.get("sessionId") or session)
         if rec.get("isSidechain") and rec.get("agentId"):
             sess = f"{sess}.{rec['agentId']}"
         content = msg.get("content")
+        if rec.get("isMeta"):  # a skill or command expanded by the harness: its instructions, not a message
+            text = _content_text(content, name, line)
+            out.append(Message("system", _truncate(text, 600), ts, sess, len(out)))
+            continue
         if isinstance(content, str):
             out.append(Message(msg.get("role") or rec["type"], content, ts, sess, len(out)))
             continue

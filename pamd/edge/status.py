@@ -12,7 +12,7 @@ from pamd.edge.brain import Brain
 
 def index_freshness(brain: Brain) -> str:
     try:
-        from pamd.recall.index import freshness
+        from pamd.recall.freshness import freshness
     except ImportError:
         return "not available (install pamd[search])"
     return freshness(brain)

@@ -28,4 +28,9 @@ def run(args, mode: str = "compact") -> int:
         print(f"nothing to {mode}")
         return 0
     print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]})")
+    from pamd.recall.refresh import after_commit
+
+    note = after_commit(brain)
+    if note:
+        print(note)
     return 0

@@ -21,4 +21,10 @@ def run(args) -> int:
         print("nothing due")
     for mode, sha in done:
         print(f"{mode}: {sha[:8] if sha else 'nothing to do'}")
+    if any(sha for _, sha in done):
+        from pamd.recall.refresh import after_commit
+
+        note = after_commit(brain)
+        if note:
+            print(note)
     return 0

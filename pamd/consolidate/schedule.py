@@ -107,6 +107,12 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             out = run(brain, now, mode)
             if out.sha is None:
                 note_idle_run(brain, mode, now)
+            else:
+                from pamd.recall.refresh import after_commit
+
+                note = after_commit(brain)
+                if note:
+                    log.info("%s", note)
             log.info("%s: %s", mode, out.message.split("\n", 1)[0] if out.sha else "nothing to do")
         except PamdError as exc:
             log.warning("%s failed: %s", mode, exc)

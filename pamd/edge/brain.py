@@ -213,12 +213,13 @@ class Transaction:
         the files are restored and the error re-raised: one commit or nothing.
         """
         b = self.brain
-        real = {}
+        real, seen = {}, {}
         for rel, text in changes.items():
             _check_rel(rel)
             current = b.read(rel)
             if current != text:
                 real[rel] = text
+                seen[rel] = None if current is None else _digest(current.encode("utf-8"))
         if not real:
             return None
         paths = sorted(real)
@@ -245,12 +246,30 @@ class Transaction:
         checkpoint("txn:journal")
         try:
             for rel in paths:
+                # A person's editor does not take pamd's lock: re-check each file
+                # right before replacing it, so an edit saved since the check above
+                # is refused, not overwritten.
+                if _file_digest(b.root / rel) != seen[rel]:
+                    raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
+                                    "run again")
                 if real[rel] is None:
                     (b.root / rel).unlink(missing_ok=True)
                     checkpoint("txn:unlink")
                 else:
                     write_atomic(b.root / rel, real[rel])
             sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
+            swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
+            if swept:
+                # An edit saved between pamd's write and git reading the file went
+                # into pamd's commit: take the commit back (we hold the lock, nobody
+                # has built on it) and leave the edit in the tree, uncommitted.
+                why = "pamd: undo a commit that took a person's edit"
+                if head:
+                    b.repo.run("update-ref", "-m", why, "HEAD", head, sha)
+                else:
+                    b.repo.run("update-ref", "-m", why, "-d", "HEAD", sha)
+                raise PamdError(f"{swept[0]} changed while pamd was committing; "
+                                "nothing was committed", "run again")
         except BaseException as exc:
             if _landed(b.repo, run_id, head):
                 # git was killed after it recorded the commit (before it renamed its
@@ -300,6 +319,13 @@ def _clear_git_locks(b: Brain, since: float) -> None:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(p: Path) -> str | None:
+    try:
+        return _digest(p.read_bytes())
+    except FileNotFoundError:
+        return None
 
 
 def _restore(b: Brain, head: str | None, paths: list[str],

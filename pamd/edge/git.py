@@ -7,7 +7,9 @@ staged or unstaged edits are never swept into a pamd commit.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 import git
@@ -132,6 +134,21 @@ class Repo:
             raise PamdError(f"git commit failed: {_first(exc)}",
                             "a hook of this brain may have refused it; nothing was committed") from None
         return self.head() or ""
+
+    def committed_as(self, path: str, text: str | None) -> bool:
+        """Whether HEAD holds exactly `text` at `path` (None: no such file)."""
+        out = self._run("ls-tree", "-z", "HEAD", "--", path, strip=False).rstrip("\0")
+        blob = out.split()[2] if out else None
+        if text is None or blob is None:
+            return text is None and blob is None
+        data = text.encode("utf-8")
+        if blob == hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest():
+            return True
+        # A brain may have clean filters or eol rules (.gitattributes): ask git.
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            return blob == self._run("hash-object", f"--path={path}", "--", f.name)
 
     def checkout_paths(self, rev: str, paths: list[str]) -> None:
         if paths:

@@ -35,7 +35,12 @@ def parse_time(value: str) -> datetime:
         return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=UTC))
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
-    return utc(datetime.fromisoformat(s))
+    dt = utc(datetime.fromisoformat(s))
+    # Years outside 1900..9998 are typos; they would also render as a header
+    # that cannot be parsed back (strftime writes year 999 as "999").
+    if not 1900 <= dt.year <= 9998:
+        raise ValueError(f"year {dt.year} out of range")
+    return dt
 
 
 def fmt_time(dt: datetime) -> str:

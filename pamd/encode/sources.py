@@ -27,6 +27,8 @@ FORMATS = ("pamd", "openai", "claude-code", "markdown")
 MAX_MESSAGE_BYTES = 1024 * 1024
 TOOL_RESULT_CHARS = 2000
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
+# Lone surrogates (JSON "\ud800") cannot be written as UTF-8.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _TIME = re.compile(r"^(?:\*\*)?(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\*\*)?\s*[-–—:]?\s*")
 
@@ -41,8 +43,12 @@ class Message:
 
 
 def normalize_text(text: str) -> str:
-    """One line ending, no control characters but tab/newline, no trailing blanks."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    """One line ending, no control characters but tab/newline, no trailing blanks.
+
+    U+2028/U+2029/U+0085 become newlines, other control characters spaces, and
+    lone surrogates U+FFFD.
+    """
+    text = _SURROGATE.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _CTRL.sub(lambda m: "\n" if m.group() in "\u2028\u2029\x85" else " ", text)
     return "\n".join(ln.rstrip() for ln in text.strip("\n").split("\n")).strip()
 
@@ -67,11 +73,13 @@ def detect(text: str, name: str) -> str:
     first = stripped.split("\n", 1)[0]
     try:
         obj = json.loads(first)
+    except RecursionError:
+        raise PamdError(f"{name}:1: JSON nested too deeply", "fix or remove that line") from None
     except ValueError:
         if stripped[0] == "{":
             try:
                 obj = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise PamdError(f"{name}:1: malformed JSON", "fix the line or pass --format") from None
             if isinstance(obj, dict) and "messages" in obj:
                 return "openai"
@@ -211,7 +219,7 @@ def _looks_jsonl(text: str) -> bool:
     first = text.split("\n", 1)[0].strip()
     try:
         json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return "\n" in text.strip() and first.startswith("{")
 
@@ -244,8 +252,10 @@ def _claude(text: str, name: str, session: str) -> list[Message]:
             text = _content_text(content, name, line)
             out.append(Message("system", _truncate(text, 600), ts, sess, len(out)))
             continue
+        role = msg.get("role")
+        role = role if isinstance(role, str) and role else rec["type"]
         if isinstance(content, str):
-            out.append(Message(msg.get("role") or rec["type"], content, ts, sess, len(out)))
+            out.append(Message(role, content, ts, sess, len(out)))
             continue
         if not isinstance(content, list):
             continue
@@ -254,7 +264,7 @@ def _claude(text: str, name: str, session: str) -> list[Message]:
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                out.append(Message(msg.get("role") or rec["type"], block["text"], ts, sess, len(out)))
+                out.append(Message(role, block["text"], ts, sess, len(out)))
             elif kind == "tool_use":
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
                 out.append(Message("assistant", _truncate(f"[tool {block.get('name', '?')}] {args}", 600),

@@ -264,3 +264,25 @@ def test_daemon_runs_compact_and_stops_cleanly_on_sigterm(week):
     _, log = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert "compact: pamd compact:" in log and "stopped" in log
+
+
+def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_raw(brain):
+    root = brain.cwd
+    (root / "memory").mkdir(exist_ok=True)
+    (root / "memory" / "2026-11-20.md").write_text(
+        "# 2026-11-20\n\n- 09:15 The staging box now runs Debian 12.\n- 10:00 Boris owns the release checklist.\n")
+    git(root, "add", "memory/2026-11-20.md")
+    git(root, "commit", "-qm", "agent writes a daily note")
+    code, out, err = brain("defrag", now="2026-11-25T02:30:00Z")
+    assert code == 0, err
+    assert not (root / "memory" / "2026-11-20.md").exists()
+    assert (root / "memory" / "daily" / "2026-11-20.md").read_text().startswith("# 2026-11-20")
+    raw = tier_entries(root)
+    assert {e.tier for e in raw} == {"L0"} and any("Boris" in e.text for e in raw)
+    assert "Archived 1 daily notes" in git(root, "log", "-1", "--format=%B")
+    code, out, err = brain("defrag", now="2026-11-26T02:30:00Z")
+    assert code == 0, err
+    summary = next(e for e in tier_entries(root) if e.sources)
+    texts = [f["text"] for f in json.loads(brain("expand", summary.id, "--json")[1])]
+    assert any("Boris owns the release checklist." in t for t in texts)
+    assert brain("fsck")[0] == 0

@@ -153,8 +153,13 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
             pre = defrag_mod.prepare(brain, docs, now)
             docs, notes = pre.docs, notes + pre.notes
             changes.update(pre.changes)
+            fresh = pre.fresh
+        else:
+            fresh = set()
         entries = [e for d in docs.values() for e in d.entries]
-        plan = policy.plan_compaction(entries, cfg, now, mode)
+        # An entry must land raw in one commit before a summary may replace it,
+        # or its provenance would point at text no commit ever held.
+        plan = policy.plan_compaction([e for e in entries if e.id not in fresh], cfg, now, mode)
         out = Outcome(plan=plan)
         if dry_run:
             return out

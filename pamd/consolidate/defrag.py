@@ -21,6 +21,7 @@ class Prepared:
     docs: dict[str, Doc]
     changes: dict[str, str | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    fresh: set[str] = field(default_factory=set)  # entries this run adds: compacted by a later run
 
 
 def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
@@ -64,6 +65,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     for rel, ids in ledger.items():
         old = brain.read(rel) or ""
         out.changes[rel] = "\n".join(sorted(set(old.split()) | ids)) + "\n"
+    out.fresh = {e.id for e in fresh}
     out.notes.append(f"Archived {len(notes)} daily notes into {DAILY_DIR}/ ({len(fresh)} new L0 entries).")
     return out
 

@@ -31,7 +31,8 @@ from pamd.encode.hippocampus import COMPRESS, DROP, KEEP, decide, retention
 
 # How wide a time bucket one summary of each tier covers, in hours.
 BUCKET_HOURS = {"L1": 1, "L2": 6, "L3": 24, "L4": 24 * 7}
-MIN_SUMMARY_TOKENS = 8
+# A summary shorter than this says nothing useful (a one-liner needs a subject and a fact).
+MIN_SUMMARY_TOKENS = {"L1": 16, "L2": 16, "L3": 24, "L4": 24}
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def _neuro_rank(tag: str) -> int:
 
 def target_tokens(sources: list[Entry], tier: str, config: dict[str, Any]) -> int:
     total = sum(math.ceil(e.tokens / ratio(e.tier, tier, config)) for e in sources)
-    return max(MIN_SUMMARY_TOKENS, total)
+    return max(MIN_SUMMARY_TOKENS.get(tier, 16), total)
 
 
 def tier_counts(entries: list[Entry]) -> dict[str, tuple[int, int]]:

@@ -94,7 +94,8 @@ def _units(
                 line, span = tx.parse_date_suffix(line)
                 days.extend(span)
                 found, line = tx.line_speaker(line)
-                speaker = found or speaker
+                # A summary's own role ("summary") names no one: keep the speaker unknown.
+                speaker = found or ""
             msg_tag, line = tx.lead_tag(line.strip())
             pieces = _pieces(line, one_line, entry.is_summary)
             if not pieces:
@@ -200,7 +201,7 @@ def _render_lines(msgs: list[_Msg], kept: list[_Unit]) -> str:
         if msg.speaker == speaker and lines:
             lines[-1] += " " + piece
         else:
-            lines.append(f"{msg.speaker}: {piece}")
+            lines.append(f"{msg.speaker}: {piece}" if msg.speaker else piece)
             speaker = msg.speaker
         last_msg = unit.msg
     return "\n".join(lines)

@@ -75,3 +75,13 @@ def test_python_m_pamd_and_help_do_not_import_torch(tmp_path):
     assert out.stdout.strip() == "False False"
     r = subprocess.run([sys.executable, "-m", "pamd", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "ingest" in r.stdout
+
+
+def test_files_pamd_writes_are_as_readable_as_any_other(brain):
+    import os
+    import stat
+
+    mask = os.umask(0)
+    os.umask(mask)
+    for rel in ("MEMORY.md", "pamd.toml", "DNA.md"):
+        assert stat.S_IMODE((brain.cwd / rel).stat().st_mode) == 0o666 & ~mask, rel

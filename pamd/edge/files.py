@@ -9,10 +9,22 @@ from pathlib import Path
 from pamd.edge.fault import checkpoint
 
 
+def _mode(path: Path) -> int:
+    """The mode a plain write would give: the file's own, else 0666 less the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600; a brain file is as readable as any other
         checkpoint("write:tmp")
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)

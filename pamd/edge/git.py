@@ -116,6 +116,7 @@ class Repo:
             "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
             "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", name),
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", email),
+            "PAMD_COMMIT": "1",  # lets a brain's hooks tell pamd's own commits from a person's
         }
         existing = [p for p in paths if (self.root / p).exists()]
         try:

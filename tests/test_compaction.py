@@ -286,3 +286,49 @@ def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_ra
     texts = [f["text"] for f in json.loads(brain("expand", summary.id, "--json")[1])]
     assert any("Boris owns the release checklist." in t for t in texts)
     assert brain("fsck")[0] == 0
+
+
+def _use_gemini(root, base_url, retries=1):
+    import re
+
+    cfg = root / "pamd.toml"
+    text = cfg.read_text()
+    for key, value in (("backend", '"gemini"'), ("base_url", f'"{base_url}"'), ("max_retries", str(retries)),
+                       ("retry_base_delay", "0.01")):
+        text, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", text, count=1)
+        assert n == 1, key
+    cfg.write_text(text)
+    git(root, "commit", "-qam", "use gemini")
+
+
+def test_compaction_through_the_real_gemini_client_records_usage_and_cost(week, monkeypatch):
+    pytest.importorskip("google.genai")
+    from gemini_stub import GeminiStub
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    with GeminiStub() as stub:
+        _use_gemini(week.cwd, stub.base_url)
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        assert stub.requests and all(r.headers["x-goog-api-key"] == "stub-key" for r in stub.requests)
+    t = trailers(week.cwd)
+    assert t["Pamd-Summarizer"] == "gemini" and t["Pamd-Model"] == "gemini-2.5-flash"
+    llm_in, llm_out = (int(x.split()[0]) for x in t["Pamd-LLM-Tokens"].split(","))
+    assert llm_in > 0 and llm_out > 0 and float(t["Pamd-Cost-USD"]) > 0
+    assert "Pamd-Fallback" not in t
+    assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+
+
+def test_a_failing_gemini_falls_back_to_extractive_and_the_commit_says_so(week, monkeypatch):
+    pytest.importorskip("google.genai")
+    from gemini_stub import GeminiStub, error
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    with GeminiStub(responder=lambda req: error(500, "INTERNAL")) as stub:
+        _use_gemini(week.cwd, stub.base_url)
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        assert len(stub.requests) >= 2  # retried before giving up
+    body = git(week.cwd, "log", "-1", "--format=%B")
+    assert "Pamd-Fallback:" in body and "fell back to extractive" in body
+    assert all(e.text for e in tier_entries(week.cwd) if e.tier == "L1")

@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pamd import __version__
 from pamd.errors import PamdError
@@ -36,7 +36,7 @@ def now_arg(value: str | None) -> datetime:
 
     raw = value or os.environ.get("PAMD_NOW")
     if not raw:
-        return datetime.now(timezone.utc).replace(microsecond=0)
+        return datetime.now(UTC).replace(microsecond=0)
     try:
         return parse_time(raw)
     except ValueError:
@@ -45,7 +45,8 @@ def now_arg(value: str | None) -> datetime:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--brain", metavar="DIR", help="the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)")
+    common.add_argument("--brain", metavar="DIR",
+                        help="the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)")
     common.add_argument("--now", metavar="ISO", help="pretend it is this time (default: $PAMD_NOW or the clock)")
     parser = argparse.ArgumentParser(
         prog="pamd",
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        args.now_given = bool(args.now or os.environ.get("PAMD_NOW"))
         args.now = now_arg(args.now)
         return int(args._run(args) or 0)
     except PamdError as exc:

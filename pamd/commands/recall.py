@@ -75,16 +75,14 @@ def _time(value: str | None, flag: str):
 
 
 def _expand(brain, hits, now) -> dict[int, list[str]]:
-    """Raw messages behind summary hits; provenance walking belongs to pamd.consolidate."""
-    from pamd.errors import PamdError
+    """The raw messages behind each summary hit, walked back through git history."""
+    from pamd.consolidate.provenance import expand_ids
+    from pamd.core.entry import fmt_time
 
-    try:
-        from pamd.consolidate.provenance import expand_ids
-    except ImportError:
-        raise PamdError("--expand needs provenance support, which this pamd does not have yet",
-                        "use `pamd expand ID` when it lands, or recall without --expand") from None
     out: dict[int, list[str]] = {}
     for h in hits:
-        if h.ids:
-            out[h.label] = [str(x) for x in expand_ids(brain, h.ids, now)]
+        summaries = [i for i in h.ids if i.startswith("s-")]
+        if summaries:
+            raw = [f.entry for f in expand_ids(brain, summaries) if not f.entry.sources]
+            out[h.label] = [f"{e.id} {fmt_time(e.ts)} {e.role}: {' '.join(e.text.split())[:200]}" for e in raw]
     return out

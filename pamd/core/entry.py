@@ -6,7 +6,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 TIERS = ("L0", "L1", "L2", "L3", "L4")
 TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
@@ -23,8 +23,8 @@ def clean_token(value: str, limit: int = 64) -> str:
 def utc(dt: datetime) -> datetime:
     """Aware UTC datetime truncated to seconds (naive input is taken as UTC)."""
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).replace(microsecond=0)
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).replace(microsecond=0)
 
 
 def parse_time(value: str) -> datetime:
@@ -32,10 +32,15 @@ def parse_time(value: str) -> datetime:
     s = str(value).strip()
     if re.fullmatch(r"\d{9,13}(\.\d+)?", s):
         x = float(s)
-        return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=timezone.utc))
+        return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=UTC))
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
-    return utc(datetime.fromisoformat(s))
+    dt = utc(datetime.fromisoformat(s))
+    # Years outside 1900..9998 are typos; they would also render as a header
+    # that cannot be parsed back (strftime writes year 999 as "999").
+    if not 1900 <= dt.year <= 9998:
+        raise ValueError(f"year {dt.year} out of range")
+    return dt
 
 
 def fmt_time(dt: datetime) -> str:
@@ -68,6 +73,7 @@ class Entry:
     recalls: int = 0
     tier: str = "L0"
     sources: tuple[str, ...] = ()
+    seen: str = ""  # date of the last recall (YYYY-MM-DD), for myelin demotion
     # Where the entry was read from (1-based, inclusive); not part of its identity.
     path: str = field(default="", compare=False)
     line_start: int = field(default=0, compare=False)

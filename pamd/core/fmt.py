@@ -24,7 +24,7 @@ SEP = " · "
 HEADER_RE = re.compile(r"^### ([es]-[0-9a-f]{12}) · (\S+) · (\S+)\s*$")
 # A line that looks like an attempt at a header; used to report malformed ones.
 HEADER_LIKE_RE = re.compile(r"^### [es]-")
-META_KEYS = ("type", "importance", "neuro", "session", "recalls", "from")
+META_KEYS = ("type", "importance", "neuro", "session", "recalls", "seen", "from")
 MAX_FRONTMATTER = 64 * 1024
 
 
@@ -107,6 +107,8 @@ def render_meta(e: Entry) -> str:
         f"session={clean_token(e.session)}",
         f"recalls={e.recalls}",
     ]
+    if e.seen:
+        parts.append(f"seen={e.seen}")
     if e.sources:
         parts.append(f"from={','.join(e.sources)}")
     return " ".join(parts)
@@ -164,7 +166,11 @@ def _parse_meta(line: str, path: str, lineno: int) -> dict[str, Any]:
         if tag not in NEURO:
             raise FormatError(Problem(path, lineno, f"unknown neuro tag {tag!r}"))
     sources = tuple(s for s in fields.get("from", "").split(",") if s)
+    seen = fields.get("seen", "")
+    if seen and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", seen):
+        raise FormatError(Problem(path, lineno, "seen must be a date YYYY-MM-DD"))
     return {
+        "seen": seen,
         "type": fields["type"],
         "importance": imp,
         "neuro": neuro,

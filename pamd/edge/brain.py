@@ -9,6 +9,7 @@ died between writing files and committing them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
@@ -21,7 +22,8 @@ from typing import Any
 from pamd.core import config as config_mod
 from pamd.core.entry import Entry
 from pamd.core.fmt import Doc, FormatError, parse_doc
-from pamd.edge.files import read_text, write_atomic
+from pamd.edge.fault import checkpoint
+from pamd.edge.files import read_text, temp_files, write_atomic
 from pamd.edge.git import Repo
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
@@ -140,10 +142,15 @@ class Brain:
         g = self.config.get("git", {})
         if wait is None:
             wait = g.get("on_lock", "wait") == "wait"
-        with Lock(self.state_dir / "lock", wait=wait, timeout=float(g.get("lock_timeout", 60))):
-            self.recover()
-            self.check_writable()
-            yield Transaction(self)
+        timeout = float(g.get("lock_timeout", 60))
+        with Lock(self.state_dir / "lock", wait=wait, timeout=timeout) as lock:
+            self.repo.hold_fd = lock.fd
+            try:
+                self.recover()
+                self.check_writable()
+                yield Transaction(self)
+            finally:
+                self.repo.hold_fd = None
 
     def check_writable(self) -> None:
         what = self.repo.in_progress()
@@ -155,24 +162,39 @@ class Brain:
                             "resolve them and commit, then run again")
 
     def recover(self) -> str | None:
-        """Roll back (or confirm) a run that died mid-commit; return what was done."""
+        """Roll back (or confirm) a run that died mid-commit; return what was done.
+
+        Runs under the lock, which a killed run's orphaned git children still hold
+        (Repo.hold_fd), so nothing of the dead run is still working here.
+        """
         journal = self.state_dir / JOURNAL
+        for tmp in temp_files(journal):  # the journal itself is written atomically
+            tmp.unlink(missing_ok=True)
         if not journal.exists():
             return None
         try:
             j = json.loads(journal.read_text("utf-8"))
-            run_id, head, paths = j["run"], j["head"], list(j["paths"])
-        except (ValueError, KeyError, OSError):
+            run_id, head, paths = j["run"], j["head"], [str(p) for p in j["paths"]]
+            written = dict(j.get("new") or {})
+            for rel in paths:
+                _check_rel(rel)  # a tampered journal must not make us write outside
+        except (ValueError, KeyError, OSError, TypeError, AttributeError, PamdError):
             journal.unlink(missing_ok=True)
             return None
+        checkpoint("recover:start")
+        for rel in paths:  # temp files of write_atomic calls the kill cut short
+            for tmp in temp_files(self.root / rel):
+                tmp.unlink(missing_ok=True)
+        # Lock files of a git add/commit/reset of the run that died: the kill can land
+        # after `git commit` moved HEAD but before it renamed index.lock, so this
+        # comes before the committed/rolled-back decision.
+        _clear_git_locks(self, journal.stat().st_mtime - 1)
         now_head = self.repo.head()
-        if now_head and now_head != head and run_id in self.repo.log("-1", "--format=%B"):
+        if _landed(self.repo, run_id, head):
             journal.unlink()
             return "committed"
-        index_lock = Path(self.repo._repo.git_dir) / "index.lock"
-        if index_lock.exists() and index_lock.stat().st_mtime >= journal.stat().st_mtime - 1:
-            index_lock.unlink()  # left by the git commit of the run that died
-        _restore(self, head, paths)
+        _restore(self, now_head, paths, written if "new" in j else None)
+        checkpoint("recover:restored")
         journal.unlink()
         return "rolled back"
 
@@ -180,6 +202,9 @@ class Brain:
 class Transaction:
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
+        # What the run read its files at; a commit that moved them since (a person
+        # committing while the run worked) makes this run's plan stale.
+        self.start_head = brain.repo.head()
 
     def commit(self, changes: dict[str, str | None], message: str) -> str | None:
         """Write `changes` (path -> text, None deletes) and commit them as one commit.
@@ -188,12 +213,13 @@ class Transaction:
         the files are restored and the error re-raised: one commit or nothing.
         """
         b = self.brain
-        real = {}
+        real, seen = {}, {}
         for rel, text in changes.items():
             _check_rel(rel)
             current = b.read(rel)
             if current != text:
                 real[rel] = text
+                seen[rel] = None if current is None else _digest(current.encode("utf-8"))
         if not real:
             return None
         paths = sorted(real)
@@ -201,34 +227,131 @@ class Transaction:
         if dirty:
             raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
                             "commit or stash them first; pamd never commits a person's edits")
-        run_id = uuid.uuid4().hex[:16]
         head = b.repo.head()
+        if head != self.start_head and (self.start_head is None or b.repo.run(
+                "diff", "--name-only", self.start_head, head or "HEAD", "--", *paths)):
+            # Someone committed to these files while the run worked: writing the
+            # plan now would undo their commit in the tree. The next run redoes it.
+            raise PamdError("the brain's files changed while pamd was running; "
+                            "nothing was committed", "run again")
+        run_id = uuid.uuid4().hex[:16]
         journal = b.state_dir / JOURNAL
         b.state_dir.mkdir(exist_ok=True)
-        write_atomic(journal, json.dumps({"run": run_id, "head": head, "paths": paths}))
+        # What each path will hold, so recovery restores only files this run wrote
+        # and never a person's later edit of them.
+        written = {rel: None if real[rel] is None else _digest(real[rel].encode("utf-8"))
+                   for rel in paths}
+        write_atomic(journal, json.dumps({"run": run_id, "head": head, "paths": paths,
+                                          "new": written}))
+        checkpoint("txn:journal")
         try:
             for rel in paths:
+                # A person's editor does not take pamd's lock: re-check each file
+                # right before replacing it, so an edit saved since the check above
+                # is refused, not overwritten.
+                if _file_digest(b.root / rel) != seen[rel]:
+                    raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
+                                    "run again")
                 if real[rel] is None:
                     (b.root / rel).unlink(missing_ok=True)
+                    checkpoint("txn:unlink")
                 else:
                     write_atomic(b.root / rel, real[rel])
             sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
-        except BaseException:
-            _restore(b, head, paths)
+            swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
+            if swept:
+                # An edit saved between pamd's write and git reading the file went
+                # into pamd's commit: take the commit back (we hold the lock, nobody
+                # has built on it) and leave the edit in the tree, uncommitted.
+                why = "pamd: undo a commit that took a person's edit"
+                if head:
+                    b.repo.run("update-ref", "-m", why, "HEAD", head, sha)
+                else:
+                    b.repo.run("update-ref", "-m", why, "-d", "HEAD", sha)
+                raise PamdError(f"{swept[0]} changed while pamd was committing; "
+                                "nothing was committed", "run again")
+        except BaseException as exc:
+            if _landed(b.repo, run_id, head):
+                # git was killed after it recorded the commit (before it renamed its
+                # index.lock): the commit is whole, only git's lock files are left.
+                _clear_git_locks(b, journal.stat().st_mtime - 1)
+                journal.unlink(missing_ok=True)
+                if not isinstance(exc, Exception):
+                    raise
+                return b.repo.head()
+            # If the rollback itself fails (a killed git left index.lock), the journal
+            # stays and the next run's recovery finishes it.
+            _restore(b, head, paths, written)
             journal.unlink(missing_ok=True)
             raise
         journal.unlink(missing_ok=True)
+        checkpoint("txn:done")
         return sha
 
 
-def _restore(b: Brain, head: str | None, paths: list[str]) -> None:
+def _landed(repo: Repo, run_id: str, head: str | None) -> bool:
+    """Whether the commit of run `run_id` (started at `head`) is in the history."""
+    now = repo.head()
+    if not now or now == head:
+        return False
+    span = f"{head}..HEAD" if head else "HEAD"
+    return bool(repo.log("--format=%H", "--fixed-strings", f"--grep=Pamd-Run-Id: {run_id}", span))
+
+
+def _clear_git_locks(b: Brain, since: float) -> None:
+    """Remove git's lock files that a killed git left behind since `since` (a time).
+
+    Only called under the brain's lock, when a journal says a pamd run died (or
+    its git did) mid-commit; older lock files are a person's and stay.
+    """
+    gitdir = Path(b.repo._repo.git_dir)
+    branch = b.repo.branch()
+    cands = [gitdir / "index.lock", gitdir / "HEAD.lock", *gitdir.glob("next-index-*.lock")]
+    if branch:
+        cands.append(gitdir / "refs" / "heads" / f"{branch}.lock")
+    for lock in cands:
+        try:
+            if lock.stat().st_mtime >= since:
+                lock.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(p: Path) -> str | None:
+    try:
+        return _digest(p.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def _restore(b: Brain, head: str | None, paths: list[str],
+             written: dict[str, str | None] | None = None) -> None:
+    """Put `paths` back as they are at `head`, in the index and the tree.
+
+    With `written` (path -> digest of what the run wrote, None: it deleted the
+    file) only files still holding what the run wrote are touched: a file the
+    run never reached is already right, and one changed since is a person's.
+    """
     b.repo.reset_paths(paths)
     for rel in paths:
+        p = b.root / rel
+        if written is not None and rel in written:
+            cur = p.read_bytes() if p.is_file() else None
+            if written[rel] is None:
+                ours = cur is None
+            else:
+                ours = cur is not None and _digest(cur) == written[rel]
+            if not ours:
+                continue
         old = b.repo.show(head, rel) if head else None
         if old is None:
-            (b.root / rel).unlink(missing_ok=True)
+            p.unlink(missing_ok=True)
         else:
-            write_atomic(b.root / rel, old)
+            write_atomic(p, old)
 
 
 def _check_rel(rel: str) -> None:

@@ -7,11 +7,14 @@ staged or unstaged edits are never swept into a pamd commit.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 import git
 
+from pamd.edge.fault import checkpoint
 from pamd.errors import PamdError
 
 
@@ -23,6 +26,11 @@ class Repo:
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise PamdError(f"{self.root} is not a git repository", "run `pamd init`") from None
         self.git = self._repo.git
+        # The fd of the brain's flock while a run holds it. Every git command of
+        # the run inherits it, so a git child that outlives a killed pamd (kill -9,
+        # the OOM killer) keeps the brain locked until it exits: the next run
+        # cannot recover or write while an orphaned `git commit` is still working.
+        self.hold_fd: int | None = None
 
     @staticmethod
     def init(root: Path) -> Repo:
@@ -111,16 +119,36 @@ class Repo:
         }
         existing = [p for p in paths if (self.root / p).exists()]
         try:
+            checkpoint("git:add")
             if existing:
-                self.git.add("--", *existing, env=env)
+                self._exec(["add", "--", *existing], env=env)
             gone = [p for p in paths if p not in existing and self.tracked(p)]
+            checkpoint("git:rm")
             if gone:
-                self.git.rm("--cached", "--quiet", "--", *gone, env=env)
-            self.git.commit("--only", "-q", "-F", "-", "--", *paths, istream=_Stdin(message), env=env)
+                self._exec(["rm", "--cached", "--quiet", "--", *gone], env=env)
+            checkpoint("git:commit")
+            self._exec(["commit", "--only", "-q", "-F", "-", "--", *paths], env=env,
+                       istream=_Stdin(message))
+            checkpoint("git:committed")
         except git.GitCommandError as exc:
             raise PamdError(f"git commit failed: {_first(exc)}",
                             "a hook of this brain may have refused it; nothing was committed") from None
         return self.head() or ""
+
+    def committed_as(self, path: str, text: str | None) -> bool:
+        """Whether HEAD holds exactly `text` at `path` (None: no such file)."""
+        out = self._run("ls-tree", "-z", "HEAD", "--", path, strip=False).rstrip("\0")
+        blob = out.split()[2] if out else None
+        if text is None or blob is None:
+            return text is None and blob is None
+        data = text.encode("utf-8")
+        if blob == hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest():
+            return True
+        # A brain may have clean filters or eol rules (.gitattributes): ask git.
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            return blob == self._run("hash-object", f"--path={path}", "--", f.name)
 
     def checkout_paths(self, rev: str, paths: list[str]) -> None:
         if paths:
@@ -142,9 +170,14 @@ class Repo:
     def run(self, *args: str) -> str:
         return self._run(*args)
 
+    def _exec(self, args: list[str], **kwargs) -> str:
+        if self.hold_fd is not None:
+            kwargs["pass_fds"] = (self.hold_fd,)
+        return self.git.execute(["git", *args], **kwargs)
+
     def _run(self, *args: str, strip: bool = True) -> str:
         try:
-            return self.git.execute(["git", *args], strip_newline_in_stdout=strip)
+            return self._exec(list(args), strip_newline_in_stdout=strip)
         except git.GitCommandError as exc:
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
 

@@ -44,6 +44,10 @@ class Lock:
         self._fd = fd
         return self
 
+    @property
+    def fd(self) -> int | None:
+        return self._fd
+
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)

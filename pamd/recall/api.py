@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from pamd.errors import PamdError
-from pamd.recall import log as recall_log
+from pamd.myelin import recall_log
 from pamd.recall import store
 from pamd.recall.embed import Embedder, load
 from pamd.recall.search import Filters, Hit, search
@@ -65,5 +65,6 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         hits = search(idx, emb, query, k, brain.config, flt, now)
         _OPEN[key] = idx
     if log:
-        recall_log.append(brain.state_dir, query, hits, now or datetime.now(UTC))
+        ids = [i for h in hits for i in h.ids]
+        recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC))
     return hits

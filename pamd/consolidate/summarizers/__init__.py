@@ -1,0 +1,44 @@
+"""Summarizers: turn groups of entries into shorter texts, one per group.
+
+`get_summarizer(config)` picks the backend named by `[summarizer] backend`:
+"extractive" (default; local, free, deterministic) or "gemini" (google-genai).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pamd.consolidate.summarizers.base import (
+    MIN_TOKENS,
+    SUMMARY_TIERS,
+    Group,
+    Summarizer,
+    Usage,
+    section,
+)
+from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+from pamd.consolidate.summarizers.lesson import extract_lesson, lesson
+from pamd.errors import PamdError
+
+__all__ = [
+    "MIN_TOKENS", "SUMMARY_TIERS", "ExtractiveSummarizer", "Group", "Summarizer", "Usage",
+    "extract_lesson", "get_summarizer", "lesson",
+]
+
+BACKENDS = ("extractive", "gemini")
+
+
+def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
+    """The summarizer named by config["summarizer"]["backend"] (default "extractive")."""
+    backend = str(section(config).get("backend") or "extractive").strip().lower()
+    if backend == "extractive":
+        return ExtractiveSummarizer()
+    if backend == "gemini":
+        # Imported here: google-genai is heavy and optional (the `gemini` extra).
+        from pamd.consolidate.summarizers.gemini import GeminiSummarizer
+
+        return GeminiSummarizer.from_config(config or {})
+    raise PamdError(
+        f"unknown summarizer backend {backend!r} in pamd.toml",
+        f'set [summarizer] backend to one of: {", ".join(BACKENDS)}',
+    )

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+HELP = "print what an agent reads at session start: DNA, PRELOAD, STATE, MEMORY, tiers, within a budget"
+EXAMPLE = """pamd boot > context.md
+pamd boot --budget 200000 --json
+pamd boot --at HEAD~5          # the context the agent had five commits ago"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default [boot] budget, 500000)")
+    p.add_argument("--at", metavar="COMMIT|DATE", help="rebuild the boot context of an earlier commit")
+    p.add_argument("--json", action="store_true")
+
+
+def run(args) -> int:
+    import sys
+
+    from pamd.edge.brain import Brain
+    from pamd.edge.history import TreeView
+    from pamd.errors import PamdError
+    from pamd.myelin.boot import build
+
+    if args.budget is not None and args.budget <= 0:
+        raise PamdError("--budget must be a positive number of tokens")
+    brain = Brain.find(args.brain)
+    view = TreeView.at(brain, args.at)
+    now = args.now if args.now_given else view.time()
+    out = build(view.read, view.files(), view.config(), now, args.budget)
+    sys.stdout.write(out.json() + "\n" if args.json else out.markdown())
+    return 0

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+HELP = "the 30-minute job: move aged L0/L1 entries down into summaries, one commit"
+EXAMPLE = """pamd compact
+pamd compact --plan            # show each entry's retention and decision, write nothing
+pamd compact --now 2026-12-01T09:00:00Z"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--plan", "--dry-run", dest="plan", action="store_true",
+                   help="print the plan (retention, decision, why) and write nothing")
+
+
+def run(args, mode: str = "compact") -> int:
+    from pamd.consolidate.compaction import plan_table
+    from pamd.consolidate.compaction import run as run_compaction
+    from pamd.edge.brain import Brain
+
+    brain = Brain.find(args.brain)
+    out = run_compaction(brain, args.now, mode, dry_run=args.plan)
+    if args.plan:
+        for row in plan_table(out.plan):
+            print(row)
+        print(f"{len(out.plan.moving)} to compress, {len(out.plan.dropped)} to drop, "
+              f"{len(out.plan.decisions) - len(out.plan.moving) - len(out.plan.dropped)} stay")
+        return 0
+    if out.sha is None:
+        print(f"nothing to {mode}")
+        return 0
+    print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]})")
+    from pamd.recall.refresh import after_commit
+
+    note = after_commit(brain)
+    if note:
+        print(note)
+    return 0

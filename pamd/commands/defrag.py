@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+HELP = "the nightly job: L2->L3 one-liners, L3->MEMORY.md, daily notes archived, one commit"
+EXAMPLE = """pamd defrag
+pamd defrag --plan
+pamd defrag --branch defrag/2026-11-30   # commit on a branch for a pull request"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--plan", "--dry-run", dest="plan", action="store_true",
+                   help="print the plan and write nothing")
+    p.add_argument("--branch", metavar="NAME", help="commit on a new branch NAME (from HEAD) instead")
+
+
+def run(args) -> int:
+    from pamd.commands import compact
+
+    if args.branch:
+        from pamd.consolidate.branch import defrag_on_branch
+        from pamd.edge.brain import Brain
+
+        brain = Brain.find(args.brain)
+        out = defrag_on_branch(brain, args.branch, args.now)
+        if out.sha is None:
+            print("nothing to defrag; no branch made")
+        else:
+            print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]} on {args.branch})")
+        return 0
+    return compact.run(args, mode="defrag")

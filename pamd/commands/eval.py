@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+HELP = "measure what compression loses: recall@k and tokens per tier as a brain ages"
+EXAMPLE = """pamd eval ../shared/bench/data/locomo/locomo10.json --plot fidelity.png
+pamd eval questions.jsonl --brain ~/brains/agent      # {question, evidence_ids} per line
+pamd eval locomo10.json --limit 2 --json"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("qa", help="LoCoMo JSON, or pamd JSONL of {question, evidence_ids} (uses --brain)")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--limit", type=int, help="only the first N conversations (LoCoMo)")
+    p.add_argument("--workdir", help="keep the scratch brains here")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="FILE.png|svg", help="plot recall against compression")
+
+
+def run(args) -> int:
+    import sys
+    from pathlib import Path
+
+    from pamd.errors import PamdError
+    from pamd.fidelity import evaluate, qa
+
+    path = Path(args.qa)
+    if not path.is_file():
+        raise PamdError(f"{args.qa}: no such file")
+
+    def progress(msg: str) -> None:
+        print(f"pamd eval: {msg}", file=sys.stderr, flush=True)
+
+    if qa.detect(path) == "locomo":
+        convs = qa.load_locomo(path, args.limit)
+        report = evaluate.eval_conversations(convs, args.k, workdir=args.workdir, progress=progress,
+                                             source=path.name)
+    else:
+        from pamd.edge.brain import Brain
+
+        report = evaluate.eval_brain(Brain.find(args.brain), qa.load_pamd(path), args.k,
+                                     workdir=args.workdir, progress=progress)
+    if args.json:
+        print(report.to_json())
+    else:
+        print(evaluate.table(report))
+        for line in evaluate.summary_lines(report):
+            print(line)
+    if args.plot:
+        print(f"plot: {evaluate.plot(report, Path(args.plot))}", file=sys.stderr)
+    return 0

@@ -1,0 +1,53 @@
+"""pamd fsck: verify a brain's invariants; each problem as path:line."""
+
+from __future__ import annotations
+
+import json
+
+HELP = "verify the brain: format, unique ids, provenance through history, recalls, ledger, index"
+EXAMPLE = """
+pamd fsck
+pamd fsck --skip index     # ignore a stale search index
+pamd fsck --deep --json    # look every provenance id up through git history
+"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="CHECK",
+        help="skip a check (conflicts, format, provenance, recalls, ledger, synapse, index)",
+    )
+    p.add_argument(
+        "--deep", action="store_true", help="locate every provenance id one by one (slower)"
+    )
+    p.add_argument("--json", action="store_true", help="problems as JSON")
+
+
+def run(args) -> int:
+    from pamd.edge.brain import Brain
+    from pamd.edge.fsck import fsck
+
+    brain = Brain.find(args.brain)
+    found = fsck(brain, tuple(args.skip), args.deep)
+    problems = [p for ps in found.values() for p in ps]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    name: [{"path": p.path, "line": p.line, "message": p.message} for p in ps]
+                    for name, ps in found.items()
+                },
+                indent=2,
+            )
+        )
+    else:
+        for p in problems:
+            print(p)
+        print(
+            ("brain ok: " if not problems else f"{len(problems)} problems; checked: ")
+            + ", ".join(found)
+        )
+    return 1 if problems else 0

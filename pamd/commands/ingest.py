@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = "take transcripts into L0: tag, score, redact secrets, commit once"
+EXAMPLE = """pamd ingest session.jsonl
+pamd ingest ~/.claude/projects/app/*.jsonl --format claude-code
+cat chat.json | pamd ingest -"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE", help="transcript files, or - for stdin")
+    p.add_argument("--format", choices=["pamd", "openai", "claude-code", "markdown"],
+                   help="force the input format (default: detect)")
+
+
+def run(args) -> int:
+    from pamd.edge.brain import Brain
+    from pamd.encode.ingest import ingest
+    from pamd.errors import PamdError
+
+    brain = Brain.find(args.brain)
+    inputs = []
+    for f in args.files:
+        if f == "-":
+            inputs.append(("stdin", sys.stdin.buffer.read()))
+            continue
+        p = Path(f)
+        if not p.is_file():
+            raise PamdError(f"{f}: no such file", "check the path")
+        inputs.append((str(p), p.read_bytes()))
+    plan, sha = ingest(brain, inputs, args.now, args.format)
+    if sha:
+        print(f"ingested {plan.summary_line()} ({sha[:8]})")
+    else:
+        print(f"nothing new: {plan.skipped} entries already in the brain")
+    return 0

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+HELP = "run whatever is due once (compact, nightly defrag): for cron, CI or a hook"
+EXAMPLE = "pamd run-due\n*/30 * * * *  cd ~/brain && pamd run-due   # crontab"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--list", action="store_true", help="only say what is due")
+
+
+def run(args) -> int:
+    from pamd.consolidate.schedule import due, run_due
+    from pamd.edge.brain import Brain
+
+    brain = Brain.find(args.brain)
+    if args.list:
+        print(" ".join(due(brain, args.now)) or "nothing due")
+        return 0
+    done = run_due(brain, args.now)
+    if not done:
+        print("nothing due")
+    for mode, sha in done:
+        print(f"{mode}: {sha[:8] if sha else 'nothing to do'}")
+    if any(sha for _, sha in done):
+        from pamd.recall.refresh import after_commit
+
+        note = after_commit(brain)
+        if note:
+            print(note)
+    return 0

@@ -1,0 +1,46 @@
+"""Defrag onto a branch, for a pull request, without touching the person's checkout.
+
+A temporary `git worktree` on the new branch runs the defrag and commits there;
+the brain's own work tree, index and branch are left as they were.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from pamd.consolidate.compaction import Outcome, run
+from pamd.edge.brain import Brain
+from pamd.edge.lock import Lock
+from pamd.errors import PamdError
+
+_BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$")
+
+
+def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
+    if not _BRANCH.match(branch) or branch.endswith(".lock"):
+        raise PamdError(f"bad branch name {branch!r}", "use letters, digits, . _ / -")
+    if brain.repo.rev_parse(f"refs/heads/{branch}"):
+        raise PamdError(f"branch {branch} already exists", "pick another name or delete it")
+    brain.check_writable()
+    g = brain.config.get("git", {})
+    with Lock(brain.state_dir / "lock", wait=g.get("on_lock", "wait") == "wait",
+              timeout=float(g.get("lock_timeout", 60))):
+        tmp = Path(tempfile.mkdtemp(prefix="pamd-defrag-"))
+        wt = tmp / "brain"
+        brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")
+        try:
+            out = run(Brain(wt), now, "defrag")
+        except BaseException:
+            brain.repo.run("worktree", "remove", "--force", str(wt))
+            brain.repo.run("branch", "-D", branch)
+            raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        brain.repo.run("worktree", "prune")
+        if out.sha is None:
+            brain.repo.run("branch", "-D", branch)
+        return out

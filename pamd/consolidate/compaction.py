@@ -1,0 +1,204 @@
+"""The compaction and defrag runs: load → plan → summarise → one commit.
+
+`run(brain, now, mode)` is the library entry the CLI, the daemon and the
+hooks call. The plan is pure (consolidate.policy); this module only turns it
+into file texts and a commit message with machine-readable trailers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pamd.consolidate import policy
+from pamd.consolidate.summarizers import Group, Usage, get_summarizer
+from pamd.core.entry import TIERS, Entry, fmt_time
+from pamd.core.fmt import Doc, render_doc
+from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
+from pamd.encode.hippocampus import DROP
+from pamd.myelin import myelin, recall_log, snapshot
+
+
+@dataclass
+class Outcome:
+    plan: policy.Plan
+    sha: str | None = None
+    summaries: list[Entry] = field(default_factory=list)
+    usage: Usage | None = None
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize_plan(plan: policy.Plan, config: dict[str, Any],
+                   lessons: list[dict[str, Any]] | None = None) -> tuple[list[Entry], Usage]:
+    """Summaries for every group of the plan, and texts for new lessons, in one batch."""
+    keys = sorted(plan.groups)
+    groups = [Group(key=k, tier=plan.group_tier[k],
+                    entries=tuple(sorted(plan.groups[k], key=lambda e: (e.ts, e.id))),
+                    target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
+              for k in keys]
+    lessons = lessons or []
+    extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]), target_tokens=40)
+             for i, ls in enumerate(lessons)]
+    summarizer = get_summarizer(config)
+    if groups or extra:
+        texts, usage = summarizer.summarize(groups + extra)
+    else:
+        texts, usage = [], Usage(summarizer.name, getattr(summarizer, "model", "-"))
+    for ls, text in zip(lessons, texts[len(groups):], strict=True):
+        ls["text"] = f"{text.strip()} (lesson of {ls['day']})"
+        del ls["entries"], ls["day"]
+    summaries = [policy.summary_entry(g.key, g.tier, list(g.entries), text.strip() or "(empty)")
+                 for g, text in zip(groups, texts, strict=False)]
+    return summaries, usage
+
+
+def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) -> dict[str, str]:
+    """New text of every file the plan changes (pure over the parsed docs)."""
+    leaving = {d.entry.id for d in plan.decisions if d.action != "keep"}
+    changed: dict[str, Doc] = {}
+    for rel, doc in docs.items():
+        if any(e.id in leaving for e in doc.entries):
+            changed[rel] = Doc(doc.meta, doc.preamble, [e for e in doc.entries if e.id not in leaving], doc.body_line)
+    for s in summaries:
+        rel = MEMORY if s.tier == "L4" else tier_path(s.tier, s.ts.strftime("%Y-%m-%d"))
+        doc = changed.get(rel) or docs.get(rel)
+        if doc is None:
+            day = s.ts.strftime("%Y-%m-%d")
+            doc = Doc({"tier": s.tier, "date": day}, f"# {s.tier} · {day}", [], 1)
+        if all(e.id != s.id for e in doc.entries):
+            doc = Doc(doc.meta, doc.preamble, sorted([*doc.entries, s], key=lambda e: (e.ts, e.id)), doc.body_line)
+        changed[rel] = doc
+    out: dict[str, str | None] = {}
+    for rel, doc in changed.items():
+        if not doc.entries and rel != MEMORY:
+            out[rel] = None  # an emptied tier file goes away; its text stays in history
+        else:
+            out[rel] = render_doc(doc.meta, doc.preamble, doc.entries)
+    return out
+
+
+def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: list[Entry],
+                   summaries: list[Entry], usage: Usage, notes: list[str]) -> str:
+    b, a = policy.tier_counts(before), policy.tier_counts(after)
+    moved = plan.moving
+    tokens_in = sum(d.entry.tokens for d in moved)
+    tokens_out = sum(s.tokens for s in summaries)
+    ratio = tokens_in / tokens_out if tokens_out else 0.0
+    flows = Counter((d.entry.tier, d.target) for d in moved)
+    title = f"pamd {mode}: {len(moved)} entries into {len(summaries)} summaries"
+    if plan.dropped:
+        title += f", {len(plan.dropped)} dropped"
+    lines = [title, ""]
+    for (src, dst), n in sorted(flows.items()):
+        lines.append(f"{src} -> {dst}: {n} entries")
+    if tokens_out:
+        lines.append(f"Compressed {tokens_in:,} tokens into {tokens_out:,} ({ratio:.1f}:1) with {usage.backend}.")
+    if plan.dropped:
+        lines.append("Dropped as trash (raw text stays in history; `pamd expand ID`): "
+                     + ", ".join(d.entry.id for d in plan.dropped))
+    lines += [n for n in notes + list(usage.notes) if n]
+    lines.append("")
+    lines.append(f"Pamd-Run: {mode}")
+    lines.append(f"Pamd-Now: {fmt_time(plan.now)}")
+    for t in TIERS:
+        lines.append(f"Pamd-Tier-{t}: {b[t][0]} -> {a[t][0]} entries, {b[t][1]} -> {a[t][1]} tokens")
+    lines += [
+        f"Pamd-Moved: {len(moved)}",
+        f"Pamd-Dropped: {len(plan.dropped)}",
+        f"Pamd-Tokens-In: {tokens_in}",
+        f"Pamd-Tokens-Out: {tokens_out}",
+        f"Pamd-Compression: {ratio:.2f}",
+        f"Pamd-Summarizer: {usage.backend}",
+        f"Pamd-Model: {usage.model or '-'}",
+        f"Pamd-LLM-Tokens: {usage.input_tokens} in, {usage.output_tokens} out",
+        f"Pamd-Cost-USD: {usage.cost_usd:.6f}",
+    ]
+    if usage.fallbacks:
+        lines.append(f"Pamd-Fallback: {usage.fallbacks} groups summarised by the fallback")
+    return "\n".join(lines) + "\n"
+
+
+def last_recall_fold(brain: Brain) -> str | None:
+    if not brain.repo.head():
+        return None
+    out = brain.repo.log("-1", f"--grep=^{recall_log.TRAILER}: ", "--format=%(trailers:key="
+                         f"{recall_log.TRAILER},valueonly)").strip()
+    return out.splitlines()[0] if out else None
+
+
+def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = False) -> Outcome:
+    """One compaction (mode "compact") or nightly defrag (mode "defrag")."""
+    from pamd.consolidate import defrag as defrag_mod
+
+    cfg = brain.config
+    with brain.transaction() as tx:
+        loaded = brain.load()
+        docs = loaded.docs
+        changes: dict[str, str | None] = {}
+        notes: list[str] = []
+        # Recalls logged since the last fold become part of this commit.
+        pend = recall_log.pending(brain.state_dir, last_recall_fold(brain))
+        docs, touched, n_folded = myelin.fold(docs, pend)
+        if n_folded:
+            notes.append(f"Folded {n_folded} recalls into the tree.")
+        if mode == "defrag":
+            docs, demoted_rels, n_demoted = myelin.demote(docs, cfg, now)
+            touched |= demoted_rels
+            if n_demoted:
+                notes.append(f"Demoted {n_demoted} memories not recalled for "
+                             f"{cfg['myelin']['demote_after_days']} days.")
+            pre = defrag_mod.prepare(brain, docs, now)
+            docs, notes = pre.docs, notes + pre.notes
+            changes.update(pre.changes)
+            fresh = pre.fresh
+        else:
+            fresh = set()
+        entries = [e for d in docs.values() for e in d.entries]
+        # An entry must land raw in one commit before a summary may replace it,
+        # or its provenance would point at text no commit ever held.
+        plan = policy.plan_compaction([e for e in entries if e.id not in fresh], cfg, now, mode)
+        out = Outcome(plan=plan)
+        if dry_run:
+            return out
+        dna_text = brain.read(DNA) or ""
+        new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text))
+        state_text = brain.read(STATE)
+        stale_state = snapshot.is_stale(state_text, entries)
+        if plan.empty and not changes and not touched and not new_lessons and not stale_state:
+            return out
+        summaries, usage = summarize_plan(plan, cfg, new_lessons)
+        changes.update(apply_plan(docs, plan, summaries))
+        for rel in touched - set(changes):
+            d = docs[rel]
+            changes[rel] = render_doc(d.meta, d.preamble, d.entries)
+        after_docs = {rel: d for rel, d in docs.items() if rel not in changes}
+        for rel, text in changes.items():
+            if text is not None and (rel == MEMORY or rel.startswith("memory/L")):
+                after_docs[rel] = brain.parse(rel, text)
+        after = [e for d in after_docs.values() for e in d.entries]
+        # Myelin, reflexes and the snapshot ride along in the same commit.
+        changes[PRELOAD] = myelin.render_preload(brain.read(PRELOAD) or "", after, cfg)
+        reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
+        changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
+        changes[STATE] = snapshot.render_state(state_text, snapshot.snapshot(entries, now))
+        if new_lessons:
+            notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")
+        if mode == "defrag":
+            notes += defrag_mod.reflection(plan, after, now)
+        out.summaries, out.usage = summaries, usage
+        out.message = commit_message(mode, plan, loaded.entries, after, summaries, usage, notes)
+        if pend.marker:
+            out.message += f"{recall_log.TRAILER}: {pend.marker}\n"
+        out.sha = tx.commit(changes, out.message)
+        return out
+
+
+def plan_table(plan: policy.Plan) -> list[str]:
+    rows = [f"{'id':<15}{'tier':<5}{'retention':>10}  {'decision':<9}{'to':<4} why"]
+    for d in plan.decisions:
+        action = d.action if d.action != DROP else "drop"
+        rows.append(f"{d.entry.id:<15}{d.entry.tier:<5}{d.retention:>10.2f}  {action:<9}{d.target:<4} {d.why}")
+    return rows

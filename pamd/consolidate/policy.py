@@ -1,0 +1,243 @@
+"""The compaction policy: a pure function from (entries, config, now) to a plan.
+
+Time decides the level, importance moves the clock, retention decides the order
+inside a level and what is dropped:
+
+- A raw entry leaves L0 once its age passes the clock for its importance
+  ([tiers] clock: trash at once, < 0.3 after 30 min, < 0.6 after 4 h, < 0.8
+  after 24 h, else `critical_hours`). It then lands in the tier its age
+  calls for (L1 < 12 h, L2 < 3 d, L3 < 7 d, else L4), never above L1.
+- A summary moves on when its age passes its tier's upper bound.
+- Leaving L0, an entry whose retention at the ordinary L0 age (`l0_hours`,
+  or its clock if shorter) is under `drop_below` is dropped as trash (its raw text stays in history; the commit
+  lists it by id). Tool output that nobody recalled goes this way.
+- Over a tier's token budget, the lowest-retention entries move down first.
+- `compact` moves entries as far as L2; `defrag` also to L3 and L4.
+
+Entries that move together (same target tier, session and time bucket) become
+one summary of `ratio` times fewer tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pamd.core.entry import TIERS, TYPES, Entry, entry_id
+from pamd.encode.hippocampus import COMPRESS, DROP, KEEP, decide, retention
+
+# How wide a time bucket one summary of each tier covers, in hours.
+BUCKET_HOURS = {"L1": 1, "L2": 6, "L3": 24, "L4": 24 * 7}
+# A summary shorter than this says nothing useful (a one-liner needs a subject and a fact).
+MIN_SUMMARY_TOKENS = {"L1": 16, "L2": 16, "L3": 24, "L4": 24}
+
+
+@dataclass(frozen=True)
+class Decision:
+    entry: Entry
+    retention: float
+    action: str  # keep | compress | drop
+    target: str  # the tier it ends up in (its own tier for keep)
+    why: str
+
+
+@dataclass
+class Plan:
+    now: datetime
+    mode: str
+    decisions: list[Decision] = field(default_factory=list)
+    groups: dict[str, list[Entry]] = field(default_factory=dict)  # group key -> entries
+    group_tier: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def moving(self) -> list[Decision]:
+        return [d for d in self.decisions if d.action == COMPRESS]
+
+    @property
+    def dropped(self) -> list[Decision]:
+        return [d for d in self.decisions if d.action == DROP]
+
+    @property
+    def empty(self) -> bool:
+        return not self.moving and not self.dropped
+
+
+def tier_index(tier: str) -> int:
+    return TIERS.index(tier)
+
+
+def tier_for_age(hours: float, t: dict[str, Any]) -> str:
+    if hours < float(t["l1_hours"]):
+        return "L1"
+    if hours < float(t["l2_hours"]):
+        return "L2"
+    if hours < float(t["l3_hours"]):
+        return "L3"
+    return "L4"
+
+
+def l0_clock(importance: float, t: dict[str, Any], trash_below: float) -> float:
+    """Hours an entry of this importance stays raw in L0."""
+    if importance < trash_below:
+        return 0.0
+    for row in t["clock"]:
+        if importance < float(row["below"]):
+            return float(row["hours"])
+    return float(t["critical_hours"])
+
+
+def upper_hours(tier: str, t: dict[str, Any]) -> float:
+    return {"L1": float(t["l1_hours"]), "L2": float(t["l2_hours"]), "L3": float(t["l3_hours"])}[tier]
+
+
+def ratio(src: str, dst: str, config: dict[str, Any]) -> float:
+    r = config["tiers"]["ratios"]
+
+    def of(tier: str) -> float:
+        return 1.0 if tier == "L0" else float(r.get(tier, r["L3"]))
+
+    return max(1.0, of(dst) / of(src))
+
+
+def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
+                    mode: str = "compact") -> Plan:
+    t = config["tiers"]
+    trash = float(config["neurotag"]["trash_below"])
+    ceiling = "L2" if mode == "compact" else "L4"
+    plan = Plan(now=now, mode=mode)
+    by_id: dict[str, Decision] = {}
+    for e in entries:
+        if e.tier == "L4":
+            continue
+        r = retention(e, config, now)
+        age = e.age_hours(now)
+        action, target, why = KEEP, e.tier, ""
+        if e.tier == "L0":
+            clock = l0_clock(e.importance, t, trash)
+            if age >= clock:
+                # Worth is judged at the ordinary L0 exit age (or earlier, for trash):
+                # neither a late run (a laptop asleep for a week) nor the extra raw time
+                # that importance buys may turn an entry into trash.
+                judged = min(clock, float(t["l0_hours"]))
+                r_exit = retention(e, config, e.ts + timedelta(hours=judged))
+                if decide(r_exit, config) == DROP:
+                    action, target, why = DROP, "-", f"retention {r_exit:.2f} at {judged:g} h < drop_below"
+                else:
+                    target = max("L1", tier_for_age(age, t), key=tier_index)
+                    action, why = COMPRESS, f"age {age:.1f} h >= {clock:g} h clock for importance {e.importance:.2f}"
+            else:
+                why = f"age {age:.1f} h < {clock:g} h clock for importance {e.importance:.2f}"
+        else:
+            if age >= upper_hours(e.tier, t):
+                target = tier_for_age(age, t)
+                action, why = COMPRESS, f"age {age:.1f} h past {e.tier}'s {upper_hours(e.tier, t):g} h"
+            else:
+                why = f"age {age:.1f} h within {e.tier}"
+        if action == COMPRESS and tier_index(target) > tier_index(ceiling):
+            target = ceiling
+            if target == e.tier:
+                action, why = KEEP, why + f"; waits for defrag ({mode} stops at {ceiling})"
+        by_id[e.id] = Decision(e, r, action, target, why)
+    _enforce_budgets(by_id, config, ceiling)
+    plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts, d.entry.id))
+    buckets: dict[str, list[Entry]] = {}
+    for d in plan.moving:
+        buckets.setdefault(group_key(d.entry, d.target), []).append(d.entry)
+    caps = t.get("group_tokens", {})
+    for key, members in buckets.items():
+        tier = key.split("|", 1)[0]
+        cap = float(caps.get(tier, 4000))
+        chunk: list[Entry] = []
+        size = 0.0
+        for e in sorted(members, key=lambda e: (e.ts, e.id)):
+            raw = e.tokens * ratio("L0", e.tier, config)  # what it stood for in raw tokens
+            if chunk and size + raw > cap:
+                _add_group(plan, key, tier, chunk)
+                chunk, size = [], 0.0
+            chunk.append(e)
+            size += raw
+        _add_group(plan, key, tier, chunk)
+    return plan
+
+
+def _add_group(plan: Plan, key: str, tier: str, members: list[Entry]) -> None:
+    k = f"{key}|{len(plan.groups):05d}"
+    plan.groups[k] = members
+    plan.group_tier[k] = tier
+
+
+def _enforce_budgets(by_id: dict[str, Decision], config: dict[str, Any], ceiling: str) -> None:
+    budgets = config["tiers"]["budgets"]
+    for tier in ("L0", "L1", "L2", "L3"):
+        if tier_index(tier) >= tier_index(ceiling):
+            break
+        budget = int(budgets.get(tier, 0))
+        if budget <= 0:
+            continue
+        staying = [d for d in by_id.values() if d.action == KEEP and d.target == tier]
+        incoming = sum(d.entry.tokens for d in by_id.values() if d.action == KEEP and d.target == tier)
+        incoming += sum(math.ceil(d.entry.tokens / ratio(d.entry.tier, tier, config))
+                        for d in by_id.values() if d.action == COMPRESS and d.target == tier)
+        over = incoming - budget
+        if over <= 0:
+            continue
+        nxt = TIERS[tier_index(tier) + 1]
+        for d in sorted(staying, key=lambda d: (d.retention, d.entry.ts)):
+            if over <= 0:
+                break
+            by_id[d.entry.id] = Decision(d.entry, d.retention, COMPRESS, nxt,
+                                         f"{tier} over its {budget:,}-token budget; lowest retention moves first")
+            over -= d.entry.tokens
+
+
+def group_key(e: Entry, target: str) -> str:
+    hours = BUCKET_HOURS[target]
+    bucket = math.floor(e.ts.timestamp() / 3600 / hours)
+    session = e.session if target in ("L1", "L2") else "*"
+    return f"{target}|{session}|{bucket}"
+
+
+_TYPE_RANK = {t: i for i, t in enumerate(TYPES)}  # decision first
+
+
+def summary_entry(key: str, tier: str, sources: list[Entry], text: str) -> Entry:
+    """The summary that replaces `sources`: newest time, strongest type, union of tags."""
+    srcs = sorted(sources, key=lambda e: (e.ts, e.id))
+    sessions = {e.session for e in srcs}
+    neuro = tuple(sorted({n for e in srcs for n in e.neuro}, key=lambda n: _neuro_rank(n)))
+    return Entry(
+        id=entry_id("s", tier, *sorted(e.id for e in srcs)),
+        ts=srcs[-1].ts,
+        role="summary",
+        text=text,
+        session=sessions.pop() if len(sessions) == 1 else "mixed",
+        type=min((e.type for e in srcs), key=lambda x: _TYPE_RANK.get(x, 9)),
+        importance=max(e.importance for e in srcs),
+        neuro=neuro,
+        recalls=sum(e.recalls for e in srcs),
+        seen=max((e.seen for e in srcs), default=""),
+        tier=tier,
+        sources=tuple(e.id for e in srcs),
+    )
+
+
+def _neuro_rank(tag: str) -> int:
+    from pamd.core.entry import NEURO
+
+    return NEURO.index(tag) if tag in NEURO else 99
+
+
+def target_tokens(sources: list[Entry], tier: str, config: dict[str, Any]) -> int:
+    total = sum(math.ceil(e.tokens / ratio(e.tier, tier, config)) for e in sources)
+    return max(MIN_SUMMARY_TOKENS.get(tier, 16), total)
+
+
+def tier_counts(entries: list[Entry]) -> dict[str, tuple[int, int]]:
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in entries:
+        out[e.tier][0] += 1
+        out[e.tier][1] += e.tokens
+    return {t: (out[t][0], out[t][1]) for t in TIERS}

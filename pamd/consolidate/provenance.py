@@ -1,0 +1,141 @@
+"""Walk a summary back to the raw messages it came from, through git history.
+
+A summary lists its direct sources (`from=`). The commit that added the
+summary is the one that removed those sources from the tree, so they are in
+its parent: one `git log -S` and one `git grep` per level, L3 → L2 → L1 → L0.
+Dropped entries are found the same way (the last commit that touched them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pamd.core.entry import Entry
+from pamd.core.fmt import FormatError, parse_doc
+from pamd.edge.brain import Brain, tier_of
+from pamd.errors import PamdError
+
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Found:
+    entry: Entry
+    rev: str  # "WORKTREE" or the commit whose tree holds the entry
+    depth: int
+
+
+def _header(eid: str) -> str:
+    return f"### {eid} · "
+
+
+def find_in_tree(brain: Brain, ids: set[str]) -> dict[str, Entry]:
+    out = {}
+    for e in brain.load().entries:
+        if e.id in ids:
+            out[e.id] = e
+    return out
+
+
+def _entries_at(brain: Brain, rev: str, ids: set[str]) -> dict[str, Entry]:
+    """Entries with these ids in the tree of `rev` (git grep, then parse the files)."""
+    args = ["grep", "-l", "-F"]
+    for eid in sorted(ids):
+        args += ["-e", _header(eid)]
+    try:
+        listing = brain.repo.run(*args, rev, "--")
+    except PamdError:
+        return {}
+    out: dict[str, Entry] = {}
+    for line in listing.splitlines():
+        rel = line.split(":", 1)[1] if line.startswith(rev + ":") else line
+        text = brain.repo.show(rev, rel)
+        if text is None or tier_of(rel) is None:
+            continue
+        try:
+            doc = parse_doc(text, rel, tier_of(rel) or "L0")
+        except FormatError:
+            continue
+        for e in doc.entries:
+            if e.id in ids:
+                out[e.id] = e
+    return out
+
+
+def locate(brain: Brain, ids: set[str], hint_rev: str | None = None) -> dict[str, tuple[Entry, str]]:
+    """Find entries by id: in the work tree, in `hint_rev`, else where history last had them."""
+    found: dict[str, tuple[Entry, str]] = {eid: (e, "WORKTREE") for eid, e in find_in_tree(brain, ids).items()}
+    missing = ids - set(found)
+    if missing and hint_rev:
+        for eid, e in _entries_at(brain, hint_rev, missing).items():
+            found[eid] = (e, hint_rev)
+        missing = ids - set(found)
+    for eid in sorted(missing):
+        commits = brain.repo.log("--format=%H", "-F", "-S", _header(eid)).split()
+        for c in commits:  # newest first: the commit that removed it, then the one that added it
+            for rev in (f"{c}^", c):
+                if brain.repo.rev_parse(rev) is None:
+                    continue
+                hit = _entries_at(brain, rev, {eid})
+                if eid in hit:
+                    found[eid] = (hit[eid], brain.repo.rev_parse(rev) or rev)
+                    break
+            if eid in found:
+                break
+    return found
+
+
+def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
+    """Every entry reachable from `ids` through provenance, raw ones last at each level."""
+    out: list[Found] = []
+    seen: set[str] = set()
+    frontier = {eid: None for eid in ids}
+    depth = 0
+    while frontier and depth <= MAX_DEPTH:
+        hint = next((r for r in frontier.values() if r), None)
+        located = locate(brain, set(frontier), hint)
+        nxt: dict[str, str | None] = {}
+        for eid in frontier:
+            if eid not in located:
+                raise PamdError(f"entry {eid} is not in the tree nor in its history",
+                                "check the id (pamd recall --json shows ids)")
+            e, rev = located[eid]
+            seen.add(eid)
+            out.append(Found(e, rev, depth))
+            if e.sources:
+                # Sources left the tree in the commit that added this summary.
+                where = _parent_of_adder(brain, e.id)
+                for src in e.sources:
+                    if src not in seen:
+                        nxt[src] = where
+        frontier = nxt
+        depth += 1
+    return out
+
+
+def _parent_of_adder(brain: Brain, eid: str) -> str | None:
+    commits = brain.repo.log("--format=%H", "--reverse", "-F", "-S", _header(eid)).split()
+    if not commits:
+        return None
+    parent = brain.repo.rev_parse(f"{commits[0]}^")
+    return parent
+
+
+def resolve_ref(brain: Brain, ref: str) -> str:
+    """An entry id, or PATH:LINE naming a line inside an entry of the work tree."""
+    ref = ref.strip()
+    if ":" in ref and not ref.startswith(("e-", "s-")):
+        rel, _, line = ref.rpartition(":")
+        line = line.split("-")[0]
+        if not line.isdigit():
+            raise PamdError(f"bad reference {ref!r}", "use an entry id or PATH:LINE")
+        root = str(brain.root) + "/"
+        rel = rel[len(root):] if rel.startswith(root) else rel
+        doc = brain.parse(rel)
+        for e in doc.entries:
+            if e.line_start <= int(line) <= e.line_end:
+                return e.id
+        raise PamdError(f"no entry at {rel}:{line}")
+    if not (ref.startswith(("e-", "s-")) and len(ref) == 14):
+        raise PamdError(f"bad reference {ref!r}", "use an entry id like s-1a2b3c4d5e6f or PATH:LINE")
+    return ref

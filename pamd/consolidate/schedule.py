@@ -1,0 +1,144 @@
+"""What is due, and the daemon that runs it: compact every N minutes, defrag nightly.
+
+Due-ness is read from the brain's own history (the `Pamd-Now` trailer of the
+last compact/defrag commit), so cron, CI, a hook and the daemon agree, and a
+simulated clock (--now) works the same as the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+from pamd.core.entry import parse_time
+from pamd.edge.brain import Brain
+from pamd.errors import PamdError
+
+log = logging.getLogger("pamd.daemon")
+IDLE = "idle-runs.json"
+
+
+def last_run(brain: Brain, mode: str) -> datetime | None:
+    """When `mode` last ran: its last commit's Pamd-Now, or a later run that had nothing to do."""
+    times = []
+    if brain.repo.head():
+        out = brain.repo.log("-1", f"--grep=^Pamd-Run: {mode}$",
+                             "--format=%(trailers:key=Pamd-Now,valueonly)").strip()
+        if out:
+            times.append(parse_time(out.splitlines()[0]))
+    idle = _idle_runs(brain).get(mode)
+    if idle:
+        times.append(parse_time(idle))
+    return max(times) if times else None
+
+
+def _idle_runs(brain: Brain) -> dict[str, str]:
+    try:
+        return json.loads((brain.state_dir / IDLE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def note_idle_run(brain: Brain, mode: str, now: datetime) -> None:
+    """A run with nothing to do makes no commit; remember it locally so it is not due again."""
+    from pamd.core.entry import fmt_time
+    from pamd.edge.files import write_atomic
+
+    runs = _idle_runs(brain)
+    runs[mode] = fmt_time(now)
+    write_atomic(brain.state_dir / IDLE, json.dumps(runs))
+
+
+def defrag_slot(now: datetime, at: str) -> datetime:
+    """The most recent scheduled defrag time at or before `now` (UTC)."""
+    try:
+        hh, mm = (int(x) for x in at.split(":"))
+    except ValueError:
+        raise PamdError(f"bad [schedule] defrag_at {at!r}", 'use "HH:MM"') from None
+    slot = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+    return slot if slot <= now else slot - timedelta(days=1)
+
+
+def due(brain: Brain, now: datetime) -> list[str]:
+    cfg = brain.config["schedule"]
+    out = []
+    last = last_run(brain, "defrag")
+    if last is None or last < defrag_slot(now, str(cfg["defrag_at"])):
+        out.append("defrag")
+    # A defrag does everything a compact does, so it counts as one.
+    last_c = max((t for t in (last_run(brain, "compact"), last) if t), default=None)
+    every = timedelta(minutes=float(cfg["compact_every_minutes"]))
+    if "defrag" not in out and (last_c is None or now - last_c >= every):
+        out.append("compact")  # a defrag includes everything a compact does
+    return out
+
+
+def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None]]:
+    from pamd.consolidate.compaction import run
+
+    done = []
+    for mode in due(brain, now):
+        out = run(brain, now, mode)
+        if out.sha is None:
+            note_idle_run(brain, mode, now)
+        done.append((mode, out.sha))
+    return done
+
+
+def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | None = None,
+           stop: threading.Event | None = None) -> int:
+    """Run until SIGTERM/SIGINT; each job logs one line; a failing run is logged, not fatal."""
+    import schedule
+
+    from pamd.consolidate.compaction import run
+
+    stop = stop or threading.Event()
+    cfg = brain.config["schedule"]
+    minutes = float(compact_minutes or cfg["compact_every_minutes"])
+    at = defrag_at or str(cfg["defrag_at"])
+
+    def job(mode: str) -> None:
+        now = datetime.now(UTC).replace(microsecond=0)
+        try:
+            out = run(brain, now, mode)
+            if out.sha is None:
+                note_idle_run(brain, mode, now)
+            else:
+                from pamd.recall.refresh import after_commit
+
+                note = after_commit(brain)
+                if note:
+                    log.info("%s", note)
+            log.info("%s: %s", mode, out.message.split("\n", 1)[0] if out.sha else "nothing to do")
+        except PamdError as exc:
+            log.warning("%s failed: %s", mode, exc)
+
+    sched = schedule.Scheduler()
+    sched.every(max(1, round(minutes * 60))).seconds.do(job, "compact")
+    # `schedule` works in local time; defrag_at is UTC.
+    local_at = defrag_slot(datetime.now(UTC), at).astimezone().strftime("%H:%M")
+    sched.every().day.at(local_at).do(job, "defrag")
+
+    def on_signal(signum, frame) -> None:
+        log.info("received signal %d; stopping after the current run", signum)
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    log.info("pamd daemon on %s: compact every %g min, defrag daily at %s UTC", brain.root, minutes, at)
+    try:
+        while not stop.is_set():
+            sched.run_pending()
+            stop.wait(min(1.0, max(0.05, sched.idle_seconds or 1.0)))
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    log.info("pamd daemon stopped")
+    return 0
+
+
+def sleep_until(t: float) -> None:  # pragma: no cover - kept tiny for tests to patch
+    time.sleep(max(0.0, t - time.time()))

@@ -1,0 +1,288 @@
+"""Extractive summarizer: local, free, deterministic; keeps names, numbers, dates, decisions.
+
+Each group's entries are cut into units (sentences; clauses for one-liners), each unit
+is scored for salience, and units are taken greedily by score while their rendered size
+fits the group's budget, then written back in chronological order. Budgets are counted
+with the same 4-characters-per-token rule as `pamd.core.entry.count_tokens`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+
+from pamd.consolidate.summarizers import text as tx
+from pamd.consolidate.summarizers.base import Group, Usage
+from pamd.core.entry import Entry
+
+CHARS_PER_TOKEN = 4
+_TYPE_BONUS = {"decision": 1.0, "user_intent": 0.6, "context": 0.0}
+# Sentences longer than this are cut into clauses even for L1/L2, so one rambling
+# message cannot eat a whole budget or be dropped whole.
+_LONG_SENTENCE = 280
+# One-liner units longer than this are cut into clauses ("key phrases").
+_LONG_PHRASE = 90
+
+
+@dataclass(slots=True)
+class _Unit:
+    pos: int  # chronological position in the group
+    msg: int  # index of the message (line) it came from
+    text: str
+    tag: str  # its own leading [..] tag, if any
+    score: float
+    words: frozenset[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.text) + (len(self.tag) + 1 if self.tag else 0)
+
+
+@dataclass(slots=True)
+class _Msg:
+    speaker: str
+    tag: str
+
+
+class ExtractiveSummarizer:
+    name = "extractive"
+    model = "extractive"
+
+    def summarize(self, groups: list[Group]) -> tuple[list[str], Usage]:
+        usage = Usage(backend=self.name, model=self.model)
+        return [summarize_group(g) for g in groups], usage
+
+
+def summarize_group(group: Group) -> str:
+    """The extractive summary of one group (one line for L3/L4/lesson)."""
+    if group.tier == "lesson":
+        from pamd.consolidate.summarizers.lesson import extract_lesson
+
+        return extract_lesson(group.entries, group.budget * CHARS_PER_TOKEN)
+    msgs, units, days = _units(group.entries, one_line=group.one_line)
+    budget = group.budget * CHARS_PER_TOKEN
+    if not units:
+        speakers = _speakers(msgs, range(len(msgs))) or "memory"
+        return tx.trim(f"{speakers}: (no text)", budget)
+    if group.one_line:
+        return _one_line(msgs, units, days, budget)
+    return _lines(msgs, units, budget)
+
+
+# ----------------------------------------------------------------- units and scores
+
+
+def _units(
+    entries: tuple[Entry, ...], one_line: bool
+) -> tuple[list[_Msg], list[_Unit], list[date]]:
+    msgs: list[_Msg] = []
+    units: list[_Unit] = []
+    days: list[date] = []
+    for entry in entries:
+        days.append(entry.ts.date())
+        weight = (
+            2.0 * entry.importance
+            + 0.4 * len(entry.neuro)
+            + _TYPE_BONUS.get(entry.type, -0.5)
+            + 0.2 * min(entry.recalls, 5)
+        )
+        lines = entry.text.splitlines() if entry.is_summary else [entry.text]
+        for line in lines:
+            speaker = entry.role
+            if entry.is_summary:
+                line, span = tx.parse_date_suffix(line)
+                days.extend(span)
+                found, line = tx.line_speaker(line)
+                # A summary's own role ("summary") names no one: keep the speaker unknown.
+                speaker = found or ""
+            msg_tag, line = tx.lead_tag(line.strip())
+            pieces = _pieces(line, one_line, entry.is_summary)
+            if not pieces:
+                continue
+            msgs.append(_Msg(speaker=speaker, tag=msg_tag))
+            for i, piece in enumerate(pieces):
+                tag, body = tx.lead_tag(piece)
+                if one_line:
+                    body = body.rstrip(" .")
+                if not body:
+                    continue
+                score, words = _score(body, weight, first=i == 0)
+                units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
+    return msgs, units, days
+
+
+def _pieces(line: str, one_line: bool, is_summary: bool) -> list[str]:
+    out: list[str] = []
+    for sentence in tx.split_sentences(line):
+        parts = tx.split_semicolons(sentence) if is_summary else [sentence]
+        for part in parts:
+            limit = _LONG_PHRASE if one_line else _LONG_SENTENCE
+            out.extend(tx.split_clauses(part) if len(part) > limit else [part])
+    return out
+
+
+def _score(body: str, weight: float, first: bool) -> tuple[float, frozenset[str]]:
+    """Salience of one unit (facts: names, numbers, dates, decisions; its entry's weight)."""
+    f = tx.features(body)
+    if tx.FILLER.match(body):
+        return -3.0 + 0.1 * weight, f.words
+    score = (
+        1.0
+        + 0.6 * min(f.caps, 4)
+        + 0.4 * min(f.numbers, 4)
+        + 1.2 * min(f.dates, 2)
+        + 1.0 * min(f.decisions, 2)
+        + weight
+        + (0.3 if first else 0.0)
+        - (0.8 if f.n_words < 4 else 0.0)
+    )
+    # Mild length normalisation: a long sentence holds more facts but costs more budget.
+    return score / (max(len(body), 40) / 40) ** 0.35, f.words
+
+
+def _ranked(units: list[_Unit]) -> list[_Unit]:
+    """Units by salience; filler ("ok", "thanks") only when there is nothing else."""
+    ranked = sorted(units, key=lambda u: (-u.score, u.pos))
+    useful = [u for u in ranked if u.score > 0]
+    return useful or ranked
+
+
+def _near_duplicate(unit: _Unit, kept: list[_Unit]) -> bool:
+    """True if most of unit's words already appear in one kept unit (or the reverse)."""
+    words = unit.words
+    if not words:
+        return any(k.text.lower() == unit.text.lower() for k in kept)
+    for other in kept:
+        small = min(len(words), len(other.words))
+        if small and len(words & other.words) >= 0.8 * small and small >= 2:
+            return True
+    return False
+
+
+# ----------------------------------------------------------------- L1 / L2: lines
+
+
+def _lines(msgs: list[_Msg], units: list[_Unit], budget: int) -> str:
+    """"speaker: [tag] sentence sentence" lines; consecutive lines of one speaker merge."""
+    kept: list[_Unit] = []
+    opened: set[int] = set()
+    used = 0
+    for unit in _ranked(units):
+        # Conservative cost: a line of its own for each new message (prefix + newline);
+        # rendering merges lines of one speaker, so the real text is never longer.
+        cost = unit.size + 1
+        if unit.msg not in opened:
+            msg = msgs[unit.msg]
+            cost += len(msg.speaker) + 2 + (len(msg.tag) + 1 if msg.tag else 0)
+        if used + cost > budget + 1 or _near_duplicate(unit, kept):
+            continue
+        kept.append(unit)
+        opened.add(unit.msg)
+        used += cost
+    if not kept:
+        return _fallback(msgs, units, budget)
+    return _render_lines(msgs, sorted(kept, key=lambda u: u.pos))
+
+
+def _render_lines(msgs: list[_Msg], kept: list[_Unit]) -> str:
+    lines: list[str] = []
+    speaker = None
+    last_msg = -1
+    for unit in kept:
+        msg = msgs[unit.msg]
+        parts = []
+        if unit.msg != last_msg and msg.tag:
+            parts.append(msg.tag)
+        if unit.tag:
+            parts.append(unit.tag)
+        parts.append(unit.text)
+        piece = " ".join(parts)
+        if msg.speaker == speaker and lines:
+            lines[-1] += " " + piece
+        else:
+            lines.append(f"{msg.speaker}: {piece}" if msg.speaker else piece)
+            speaker = msg.speaker
+        last_msg = unit.msg
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- L3 / L4: one line
+
+
+def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int) -> str:
+    """"speakers: phrase; phrase (dates)", dropping speakers/dates when the budget is tiny."""
+    suffix = f" ({tx.date_range(min(days), max(days))})" if days else ""
+    all_speakers = _speakers(msgs, range(len(msgs)))
+    prefix_room = len(all_speakers) + 2 if all_speakers else 0
+    if prefix_room > 0.3 * budget:
+        prefix_room = 0
+    if len(suffix) > 0.3 * (budget - prefix_room):
+        suffix = ""
+    room = budget - prefix_room - len(suffix)
+    kept: list[_Unit] = []
+    opened: set[int] = set()
+    used = -2  # the first phrase has no "; " before it
+    for unit in _ranked(units):
+        cost = unit.size + 2
+        if unit.msg not in opened and msgs[unit.msg].tag:
+            cost += len(msgs[unit.msg].tag) + 1
+        if used + cost > room or _near_duplicate(unit, kept):
+            continue
+        kept.append(unit)
+        opened.add(unit.msg)
+        used += cost
+    best = _ranked(units)[0]
+    if not kept or sum(u.score for u in kept) < 0.5 * best.score:
+        # A tiny budget filled with minor phrases says less than the best one, cut.
+        prefix = f"{_speakers(msgs, [best.msg])}: " if prefix_room else ""
+        room = max(budget - len(prefix) - len(suffix), 1)
+        return prefix + tx.trim(_tagged(msgs, best, True, room), room) + suffix
+    kept.sort(key=lambda u: u.pos)
+    phrases = []
+    last_msg = -1
+    for unit in kept:
+        phrases.append(_tagged(msgs, unit, unit.msg != last_msg))
+        last_msg = unit.msg
+    prefix = f"{_speakers(msgs, sorted({u.msg for u in kept}))}: " if prefix_room else ""
+    return prefix + "; ".join(phrases) + suffix
+
+
+def _tagged(msgs: list[_Msg], unit: _Unit, first_of_msg: bool, room: int = 1 << 30) -> str:
+    """The unit's text with its tags; tags are left out when they'd leave < 16 chars of text."""
+    tags = len(msgs[unit.msg].tag) + len(unit.tag) + 2
+    if room - tags < 16:
+        return " ".join(unit.text.split())
+    parts = []
+    if first_of_msg and msgs[unit.msg].tag:
+        parts.append(msgs[unit.msg].tag)
+    if unit.tag:
+        parts.append(unit.tag)
+    parts.append(" ".join(unit.text.split()))
+    return " ".join(parts)
+
+
+def _speakers(msgs: list[_Msg], indices) -> str:
+    """Distinct speakers in order of appearance; more than three shown as "A, B, C +N"."""
+    names: list[str] = []
+    for i in indices:
+        for name in msgs[i].speaker.split(", "):
+            if name and name not in names:
+                names.append(name)
+    if len(names) > 3:
+        return ", ".join(names[:3]) + f" +{len(names) - 3}"
+    return ", ".join(names)
+
+
+def _fallback(msgs: list[_Msg], units: list[_Unit], budget: int) -> str:
+    """Nothing fits whole: the most salient unit, cut at a word boundary to the budget."""
+    best = _ranked(units)[0]
+    prefix = f"{msgs[best.msg].speaker}: "
+    if len(prefix) > budget // 3:
+        prefix = ""
+    room = max(budget - len(prefix), 1)
+    return prefix + tx.trim(_tagged(msgs, best, True, room), room)
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)

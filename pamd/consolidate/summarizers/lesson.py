@@ -1,0 +1,107 @@
+"""Lessons from failures: cortisol-tagged entries -> one line, "before X, check Y".
+
+Myelination turns these lines into DNA reflexes. The extractive version finds the
+failed action (X) in the most salient failure sentence and the cause or fix (Y) in
+the sentences around it; the gemini backend writes the line itself (tier "lesson").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pamd.consolidate.summarizers import text as tx
+from pamd.core.entry import Entry
+
+_FAILURE = re.compile(
+    r"\b(?:fail\w*|error\w*|broke\w*|break\w*|crash\w*|exception|lost|outage|bug\w*|"
+    r"timed? ?out|rollback|rolled back|down|wrong|ошибк\w*|упал\w*|упа[лд]\w*|слома\w*|"
+    r"сбой\w*|потерял\w*|потеря\w*|откат\w*|баг\w*|не работает|не удалось)\b",
+    re.IGNORECASE,
+)
+_CAUSE = re.compile(
+    r"\b(?:because(?: of)?|due to|since|caused by|root cause(?: was| is)?:?|forgot(?: to)?|"
+    r"missing|without|потому что|из-за|так как|забыл[иа]?|не хватало|без)\s+",
+    re.IGNORECASE,
+)
+_FIX = re.compile(
+    r"\b(?:fixed by|fix(?:ed)? (?:it )?by|solved by|resolved by|need(?:s|ed)? to|have to|"
+    r"should(?: have)?|must|always|remember to|make sure(?: that)?|check(?: that)?|"
+    r"исправил[иа]? (?:тем, что|через)|нужно|надо|следует|всегда|проверить|проверяй)\s+",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(r"\b(was|were|is|are|had|has|have)(?: not|n't)\b", re.IGNORECASE)
+_X_WORDS = 8
+_Y_WORDS = 14
+
+
+def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
+    """One line "before X, check Y" from failure entries (no model; deterministic)."""
+    sentences: list[str] = []
+    for entry in entries:
+        for line in entry.text.splitlines():
+            _, line = tx.lead_tag(line.strip())
+            sentences.extend(tx.lead_tag(s)[1] for s in tx.split_sentences(line))
+    sentences = [s for s in sentences if s]
+    if not sentences:
+        text = "before repeating this, check what failed last time"
+        return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
+    failing = [s for s in sentences if _FAILURE.search(s)]
+    failure = max(failing or sentences, key=lambda s: (_facts(s), -sentences.index(s)))
+    action = _action(failure)
+    check = _check(sentences, failure)
+    line = f"before {action}, check {check}" if check else f"before {action}, check why it failed"
+    return tx.trim(" ".join(line.split()), max_chars)
+
+
+def _facts(sentence: str) -> int:
+    space = sentence.find(" ")
+    caps = len(tx.CAPITAL.findall(sentence, space + 1)) if space > 0 else 0
+    return caps + len(tx.NUMBER.findall(sentence)) + 2 * bool(_CAUSE.search(sentence))
+
+
+def _words(text: str, n: int) -> str:
+    return " ".join(text.strip(" .,:;!?—–-").split()[:n])
+
+
+def _action(failure: str) -> str:
+    """The thing that was being done: the words before the failure word."""
+    m = _FAILURE.search(failure)
+    head = failure[: m.start()] if m else failure
+    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed").
+    head = re.sub(
+        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять)\s*$",
+        "", head.strip(), flags=re.IGNORECASE,
+    )
+    words = _words(head, _X_WORDS)
+    if not words:
+        words = _words(failure, _X_WORDS)
+    return words[:1].lower() + words[1:] if words[:2] != words[:2].upper() else words
+
+
+def _check(sentences: list[str], failure: str) -> str:
+    """The cause or the fix: text after "because/due to/..." or "need to/should/..."."""
+    ordered = [failure] + [s for s in sentences if s is not failure]
+    for pattern in (_CAUSE, _FIX):
+        for sentence in ordered:
+            m = pattern.search(sentence)
+            if m:
+                found = _words(sentence[m.end() :], _Y_WORDS)
+                if len(found.split()) >= 2:
+                    # "check the migration was not applied" -> "... was applied": the
+                    # lesson names what to verify, not what went wrong.
+                    return _NEGATION.sub(r"\1", found) if pattern is _CAUSE else found
+    return ""
+
+
+def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> str:
+    """A one-line lesson; written by the configured backend (extractive by default)."""
+    from pamd.consolidate.summarizers import get_summarizer
+    from pamd.consolidate.summarizers.base import Group
+
+    if not entries:
+        return ""
+    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=40)
+    texts, _ = get_summarizer(config or {}).summarize([group])
+    return texts[0]

@@ -1,0 +1,87 @@
+"""`pamd check`: validate a brain's files against docs/format.md, reporting path:line."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from pamd.core.fmt import FormatError, Problem, parse_doc, split_frontmatter
+from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, Brain, tier_of
+
+# Frontmatter fields a person may edit, and the shape each must have.
+SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
+    DNA: {"learned_behaviors": list, "communication_patterns": list, "reflexes": list, "preferences": list},
+    STATE: {"active_goals": list, "current_focus": (str, type(None)), "hypotheses": list,
+            "emotional_context": (str, type(None))},
+    PRELOAD: {},
+}
+
+
+def check_meta_file(rel: str, text: str) -> list[Problem]:
+    try:
+        meta, _, _ = split_frontmatter(text, rel)
+    except FormatError as exc:
+        return [exc.problem]
+    problems = []
+    lines = text.split("\n")
+    for key, shape in SHAPES.get(rel, {}).items():
+        if key in meta and not isinstance(meta[key], shape):
+            line = next((i + 1 for i, ln in enumerate(lines) if ln.startswith(f"{key}:")), 1)
+            want = shape.__name__ if isinstance(shape, type) else "text"
+            problems.append(Problem(rel, line, f"{key} must be a {want}"))
+        if isinstance(meta.get(key), list):
+            for item in meta[key]:
+                if not isinstance(item, str | dict):
+                    line = next((i + 1 for i, ln in enumerate(lines) if ln.startswith(f"{key}:")), 1)
+                    problems.append(Problem(rel, line, f"{key}: items must be text or mappings"))
+                    break
+    return problems
+
+
+def check_text(rel: str, text: str) -> list[Problem]:
+    if rel in SHAPES:
+        return check_meta_file(rel, text)
+    tier = tier_of(rel)
+    if tier is None:
+        return []
+    try:
+        parse_doc(text, rel, tier)
+    except FormatError as exc:
+        return [exc.problem]
+    return []
+
+
+def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
+    problems: list[Problem] = []
+    cfg = brain.read(CONFIG)
+    if cfg is not None and (only is None or CONFIG in only):
+        try:
+            tomllib.loads(cfg)
+        except tomllib.TOMLDecodeError as exc:
+            problems.append(Problem(CONFIG, getattr(exc, "lineno", 1) or 1, str(exc).split(" (at")[0]))
+    rels = list(SHAPES) + brain.entry_files()
+    if only is not None:
+        rels = [r for r in rels if r in set(only)] + [r for r in only if r not in rels and tier_of(r)]
+    seen: dict[str, tuple[str, int]] = {}
+    for rel in dict.fromkeys(rels):
+        try:
+            text = brain.read(rel)
+        except Exception as exc:  # unreadable: not UTF-8, too large
+            problems.append(Problem(rel, 1, str(exc)))
+            continue
+        if text is None:
+            continue
+        found = check_text(rel, text)
+        problems += found
+        if not found and tier_of(rel):
+            for e in parse_doc(text, rel, tier_of(rel) or "L0").entries:
+                if e.id in seen:
+                    p, ln = seen[e.id]
+                    problems.append(Problem(rel, e.line_start, f"duplicate id {e.id} (also at {p}:{ln})"))
+                else:
+                    seen[e.id] = (rel, e.line_start)
+    return problems
+
+
+def problems_json(problems: list[Problem]) -> list[dict[str, Any]]:
+    return [{"path": p.path, "line": p.line, "message": p.message} for p in problems]

@@ -1,0 +1,249 @@
+"""`pamd fsck`: verify a brain's invariants, each problem as path:line.
+
+Checks, in order (each a function returning problems):
+  conflicts   unresolved merges and leftover conflict markers
+  format      everything `pamd check` checks, ids unique across the tiers
+  provenance  every `from=` id of a summary is in the tree or in history
+  recalls     recall counts are non-negative whole numbers
+  ledger      every L0 id is in memory/ledger/*.txt; ledger lines are ids
+  synapse     pulled files carry their attribution (source, commit)
+  index       the index manifest in .pamd/index matches the tree (skipped without one)
+
+Provenance is checked with one pass over history (`git log -p` of the tiers,
+collecting every entry header ever added), then `provenance.locate` confirms
+each id the pass did not see, so a healthy brain costs one git process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Callable
+
+from pamd.core.fmt import Problem, parse_doc, split_frontmatter
+from pamd.edge.brain import MEMORY, SYNAPSE_DIR, TIER_DIRS, Brain, tier_of
+from pamd.errors import PamdError
+
+LEDGER_DIR = "memory/ledger"
+ID_RE = re.compile(r"^[es]-[0-9a-f]{12}$")
+CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
+ADDED_HEADER_RE = re.compile(r"^\+### ([es]-[0-9a-f]{12}) · ")
+
+
+def conflicts(brain: Brain) -> list[Problem]:
+    problems = [
+        Problem(p, 1, "unresolved merge conflict (resolve it and commit)")
+        for p in brain.repo.conflicted()
+    ]
+    seen = {p.path for p in problems}
+    for rel in _brain_texts(brain):
+        if rel in seen:
+            continue
+        for i, line in enumerate((brain.read(rel) or "").split("\n"), 1):
+            if CONFLICT_RE.match(line):
+                problems.append(Problem(rel, i, "conflict marker left in the file"))
+                break
+    return problems
+
+
+def format_(brain: Brain) -> list[Problem]:
+    from pamd.edge.check import check_brain
+
+    return check_brain(brain)
+
+
+def _entries(brain: Brain):
+    """Entries of every entry file that parses (format problems are reported by format_)."""
+    for rel in brain.entry_files():
+        try:
+            yield from parse_doc(brain.read(rel) or "", rel, tier_of(rel) or "L0").entries
+        except Exception:  # noqa: BLE001 - a broken file is format_'s finding
+            continue
+
+
+def ever_committed_ids(brain: Brain) -> set[str]:
+    """Ids of every entry header any commit ever added to the tiers or MEMORY.md."""
+    if not brain.repo.head():
+        return set()
+    paths = [MEMORY, *TIER_DIRS.values()]
+    out = brain.repo.log(
+        "--all", "-p", "--no-color", "--unified=0", "--format=", "--no-renames", "--", *paths
+    )
+    return {m.group(1) for line in out.split("\n") if (m := ADDED_HEADER_RE.match(line))}
+
+
+def provenance(brain: Brain, deep: bool = False) -> list[Problem]:
+    from pamd.consolidate.provenance import locate
+
+    summaries = [e for e in _entries(brain) if e.sources]
+    wanted = {s for e in summaries for s in e.sources}
+    if not wanted:
+        return []
+    here = {e.id for e in _entries(brain)}
+    known = set() if deep else (here | ever_committed_ids(brain))
+    missing = wanted - known
+    if missing:
+        found = locate(brain, missing)
+        missing -= set(found)
+    return [
+        Problem(
+            e.path,
+            e.line_start + 1,
+            f"from= names {s}, which is neither in the tree nor in history",
+        )
+        for e in summaries
+        for s in e.sources
+        if s in missing
+    ]
+
+
+def recalls(brain: Brain) -> list[Problem]:
+    # The parser already refuses negatives and non-numbers; this re-reads the
+    # raw field so a count like "recalls=+3" or "recalls=03" is caught too.
+    problems = []
+    for rel in brain.entry_files():
+        for i, line in enumerate((brain.read(rel) or "").split("\n"), 1):
+            m = re.search(r"(?:^| )recalls=(\S*)", line)
+            if m and line.startswith("type=") and not re.fullmatch(r"0|[1-9][0-9]*", m.group(1)):
+                problems.append(
+                    Problem(rel, i, f"recalls={m.group(1)} is not a non-negative whole number")
+                )
+    return problems
+
+
+def ledger(brain: Brain) -> list[Problem]:
+    problems = []
+    ids: set[str] = set()
+    base = brain.path(LEDGER_DIR)
+    if base.is_dir():
+        for p in sorted(base.glob("*.txt")):
+            rel = p.relative_to(brain.root).as_posix()
+            for i, line in enumerate((brain.read(rel) or "").split("\n"), 1):
+                token = line.strip()
+                if not token:
+                    continue
+                if not ID_RE.match(token):
+                    problems.append(Problem(rel, i, f"{token[:40]!r} is not an entry id"))
+                ids.add(token)
+    for e in _entries(brain):
+        if e.tier == "L0" and e.id.startswith("e-") and e.id not in ids:
+            problems.append(
+                Problem(
+                    e.path,
+                    e.line_start,
+                    f"{e.id} is not in {LEDGER_DIR}/ (re-ingest would duplicate it)",
+                )
+            )
+    return problems
+
+
+def synapse(brain: Brain) -> list[Problem]:
+    base = brain.path(SYNAPSE_DIR)
+    problems = []
+    if not base.is_dir():
+        return problems
+    for p in sorted(base.rglob("*.md")):
+        rel = p.relative_to(brain.root).as_posix()
+        if rel.count("/") < 2:
+            continue  # synapse/README.md and the like
+        try:
+            meta, _, _ = split_frontmatter(brain.read(rel) or "", rel)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(Problem(rel, 1, f"unreadable frontmatter: {exc}"))
+            continue
+        for key in ("source", "commit"):
+            if not meta.get(key):
+                problems.append(
+                    Problem(
+                        rel, 1, f"pulled file lacks `{key}:` attribution (run `pamd synapse pull`)"
+                    )
+                )
+    return problems
+
+
+def index(brain: Brain) -> list[Problem]:
+    """Compare the index manifest (files and their hashes) with the tree; skip without an index."""
+    db_path = brain.state_dir / "index" / "index.sqlite"
+    on_disk = _searchable(brain)
+    if not db_path.is_file() or on_disk is None:
+        return []
+    where = ".pamd/index/index.sqlite"
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            rows = dict(db.execute("SELECT path, sha FROM files"))
+            meta = dict(db.execute("SELECT k, v FROM meta"))
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return [Problem(where, 1, f"index manifest unreadable ({exc}); run `pamd index --rebuild`")]
+    problems = []
+    tree = hashlib.sha256(
+        "\n".join(f"{p}\0{h}" for p, h in sorted(rows.items())).encode()
+    ).hexdigest()
+    if meta.get("tree") and meta["tree"] != tree:
+        problems.append(
+            Problem(
+                where,
+                1,
+                "index manifest does not match its own file list; run `pamd index --rebuild`",
+            )
+        )
+    stale = []
+    for rel in sorted(set(rows) | set(on_disk)):
+        data = on_disk.get(rel)
+        if data is None:
+            stale.append(f"{rel} (gone)")
+        elif rows.get(rel) != hashlib.sha256(data).hexdigest():
+            stale.append(rel if rel in rows else f"{rel} (not indexed)")
+    if stale:
+        more = f" and {len(stale) - 3} more" if len(stale) > 3 else ""
+        problems.append(
+            Problem(where, 1, f"index is stale for {', '.join(stale[:3])}{more}; run `pamd index`")
+        )
+    return problems
+
+
+def _searchable(brain: Brain) -> dict[str, bytes] | None:
+    """Bytes of every file the index should hold (None: this pamd has no recall)."""
+    try:
+        from pamd.recall.sources import source_files
+    except ImportError:
+        return None
+    out = {}
+    for rel, _tier in source_files(brain.root):
+        try:
+            out[rel] = (brain.root / rel).read_bytes()
+        except OSError:
+            continue
+    return out
+
+
+def _brain_texts(brain: Brain) -> list[str]:
+    out = brain.repo.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return sorted({p for p in out.split("\0") if p.endswith((".md", ".txt", ".toml"))})
+
+
+CHECKS: dict[str, Callable[[Brain], list[Problem]]] = {
+    "conflicts": conflicts,
+    "format": format_,
+    "provenance": provenance,
+    "recalls": recalls,
+    "ledger": ledger,
+    "synapse": synapse,
+    "index": index,
+}
+
+
+def fsck(brain: Brain, skip: tuple[str, ...] = (), deep: bool = False) -> dict[str, list[Problem]]:
+    """Problems found by each check, by check name."""
+    bad = [s for s in skip if s not in CHECKS]
+    if bad:
+        raise PamdError(f"unknown check {bad[0]!r}", f"use one of: {', '.join(CHECKS)}")
+    out = {}
+    for name, fn in CHECKS.items():
+        if name in skip:
+            continue
+        out[name] = provenance(brain, deep) if name == "provenance" else fn(brain)
+    return out

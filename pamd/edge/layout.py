@@ -1,0 +1,79 @@
+"""`pamd init`: lay the brain's files from the packaged templates and commit them."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from pamd.edge.brain import CONFIG, Brain
+from pamd.edge.files import write_atomic
+from pamd.edge.git import Repo
+from pamd.errors import PamdError
+
+# Template names that git or packaging would not keep as they are.
+RENAMES = {"gitignore": ".gitignore"}
+
+
+def template_files() -> dict[str, str]:
+    """Brain-relative path -> text of everything under templates/brain/."""
+    root = resources.files("pamd.templates").joinpath("brain")
+    out: dict[str, str] = {}
+
+    def walk(node, prefix: str) -> None:
+        for child in node.iterdir():
+            name = child.name
+            if name.startswith("__") or name.endswith(".pyc"):
+                continue
+            rel = f"{prefix}{RENAMES.get(name, name)}"
+            if child.is_dir():
+                walk(child, rel + "/")
+            else:
+                out[rel] = child.read_text("utf-8")
+
+    walk(root, "")
+    return out
+
+
+# templates/ci/ -> where `pamd init --ci` puts each file in the brain.
+CI_FILES = {"pamd-nightly.yml": ".github/workflows/pamd-nightly.yml",
+            "pre-commit-config.yaml": ".pre-commit-config.yaml"}
+
+
+def ci_files() -> dict[str, str]:
+    """Brain-relative path -> text of the CI workflow and the pre-commit config."""
+    root = resources.files("pamd.templates").joinpath("ci")
+    return {dest: root.joinpath(src).read_text("utf-8") for src, dest in CI_FILES.items()}
+
+
+def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple[Brain, str]:
+    target = target.expanduser()
+    if target.exists() and not target.is_dir():
+        raise PamdError(f"{target} exists and is not a folder")
+    if (target / CONFIG).exists():
+        raise PamdError(f"{target} is already a pamd brain", "use it as it is, or pick another folder")
+    target.mkdir(parents=True, exist_ok=True)
+    top = Repo.toplevel(target)
+    if top is not None and top.resolve() != target.resolve():
+        raise PamdError(f"{target} is inside the git repository {top}",
+                        "a brain is a repository of its own: pick a folder outside it")
+    repo = Repo(target) if top is not None else Repo.init(target)
+    files = template_files()
+    if ci:
+        files.update(ci_files())
+    if name:
+        files[CONFIG] = files[CONFIG].replace('name = "agent"', f'name = "{name}"', 1)
+    clash = [rel for rel in files if (target / rel).exists() and rel != ".gitignore"]
+    if clash:
+        raise PamdError(f"{target} already has {', '.join(sorted(clash)[:3])}",
+                        "move those files away, or init an empty folder")
+    gi = target / ".gitignore"
+    if gi.exists():
+        old = gi.read_text("utf-8")
+        files[".gitignore"] = old if ".pamd/" in old else old.rstrip("\n") + "\n" + files[".gitignore"]
+        if repo.dirty([".gitignore"]):
+            raise PamdError(".gitignore has uncommitted edits", "commit them first")
+    for rel, text in files.items():
+        write_atomic(target / rel, text)
+    brain = Brain(target)
+    sha = repo.commit(sorted(files), "pamd init: new brain\n\nPamd-Run: init\n", brain.author())
+    return brain, sha

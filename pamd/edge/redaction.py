@@ -1,0 +1,80 @@
+"""Secrets in a brain's files: find them (the pamd-secrets hook) and clean them (`pamd redact`).
+
+The patterns and placeholders live in pamd.encode.redact (pure); this edge reads
+files, turns spans into path:line, and writes the cleaned text. Cleaning a file
+that is already committed fixes the tree from now on; the older commits still
+hold the secret until history is rewritten (git filter-repo), so the hook's
+job is to stop it before the first commit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pamd.errors import PamdError
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    kind: str
+
+
+def redactor(config: dict):
+    try:
+        from pamd.encode.redact import Redactor
+    except ImportError:
+        raise PamdError(
+            "this pamd has no secret scanner (pamd.encode.redact is missing)", "upgrade pamd"
+        ) from None
+    return Redactor.from_config(config)
+
+
+def scan(brain, rels: list[str], read: Callable[[str], str | None]) -> list[Finding]:
+    """Every secret in `rels` as read by `read(rel)` (work tree or index)."""
+    r = redactor(brain.config)
+    found = []
+    for rel in rels:
+        try:
+            text = read(rel)
+        except PamdError:
+            continue  # unreadable (binary, huge): `pamd check` names it
+        if not text:
+            continue
+        for kind, start, _end in r.find(text):
+            found.append(Finding(rel, text.count("\n", 0, start) + 1, kind))
+    return found
+
+
+def clean(brain, rels: list[str]) -> tuple[dict[str, str], Counter]:
+    """Cleaned text of each file in `rels` that held a secret, and counts by type."""
+    r = redactor(brain.config)
+    changes: dict[str, str] = {}
+    counts: Counter = Counter()
+    for rel in rels:
+        text = brain.read(rel)
+        if not text:
+            continue
+        new, by_type = r.redact(text)
+        if new != text:
+            changes[rel] = new
+            counts.update(by_type)
+    return changes, counts
+
+
+def commit_message(changes: dict[str, str], counts: Counter) -> str:
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+    lines = [
+        f"pamd redact: {sum(counts.values())} secrets in {len(changes)} files",
+        "",
+        f"Replaced by typed placeholders: {kinds}.",
+        "Older commits still hold them until history is rewritten (see docs/hooks.md).",
+        "",
+        "Pamd-Run: redact",
+        f"Pamd-Files: {len(changes)}",
+    ]
+    lines += [f"Pamd-Redacted-{k}: {n}" for k, n in sorted(counts.items())]
+    return "\n".join(lines) + "\n"

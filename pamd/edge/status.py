@@ -1,0 +1,40 @@
+"""What `pamd status` reports; data only, the command formats it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from pamd.core.entry import NEURO, TIERS
+from pamd.edge.brain import Brain
+
+
+def index_freshness(brain: Brain) -> str:
+    try:
+        from pamd.recall.freshness import freshness
+    except ImportError:
+        return "not available (install pamd[search])"
+    return freshness(brain)
+
+
+def status(brain: Brain, now: datetime) -> dict[str, Any]:
+    entries = brain.load().entries
+    budgets = brain.config["tiers"]["budgets"]
+    tiers = []
+    for tier in TIERS:
+        es = [e for e in entries if e.tier == tier]
+        c = Counter(t for e in es for t in e.neuro)
+        tiers.append({
+            "tier": tier, "entries": len(es), "tokens": sum(e.tokens for e in es),
+            "budget": int(budgets.get(tier, 0)),
+            "neuro": " ".join(f"{t}:{c[t]}" for t in NEURO if c[t]),
+            "trash": sum(1 for e in es if e.importance < float(brain.config["neurotag"]["trash_below"])),
+        })
+    log = brain.repo.log("-8", "--format=%h%x1f%cI%x1f%s", "--grep=^pamd ") if brain.repo.head() else ""
+    commits = []
+    for line in log.splitlines():
+        sha, date, subject = line.split("\x1f", 2)
+        commits.append({"sha": sha, "date": date, "subject": subject})
+    return {"brain": str(brain.root), "name": brain.config["brain"].get("name", ""),
+            "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain)}

@@ -1,0 +1,403 @@
+"""synapse: share compressed knowledge between brains over git remotes.
+
+`add` records a remote in pamd.toml (`[synapse.NAME] url = ...`) after
+checking it is reachable and holds a brain. `pull` fetches each remote into a
+bare cache (.pamd/synapse/NAME.git, untracked), reads MEMORY.md, DNA.md and
+memory/L3/*.md at the fetched commit, and writes them under synapse/NAME/ with
+frontmatter naming the source and commit, all in one commit. `publish` puts
+exactly those files (from HEAD, after a secret scan) on a `pamd/publish`
+branch that other brains pull. Nothing here touches this brain's own tiers:
+`Brain.entry_files()` never reads synapse/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
+from pamd.edge.brain import CONFIG, DNA, MEMORY, SYNAPSE_DIR, Brain
+from pamd.errors import PamdError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# A URL git understands (scheme://... or scp-like user@host:path); anything else is a path.
+URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
+L3_DIR = "memory/L3"
+MARKER = "synapse.toml"  # what `publish` adds, so a published branch counts as a brain
+PUBLISH_BRANCH = "pamd/publish"
+MAX_FILE = 4 * 1024 * 1024
+MAX_FILES = 5000
+L3_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.md$")
+
+
+@dataclass
+class Pulled:
+    name: str
+    url: str
+    commit: str
+    changes: dict[str, str | None] = field(default_factory=dict)
+    published_from: str = ""
+
+
+# ---------------------------------------------------------------- names and remotes
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or "") or ".." in name:
+        raise PamdError(
+            f"bad synapse name {name!r}",
+            "use 1-64 letters, digits, . _ - (no / or ..), starting with a letter or digit",
+        )
+    return name
+
+
+def normalise_url(url: str, cwd: Path | None = None) -> str:
+    if not url or url.startswith("-") or any(c in url for c in "\0\n\r"):
+        raise PamdError(
+            f"bad synapse remote {url!r}", "give a git URL or the path of another brain"
+        )
+    if URL_RE.match(url):
+        return url
+    path = (cwd or Path.cwd()) / Path(url).expanduser()
+    if not path.exists():
+        raise PamdError(
+            f"synapse remote {url} does not exist", "give a git URL or the path of another brain"
+        )
+    return str(path.resolve())
+
+
+def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
+    """Registered remotes: every `[synapse.NAME]` table with a `url`."""
+    out = {}
+    for name, table in (brain.config.get("synapse") or {}).items():
+        if isinstance(table, dict) and isinstance(table.get("url"), str):
+            out[name] = table
+    return out
+
+
+def synapse_files(brain: Brain) -> list[str]:
+    """Every pulled Markdown file (brain-relative), for the recall index."""
+    base = brain.path(SYNAPSE_DIR)
+    if not base.is_dir():
+        return []
+    return sorted(p.relative_to(brain.root).as_posix() for p in base.rglob("*.md") if p.is_file())
+
+
+@contextmanager
+def _env(**values: str) -> Iterator[None]:
+    """Set variables for the git processes started inside (GitPython copies os.environ)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# No prompt for credentials (it would hang a daemon) and no ssh host-key question.
+_QUIET = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+}
+
+
+# ---------------------------------------------------------------- fetching
+def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, str]:
+    """Fetch the remote into its bare cache; return (cache, commit sha, ref used)."""
+    cache = brain.state_dir / "synapse" / f"{name}.git"
+    fresh = not cache.exists()
+    try:
+        with _env(**_QUIET):
+            try:
+                listing = brain.repo.run("ls-remote", url)
+            except PamdError:
+                raise PamdError(
+                    f"synapse remote {name} ({url}) is unreachable or not a git repository",
+                    "check the URL or path, and your access to it",
+                ) from None
+            refs = {ln.split("\t", 1)[1] for ln in listing.splitlines() if "\t" in ln}
+            if ref:
+                want = ref if ref.startswith("refs/") or ref == "HEAD" else f"refs/heads/{ref}"
+                if want not in refs:
+                    raise PamdError(
+                        f"synapse remote {name} has no {want}",
+                        "fix `ref` in [synapse." + name + "]",
+                    )
+            elif f"refs/heads/{PUBLISH_BRANCH}" in refs:
+                want = f"refs/heads/{PUBLISH_BRANCH}"
+            elif "HEAD" in refs:
+                want = "HEAD"
+            else:
+                raise PamdError(
+                    f"synapse remote {name} ({url}) has no commits", "publish or commit there first"
+                )
+            if fresh:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                brain.repo.run("init", "-q", "--bare", str(cache))
+            brain.repo.run(
+                "--git-dir",
+                str(cache),
+                "fetch",
+                "-q",
+                "--no-tags",
+                url,
+                f"+{want}:refs/synapse/src",
+            )
+        sha = brain.repo.run(
+            "--git-dir", str(cache), "rev-parse", "--verify", "refs/synapse/src^{commit}"
+        )
+    except BaseException:
+        if fresh:
+            shutil.rmtree(cache, ignore_errors=True)
+        raise
+    return cache, sha, want
+
+
+def read_source(brain: Brain, name: str, cache: Path, sha: str) -> tuple[dict[str, str], str]:
+    """MEMORY.md, DNA.md, memory/L3/*.md at `sha`, and the brain commit a publish came from."""
+    gd = str(cache)
+    names = [
+        n
+        for n in brain.repo.run("--git-dir", gd, "ls-tree", "-r", "-z", "--name-only", sha).split(
+            "\0"
+        )
+        if n
+    ]
+    if CONFIG not in names and MARKER not in names:
+        raise PamdError(
+            f"synapse remote {name} is not a pamd brain (no {CONFIG} or {MARKER} at {sha[:8]})",
+            "point it at a brain, or publish one there with `pamd synapse publish`",
+        )
+    wanted = [
+        n
+        for n in names
+        if n in (MEMORY, DNA)
+        or (n.startswith(L3_DIR + "/") and n.count("/") == 2 and L3_NAME.match(n.rsplit("/", 1)[1]))
+    ]
+    if len(wanted) > MAX_FILES:
+        raise PamdError(
+            f"synapse remote {name} shares {len(wanted)} files", f"at most {MAX_FILES} are pulled"
+        )
+    files = {}
+    for rel in wanted:
+        size = int(brain.repo.run("--git-dir", gd, "cat-file", "-s", f"{sha}:{rel}"))
+        if size > MAX_FILE:
+            raise PamdError(
+                f"synapse remote {name}: {rel} is larger than 4 MiB", "it is not a memory file"
+            )
+        files[rel] = brain.repo.run("--git-dir", gd, "show", f"{sha}:{rel}") + "\n"
+    origin = ""
+    if MARKER in names:
+        m = re.search(
+            r'^source_commit\s*=\s*"([0-9a-f]{40})"',
+            brain.repo.run("--git-dir", gd, "show", f"{sha}:{MARKER}"),
+            re.M,
+        )
+        origin = m.group(1) if m else ""
+    return files, origin
+
+
+def dest_of(name: str, rel: str) -> str:
+    if rel.startswith(L3_DIR + "/"):
+        return f"{SYNAPSE_DIR}/{name}/L3/{PurePosixPath(rel).name}"
+    return f"{SYNAPSE_DIR}/{name}/{rel}"
+
+
+def attributed(text: str, meta: dict[str, Any]) -> str:
+    """`text` with `meta` first in its frontmatter (the source's own keys kept after it)."""
+    try:
+        own, body, _ = split_frontmatter(text)
+    except FormatError:
+        own, body = {}, text.split("\n")
+    merged = {**meta, **{k: v for k, v in own.items() if k not in meta}}
+    return "---\n" + dump_yaml(merged) + "---\n" + "\n".join(body).rstrip("\n") + "\n"
+
+
+def plan_pull(
+    brain: Brain, name: str, url: str, sha: str, files: dict[str, str], origin: str
+) -> Pulled:
+    out = Pulled(name, url, sha, published_from=origin)
+    meta: dict[str, Any] = {"synapse": name, "source": url, "commit": sha}
+    if origin:
+        meta["published_from"] = origin
+    for rel, text in sorted(files.items()):
+        out.changes[dest_of(name, rel)] = attributed(
+            text, {**meta, "source_path": rel, "read_only": True}
+        )
+    base = brain.path(f"{SYNAPSE_DIR}/{name}")
+    if base.is_dir():
+        for p in base.rglob("*"):
+            rel = p.relative_to(brain.root).as_posix()
+            if p.is_file() and rel not in out.changes:
+                out.changes[rel] = None  # gone at the source
+    return out
+
+
+# ---------------------------------------------------------------- the three verbs
+def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, str]:
+    check_name(name)
+    url = normalise_url(url)
+    if name in remotes(brain) or name in (brain.config.get("synapse") or {}):
+        raise PamdError(
+            f"synapse {name} is already registered",
+            f"edit [synapse.{name}] in {CONFIG} to change it",
+        )
+    if not URL_RE.match(url) and Path(url).resolve() == brain.root:
+        raise PamdError("a brain cannot pull from itself", "give another brain's path or URL")
+    if ref and not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", ref):
+        raise PamdError(f"bad ref {ref!r}")
+    with brain.transaction() as tx:
+        was = (brain.state_dir / "synapse" / f"{name}.git").exists()
+        cache, sha, _ = fetch(brain, name, url, ref)
+        try:
+            read_source(brain, name, cache, sha)  # refuses what is not a brain
+        except PamdError:
+            if not was:
+                shutil.rmtree(cache, ignore_errors=True)
+            raise
+        text = (brain.read(CONFIG) or "").rstrip("\n") + "\n"
+        table = f'\n[synapse.{name}]\nurl = "{_toml_str(url)}"\n' + (
+            f'ref = "{ref}"\n' if ref else ""
+        )
+        new = tx.commit(
+            {CONFIG: text + table},
+            f"pamd synapse add {name}: {url}\n\nPamd-Run: synapse-add\nPamd-Synapse: {name}\n",
+        )
+    return new, sha
+
+
+def pull(brain: Brain, name: str | None = None) -> tuple[str | None, list[Pulled]]:
+    known = remotes(brain)
+    if name is not None:
+        check_name(name)
+        if name not in known:
+            raise PamdError(f"no synapse named {name}", "add it with `pamd synapse add NAME URL`")
+        todo = {name: known[name]}
+    else:
+        todo = known
+        if not todo:
+            raise PamdError("no synapse remotes", "add one with `pamd synapse add NAME URL`")
+    with brain.transaction() as tx:
+        pulled = []
+        for n, table in todo.items():
+            check_name(n)  # a hand-edited pamd.toml gets the same checks as `add`
+            cache, sha, _ = fetch(brain, n, table["url"], str(table.get("ref", "")))
+            files, origin = read_source(brain, n, cache, sha)
+            pulled.append(plan_pull(brain, n, table["url"], sha, files, origin))
+        changes = {rel: text for p in pulled for rel, text in p.changes.items()}
+        sha = tx.commit(changes, pull_message(pulled)) if changes else None
+    return sha, pulled
+
+
+def pull_message(pulled: list[Pulled]) -> str:
+    names = ", ".join(p.name for p in pulled)
+    lines = [f"pamd synapse pull: {names}", ""]
+    for p in pulled:
+        files = sum(1 for t in p.changes.values() if t is not None)
+        lines.append(f"{p.name}: {files} files from {p.url} at {p.commit[:12]}.")
+    lines += ["", "Pamd-Run: synapse-pull"]
+    for p in pulled:
+        lines += [
+            f"Pamd-Synapse: {p.name}",
+            f"Pamd-Source: {p.url}",
+            f"Pamd-Source-Commit: {p.commit}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def shared_paths(brain: Brain, rev: str = "HEAD") -> list[str]:
+    names = [
+        n
+        for n in brain.repo.run(
+            "ls-tree", "-r", "-z", "--name-only", rev, "--", MEMORY, DNA, L3_DIR
+        ).split("\0")
+        if n
+    ]
+    return sorted(n for n in names if n in (MEMORY, DNA) or n.endswith(".md"))
+
+
+def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, list[str]]:
+    """Commit what this agent shares to `branch`: (new sha, or None if unchanged; branch; paths)."""
+    from pamd.edge.redaction import scan
+
+    branch = branch or str(
+        (brain.config.get("synapse") or {}).get("publish_branch", PUBLISH_BRANCH)
+    )
+    if (
+        not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", branch)
+        or ".." in branch
+        or branch.endswith(".lock")
+    ):
+        raise PamdError(f"bad branch name {branch!r}")
+    head = brain.repo.head()
+    if not head:
+        raise PamdError("nothing to publish: the brain has no commits")
+    paths = shared_paths(brain)
+    found = scan(brain, paths, lambda rel: brain.repo.show(head, rel))
+    if found:
+        where = ", ".join(f"{f.path}:{f.line} ({f.kind})" for f in found[:3])
+        raise PamdError(
+            f"refusing to publish secrets: {where}", "run `pamd redact`, then publish again"
+        )
+    listing = brain.repo.run("ls-tree", "-r", "-z", head, "--", *paths).split("\0") if paths else []
+    name, email = brain.author()
+    prev = brain.repo.rev_parse(f"refs/heads/{branch}")
+    tmp = Path(tempfile.mkdtemp(prefix="pamd-publish-"))
+    try:
+        marker = tmp / MARKER
+        me = _toml_str(str(brain.config["brain"].get("name", "")))
+        marker.write_text(
+            f'# published by `pamd synapse publish`\nname = "{me}"\nsource_commit = "{head}"\n',
+            "utf-8",
+        )
+        # A private index: the person's index and work tree are never touched.
+        with _env(
+            GIT_INDEX_FILE=str(tmp / "index"),
+            GIT_AUTHOR_NAME=name,
+            GIT_AUTHOR_EMAIL=email,
+            GIT_COMMITTER_NAME=name,
+            GIT_COMMITTER_EMAIL=email,
+        ):
+            brain.repo.run("read-tree", "--empty")
+            for rec in filter(None, listing):
+                info, rel = rec.split("\t", 1)
+                mode, _, blob = info.split()
+                brain.repo.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{rel}")
+            blob = brain.repo.run("hash-object", "-w", str(marker))
+            brain.repo.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{MARKER}")
+            tree = brain.repo.run("write-tree")
+            if prev and _tree_without_marker(brain, prev) == _tree_without_marker(brain, tree):
+                return None, branch, paths
+            parents = ["-p", prev] if prev else []
+            msg = (
+                f"pamd synapse publish: {len(paths)} files from {head[:12]}\n\n"
+                f"Pamd-Run: synapse-publish\nPamd-Source-Commit: {head}\n"
+            )
+            sha = brain.repo.run("commit-tree", tree, *parents, "-m", msg)
+            brain.repo.run("update-ref", f"refs/heads/{branch}", sha, *([prev] if prev else []))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return sha, branch, paths
+
+
+def _tree_without_marker(brain: Brain, rev: str) -> str:
+    # The marker names the source commit, which changes on every commit; what is
+    # shared changes only when the shared files do.
+    return "\n".join(
+        ln
+        for ln in brain.repo.run("ls-tree", "-r", rev).splitlines()
+        if not ln.endswith("\t" + MARKER)
+    )
+
+
+def _toml_str(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,167 @@
+"""Ingest: messages in, tagged and scored L0 entries out, one commit per run.
+
+`plan_ingest` is pure (messages, what the brain already holds, config, now →
+the new file texts); `ingest` is the edge that reads inputs, plans and commits.
+Re-ingesting the same transcript adds nothing: entry ids are content hashes,
+and the ledger (memory/ledger/YYYY-MM.txt) remembers every id ever ingested,
+also after compaction has moved the raw text out of the tree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pamd.core.entry import NEURO, Entry, entry_id, fmt_time
+from pamd.core.fmt import render_doc
+from pamd.edge.brain import Brain, tier_path
+from pamd.encode import sources
+from pamd.encode.neurotag import Tagger
+from pamd.errors import PamdError
+
+LEDGER_DIR = "memory/ledger"
+
+
+@dataclass
+class IngestPlan:
+    entries: list[Entry]
+    changes: dict[str, str] = field(default_factory=dict)
+    skipped: int = 0
+    redacted: Counter = field(default_factory=Counter)
+
+    def summary_line(self) -> str:
+        return f"{len(self.entries)} new entries, {self.skipped} already known"
+
+
+def ledger_path(ts: datetime) -> str:
+    return f"{LEDGER_DIR}/{ts.strftime('%Y-%m')}.txt"
+
+
+def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Any, now: datetime
+                 ) -> tuple[list[Entry], Counter]:
+    entries, redacted = [], Counter()
+    for m in messages:
+        text = m.text
+        if redactor is not None:
+            text, counts = redactor.redact(text)
+            redacted.update(counts)
+        ts = m.ts or now
+        # Without a source time, position in the source keeps the id stable.
+        when = fmt_time(m.ts) if m.ts else f"#{m.seq}"
+        eid = entry_id("e", m.session, when, m.role, m.text)
+        tg = tagger.tag(text, m.role)
+        entries.append(Entry(id=eid, ts=ts, role=m.role, text=text, session=m.session, type=tg.type,
+                             importance=round(tg.importance, 2), neuro=tg.neuro))
+    return entries, redacted
+
+
+def plan_ingest(new: list[Entry], known: set[str], read: Any) -> IngestPlan:
+    """Which entries are new, and the L0 and ledger files that hold them.
+
+    `read(path) -> str | None` gives current file text (pure given its answers).
+    """
+    from pamd.core.fmt import parse_doc
+
+    fresh, seen, skipped = [], set(), 0
+    for e in new:
+        if e.id in known or e.id in seen:
+            skipped += 1
+            continue
+        seen.add(e.id)
+        fresh.append(e)
+    plan = IngestPlan(entries=fresh, skipped=skipped)
+    by_day: dict[str, list[Entry]] = {}
+    for e in fresh:
+        by_day.setdefault(e.ts.strftime("%Y-%m-%d"), []).append(e)
+    for day, es in by_day.items():
+        rel = tier_path("L0", day)
+        old = read(rel)
+        if old is None:
+            meta, pre, have = {"tier": "L0", "date": day}, f"# L0 · {day}", []
+        else:
+            doc = parse_doc(old, rel, "L0")
+            meta, pre, have = doc.meta, doc.preamble, doc.entries
+        merged = sorted([*have, *es], key=lambda x: (x.ts, x.id))
+        plan.changes[rel] = render_doc(meta, pre, merged)
+    by_month: dict[str, set[str]] = {}
+    for e in fresh:
+        by_month.setdefault(ledger_path(e.ts), set()).add(e.id)
+    for rel, ids in by_month.items():
+        old = read(rel) or ""
+        plan.changes[rel] = "\n".join(sorted(set(old.split()) | ids)) + "\n"
+    return plan
+
+
+def known_ids(brain: Brain) -> set[str]:
+    ids: set[str] = set()
+    base = brain.path(LEDGER_DIR)
+    if base.is_dir():
+        for p in base.glob("*.txt"):
+            ids.update(p.read_text("utf-8").split())
+    for e in brain.load().entries:
+        ids.add(e.id)
+        ids.update(e.sources)
+    return ids
+
+
+def tag_counts(entries: list[Entry]) -> str:
+    c = Counter(t for e in entries for t in e.neuro)
+    trash = sum(1 for e in entries if e.importance < 0.15)
+    parts = [f"{t} {c[t]}" for t in NEURO if c[t]]
+    parts.append(f"trash {trash}")
+    return ", ".join(parts)
+
+
+def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime) -> str:
+    types = Counter(e.type for e in plan.entries)
+    src = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    lines = [
+        f"pamd {title}: {len(plan.entries)} entries from {src}",
+        "",
+        f"Tags: {tag_counts(plan.entries)}.",
+        "Types: " + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ".",
+    ]
+    if plan.skipped:
+        lines.append(f"Skipped {plan.skipped} already ingested.")
+    if plan.redacted:
+        lines.append("Redacted: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.redacted.items())) + ".")
+    lines += ["", f"Pamd-Run: {title}", f"Pamd-Now: {fmt_time(now)}",
+              f"Pamd-Entries-Added: {len(plan.entries)}",
+              f"Pamd-Entries-Skipped: {plan.skipped}",
+              f"Pamd-Tokens-In: {sum(e.tokens for e in plan.entries)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _redactor(config: dict[str, Any]):
+    try:
+        from pamd.encode.redact import Redactor
+    except ImportError:  # pragma: no cover - redaction lands with the encode rules
+        return None
+    return Redactor.from_config(config)
+
+
+def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: datetime,
+                   title: str = "ingest", redacted: Counter | None = None) -> tuple[IngestPlan, str | None]:
+    with brain.transaction() as tx:
+        plan = plan_ingest(entries, known_ids(brain), brain.read)
+        plan.redacted = redacted or Counter()
+        if not plan.entries:
+            return plan, None
+        sha = tx.commit(plan.changes, commit_message(title, plan, names, now))
+        return plan, sha
+
+
+def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: str | None = None
+           ) -> tuple[IngestPlan, str | None]:
+    """Parse every input first (any error: nothing written), then plan and commit once."""
+    messages: list[sources.Message] = []
+    for name, data in inputs:
+        messages += sources.read(data, name, fmt)
+    if not messages:
+        raise PamdError("no messages found in the input", "check the file and --format")
+    entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
+                                     _redactor(brain.config), now)
+    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted)

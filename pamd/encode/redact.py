@@ -1,0 +1,230 @@
+"""Secret redaction: well-known key and token formats become typed placeholders.
+
+`redact(text)` returns the text with each secret replaced by
+`[REDACTED:<type>]` and a count per type. It is idempotent (a placeholder
+never matches a pattern again) and pure, so ingest can run it before anything
+is written and a pre-commit hook can use `Redactor.find` to point at spans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pamd.errors import PamdError
+
+PLACEHOLDER = "[REDACTED:{}]"
+
+
+_DUMMIES = frozenset({
+    "password", "changeme", "secret", "example", "xxxxxxxx", "redacted", "none", "null", "true",
+    "false", "your-password", "your_password", "your-api-key", "your_api_key", "placeholder",
+    "********", "undefined",
+})
+
+
+def _mixed(value: str) -> bool:
+    """Looks generated: a digit and a letter (not a word or an identifier like get_token)."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _real(value: str) -> bool:
+    """Not a template or a stand-in people write where a secret would go."""
+    return value[:1] not in "$<{%*[" and value.lower() not in _DUMMIES
+
+
+Check = Callable[[re.Match[str], str], bool]  # (match, the text it was found in) -> keep?
+
+
+def _url_password(m: re.Match[str], text: str) -> bool:
+    return _real(m.group(1))
+
+
+def _assigned(m: re.Match[str], text: str) -> bool:
+    value = m.group(2)
+    if not _real(value):
+        return False
+    if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
+        return False
+    # Quoted literals are values by construction; bare ones must look generated,
+    # or `token = get_token_from_environment()` would be redacted.
+    return bool(m.group(1)) or (len(value) >= 12 and _mixed(value))
+
+
+def _openai(m: re.Match[str], text: str) -> bool:
+    value = m.group(0)
+    return _mixed(value[3:]) and value.count("-") <= 12  # not `sk-learn-compatible-estimator`
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One secret format: `group` is the part replaced (0 = whole match)."""
+
+    name: str
+    regex: re.Pattern[str]
+    group: int = 0
+    check: Check | None = None
+    # The match may not follow a character of this class (a word boundary
+    # tested in code, so the regex can start with a plain literal, which `re`
+    # finds much faster than a pattern starting with \b or a lookbehind).
+    not_after: str = ""
+    # Match against the lowercased text (same positions) instead of IGNORECASE,
+    # which would also cost `re` its fast literal search.
+    lower: bool = False
+
+
+def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
+       not_after: str = r"\w", lower: bool = False) -> Pattern:
+    return Pattern(name, re.compile(regex), group, check, not_after, lower)
+
+
+def _assignment(name: str, keys: str) -> Pattern:
+    """`key = value`, `key: value`, `"key": "value"` with a long, secret-looking value.
+
+    `keys` should start with a literal (see `Pattern.not_after`); `db_password`
+    and `x-api-key` match through their last part.
+    """
+    return _p(
+        name,
+        rf"(?:{keys})[\"']?\s*(?:=|:|=>)\s*"
+        # group 1: the opening quote (if any); group 2: the value, replaced.
+        r"([\"']?)((?<=[\"'])[^\"'\s\[]{8,}(?=[\"'])|(?<![\"'])[^\s\"'\[,;(){}<>]{8,})",
+        2,
+        check=_assigned,
+        not_after="[a-z0-9]",
+        lower=True,
+    )
+
+
+_AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
+
+# Order is priority: where two patterns claim overlapping text, the earlier
+# one wins, so a specific type beats the generic `key = value` rule.
+BUILTIN: tuple[Pattern, ...] = (
+    _p("private-key",
+       r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
+       # A block cut short (a truncated log) is redacted to the end of its base64.
+       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,-]*)", not_after=""),
+    _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
+    _p("aws-secret-key",
+       r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"
+       r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[a-z0-9]", lower=True),
+    _p("github-token",
+       r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|github_pat_[A-Za-z0-9_]{22,255}"),
+    _p("anthropic-key", r"sk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
+    _p("openai-key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", check=_openai),
+    _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+    _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
+    _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    # scheme://user:password@host: only the password goes.
+    _p("password", r"://[^\s:/@'\"\[\]<>]+:([^\s@/'\"\[\]<>]+)@[^\s/@]", 1,
+       check=_url_password, not_after=""),
+    _assignment("password", "pass(?:word|wd|phrase)"),
+    _assignment("password", "pwd"),
+    _assignment("api-key", r"api[_\-]?key|apikey"),
+    _assignment("api-key", r"access[_\-]?key"),
+    _assignment("token", "token"),
+    _assignment("secret", r"secret(?:[_\-]?key)?"),
+    _assignment("secret", r"private[_\-]?key"),
+)
+
+
+class Redactor:
+    """A set of secret patterns; built-ins first, a brain's own after them."""
+
+    def __init__(self, patterns: Iterable[Pattern] = BUILTIN) -> None:
+        self.patterns = tuple(patterns)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Redactor:
+        """Built-ins plus `[[redact.patterns]]` tables: name, regex, optional group."""
+        extra = (config.get("redact", {}) or {}).get("patterns", []) or []
+        if not isinstance(extra, list):
+            raise PamdError("pamd.toml: [redact] patterns must be an array of tables",
+                            'write [[redact.patterns]] with name = "…" and regex = "…"')
+        own: list[Pattern] = []
+        for i, item in enumerate(extra):
+            where = f"pamd.toml: redact.patterns[{i}]"
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
+                    or not isinstance(item.get("regex"), str):
+                raise PamdError(f"{where}: needs a string `name` and a string `regex`",
+                                "see docs/neurotag.md#redaction")
+            name, group = item["name"], item.get("group", 0)
+            if not re.fullmatch(r"[a-z0-9][a-z0-9\-]*", name):
+                raise PamdError(f"{where}: name {name!r} must be lowercase letters, digits, -",
+                                "it becomes the placeholder [REDACTED:name]")
+            try:
+                regex = re.compile(item["regex"])
+            except re.error as exc:
+                raise PamdError(f"{where} ({name}): bad regex: {exc}", "fix the regex") from None
+            if not isinstance(group, int) or isinstance(group, bool) \
+                    or not 0 <= group <= regex.groups:
+                raise PamdError(f"{where} ({name}): group {group!r} is not a group of the regex",
+                                "use 0 for the whole match")
+            if regex.search("") is not None:
+                raise PamdError(f"{where} ({name}): the regex matches the empty string",
+                                "make it match only the secret")
+            own.append(Pattern(name, regex, group, not_after=""))
+        return cls((*BUILTIN, *own))
+
+    def find(self, text: str) -> list[tuple[str, int, int]]:
+        """Non-overlapping secret spans (type, start, end), in text order."""
+        taken: list[tuple[int, int]] = []
+        found: list[tuple[str, int, int]] = []
+        low: str | None = None
+        for pat in self.patterns:
+            subject, regex = text, pat.regex
+            if pat.lower:
+                if low is None:
+                    low = text.lower()
+                if len(low) == len(text):
+                    subject = low
+                else:  # lowercasing moved positions (rare: İ); fall back to IGNORECASE
+                    regex = re.compile(regex.pattern, re.IGNORECASE)
+            for m in regex.finditer(subject):
+                start, end = m.span(pat.group)
+                if end <= start or text.startswith("[REDACTED:", start):
+                    continue
+                m_start = m.start()
+                if pat.not_after and m_start and re.match(pat.not_after, subject[m_start - 1]):
+                    continue
+                if pat.check and not pat.check(m, subject):
+                    continue
+                if any(start < e and s < end for s, e in taken):
+                    continue
+                taken.append((start, end))
+                found.append((pat.name, start, end))
+        found.sort(key=lambda f: f[1])
+        return found
+
+    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+        """Text with every secret replaced by its placeholder, and counts per type."""
+        counts: dict[str, int] = {}
+        # A match that lost an overlap to a stronger pattern can match again once
+        # that one is a placeholder; repeating until nothing is found makes
+        # redact(redact(x)) == redact(x) hold by construction. Almost always
+        # one round; the bound only guards against a pathological user pattern.
+        for _ in range(8):
+            spans = self.find(text)
+            if not spans:
+                break
+            out: list[str] = []
+            pos = 0
+            for name, start, end in spans:
+                out.append(text[pos:start])
+                out.append(PLACEHOLDER.format(name))
+                counts[name] = counts.get(name, 0) + 1
+                pos = end
+            out.append(text[pos:])
+            text = "".join(out)
+        return text, counts
+
+
+_DEFAULT = Redactor()
+
+
+def redact(text: str, patterns: Redactor | None = None) -> tuple[str, dict[str, int]]:
+    """Text with secrets replaced by `[REDACTED:<type>]`, and how many of each type."""
+    return (patterns or _DEFAULT).redact(text)

@@ -1,0 +1,323 @@
+"""Transcripts in: turn bytes of a known format into messages. Pure: bytes in, messages out.
+
+Formats (auto-detected, or forced with --format):
+- ``pamd``: JSONL, one ``{"ts", "role", "text", "session"?}`` per line.
+- ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``),
+  or JSONL of such messages; content may be a string or a list of parts.
+- ``claude-code``: a Claude Code session JSONL (user/assistant records with
+  text, tool_use and tool_result blocks; progress, snapshots and thinking are
+  skipped, and so is Claude Code's own compaction: its injected summaries and
+  its "acompact" worker; skill/command expansions become short system entries).
+- ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
+  message, ``HH:MM`` at its start sets its time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import PurePath
+
+from pamd.core.entry import clean_token, parse_time
+from pamd.errors import PamdError
+
+FORMATS = ("pamd", "openai", "claude-code", "markdown")
+MAX_MESSAGE_BYTES = 1024 * 1024
+TOOL_RESULT_CHARS = 2000
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
+# Lone surrogates (JSON "\ud800") cannot be written as UTF-8.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})")
+_TIME = re.compile(r"^(?:\*\*)?(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\*\*)?\s*[-–—:]?\s*")
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    text: str
+    ts: datetime | None  # None: the source has no time; ingest stamps `now`
+    session: str
+    seq: int  # position in its source, for stable ids when ts is missing
+
+
+def normalize_text(text: str) -> str:
+    """One line ending, no control characters but tab/newline, no trailing blanks.
+
+    U+2028/U+2029/U+0085 become newlines, other control characters spaces, and
+    lone surrogates U+FFFD.
+    """
+    text = _SURROGATE.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _CTRL.sub(lambda m: "\n" if m.group() in "\u2028\u2029\x85" else " ", text)
+    return "\n".join(ln.rstrip() for ln in text.strip("\n").split("\n")).strip()
+
+
+def decode(data: bytes, name: str) -> str:
+    if b"\0" in data[:8192]:
+        raise PamdError(f"{name}: looks like a binary file", "pass a transcript (JSON, JSONL or Markdown)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PamdError(f"{name}: not valid UTF-8 at byte {exc.start}", "convert it to UTF-8 first") from None
+
+
+def detect(text: str, name: str) -> str:
+    if name.endswith((".md", ".markdown")):
+        return "markdown"
+    stripped = text.lstrip()
+    if not stripped:
+        raise PamdError(f"{name}: is empty", "nothing to ingest")
+    if stripped[0] == "[":
+        return "openai"
+    first = stripped.split("\n", 1)[0]
+    try:
+        obj = json.loads(first)
+    except RecursionError:
+        raise PamdError(f"{name}:1: JSON nested too deeply", "fix or remove that line") from None
+    except ValueError:
+        if stripped[0] == "{":
+            try:
+                obj = json.loads(stripped)
+            except (ValueError, RecursionError):
+                raise PamdError(f"{name}:1: malformed JSON", "fix the line or pass --format") from None
+            if isinstance(obj, dict) and "messages" in obj:
+                return "openai"
+        if stripped.startswith("#") or _DAILY.search(PurePath(name).name):
+            return "markdown"
+        raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})") from None
+    if isinstance(obj, dict):
+        if "messages" in obj:
+            return "openai"
+        if "sessionId" in obj or obj.get("type") in ("user", "assistant", "progress", "summary",
+                                                     "file-history-snapshot", "system"):
+            return "claude-code"
+        if "text" in obj and "role" in obj:
+            return "pamd"
+        if "role" in obj and "content" in obj:
+            return "openai"
+    raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})")
+
+
+def read(data: bytes, name: str, fmt: str | None = None) -> list[Message]:
+    """Parse one input; raise PamdError (naming name:line) on anything malformed."""
+    text = decode(data, name)
+    fmt = fmt or detect(text, name)
+    session = clean_token(PurePath(name).stem or "stdin")
+    if fmt == "pamd":
+        msgs = _pamd(text, name, session)
+    elif fmt == "openai":
+        msgs = _openai(text, name, session)
+    elif fmt == "claude-code":
+        msgs = _claude(text, name, session)
+    elif fmt == "markdown":
+        msgs = _markdown(text, name, session)
+    else:
+        raise PamdError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    out = []
+    for m in msgs:
+        if len(m.text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:
+            raise PamdError(f"{name}: message {m.seq + 1} is larger than 1 MiB",
+                            "split it, or store the file elsewhere and remember a pointer to it")
+        t = normalize_text(m.text)
+        if t:
+            out.append(Message(clean_token(m.role, 32), t, m.ts, clean_token(m.session), m.seq))
+    return out
+
+
+def _jsonl(text: str, name: str):
+    for i, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise PamdError(f"{name}:{i}: malformed JSON ({exc.msg})", "fix or remove that line") from None
+        except RecursionError:
+            raise PamdError(f"{name}:{i}: JSON nested too deeply", "fix or remove that line") from None
+        yield i, obj
+
+
+def _time(value, name: str, line: int) -> datetime | None:
+    if value in (None, ""):
+        return None
+    try:
+        return parse_time(value)
+    except (ValueError, OverflowError, OSError):
+        raise PamdError(f"{name}:{line}: bad timestamp {str(value)[:40]!r}", "use ISO 8601") from None
+
+
+def _str(value, name: str, line: int, field: str) -> str:
+    if not isinstance(value, str):
+        raise PamdError(f"{name}:{line}: field {field!r} must be a string")
+    return value
+
+
+def _pamd(text: str, name: str, session: str) -> list[Message]:
+    out = []
+    for i, obj in _jsonl(text, name):
+        if not isinstance(obj, dict) or "text" not in obj:
+            raise PamdError(f"{name}:{i}: expected an object with ts, role, text")
+        out.append(Message(
+            role=_str(obj.get("role", "user"), name, i, "role"),
+            text=_str(obj["text"], name, i, "text"),
+            ts=_time(obj.get("ts"), name, i),
+            session=str(obj.get("session") or session),
+            seq=len(out),
+        ))
+    return out
+
+
+def _content_text(content, name: str, line: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict) and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+        return "\n".join(parts)
+    raise PamdError(f"{name}:{line}: message content must be a string or a list of parts")
+
+
+def _openai(text: str, name: str, session: str) -> list[Message]:
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")) and not _looks_jsonl(stripped):
+        try:
+            doc = json.loads(stripped)
+        except ValueError as exc:
+            raise PamdError(f"{name}:{exc.lineno}: malformed JSON ({exc.msg})", "fix the file") from None
+        except RecursionError:
+            raise PamdError(f"{name}: JSON nested too deeply") from None
+        items = doc.get("messages") if isinstance(doc, dict) else doc
+        if not isinstance(items, list):
+            raise PamdError(f"{name}: expected a list of messages")
+        pairs = [(1, m) for m in items]
+    else:
+        pairs = list(_jsonl(text, name))
+    out = []
+    for line, m in pairs:
+        if not isinstance(m, dict) or "role" not in m:
+            raise PamdError(f"{name}:{line}: expected a message with role and content")
+        body = _content_text(m.get("content"), name, line)
+        for call in m.get("tool_calls") or []:
+            fn = (call or {}).get("function") or {}
+            body += f"\n[tool call {fn.get('name', '?')}] {str(fn.get('arguments', ''))[:TOOL_RESULT_CHARS]}"
+        role = _str(m["role"], name, line, "role")
+        if role == "tool":
+            body = _truncate(body)
+        out.append(Message(role, body, _time(m.get("ts") or m.get("timestamp"), name, line),
+                           session, len(out)))
+    return out
+
+
+def _looks_jsonl(text: str) -> bool:
+    first = text.split("\n", 1)[0].strip()
+    try:
+        json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return "\n" in text.strip() and first.startswith("{")
+
+
+def _truncate(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n…[{len(text) - limit} more characters in the source transcript]"
+
+
+def _claude(text: str, name: str, session: str) -> list[Message]:
+    out = []
+    for line, rec in _jsonl(text, name):
+        if not isinstance(rec, dict) or rec.get("type") not in ("user", "assistant"):
+            continue
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            continue
+        # Claude Code's own context management restates what the session already
+        # said: its injected summary (isCompactSummary) and the transcript of its
+        # compaction worker (agent "acompact-…"). pamd keeps the raw messages instead.
+        if rec.get("isCompactSummary") or str(rec.get("agentId", "")).startswith("acompact"):
+            continue
+        ts = _time(rec.get("timestamp"), name, line)
+        sess = str(rec.get("sessionId") or session)
+        if rec.get("isSidechain") and rec.get("agentId"):
+            sess = f"{sess}.{rec['agentId']}"
+        content = msg.get("content")
+        if rec.get("isMeta"):  # a skill or command expanded by the harness: its instructions, not a message
+            text = _content_text(content, name, line)
+            out.append(Message("system", _truncate(text, 600), ts, sess, len(out)))
+            continue
+        role = msg.get("role")
+        role = role if isinstance(role, str) and role else rec["type"]
+        if isinstance(content, str):
+            out.append(Message(role, content, ts, sess, len(out)))
+            continue
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                out.append(Message(role, block["text"], ts, sess, len(out)))
+            elif kind == "tool_use":
+                args = json.dumps(block.get("input", {}), ensure_ascii=False)
+                out.append(Message("assistant", _truncate(f"[tool {block.get('name', '?')}] {args}", 600),
+                                   ts, sess, len(out)))
+            elif kind == "tool_result":
+                body = _content_text(block.get("content"), name, line)
+                prefix = "[tool error] " if block.get("is_error") else "[tool result] "
+                out.append(Message("tool", _truncate(prefix + body), ts, sess, len(out)))
+            # "thinking" blocks are the model's private scratchpad: not remembered.
+    return out
+
+
+def _markdown(text: str, name: str, session: str) -> list[Message]:
+    m = _DAILY.search(PurePath(name).name)
+    day = m.group(1) if m else None
+    try:
+        base = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else None
+    except ValueError:
+        base = None
+    if base is not None:
+        session = f"daily-{day}"
+    out: list[Message] = []
+    para: list[str] = []
+    lines = text.split("\n")
+    if lines and lines[0].strip() == "---":  # skip a note's own frontmatter
+        for i in range(1, len(lines)):
+            if lines[i].strip() == "---":
+                lines = lines[i + 1 :]
+                break
+
+    def flush() -> None:
+        if para:
+            body = "\n".join(para).strip()
+            para.clear()
+            if body:
+                ts = None
+                tm = _TIME.match(body)
+                if base is not None:
+                    ts = base + timedelta(hours=12, seconds=len(out))
+                    if tm and int(tm.group(1)) < 24 and int(tm.group(2)) < 60:
+                        ts = base + timedelta(hours=int(tm.group(1)), minutes=int(tm.group(2)),
+                                              seconds=int(tm.group(3) or 0))
+                        body = body[tm.end():]
+                out.append(Message("note", body, ts, session, len(out)))
+
+    for ln in lines:
+        s = ln.strip()
+        if not s or s.startswith("#"):
+            flush()
+            continue
+        if re.match(r"^([-*+]|\d+[.)])\s+", s):
+            flush()
+            s = re.sub(r"^([-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?", "", s)
+        para.append(s)
+    flush()
+    return out

@@ -1,0 +1,269 @@
+"""`pamd eval`: what each compression tier loses, measured.
+
+A question set is ingested into scratch brains, aged with the clock through
+every tier (raw, then after 1 h, 6 h, 1 d, 4 d, 8 d; each age is one defrag,
+which does everything a compaction does), and at each age pamd measures:
+tokens per tier, the compression ratio against the raw input, and evidence
+recall@k of `pamd recall` — from the working tree alone (the evidence tags in
+the lines a hit cites) and through provenance (a summary hit counts for the
+raw entries it came from).
+
+LoCoMo's conversations span months; to age them tier by tier, each one's
+messages are laid on a one-hour window before the start of the clock, in
+their order, one session per pamd session.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pamd.core.entry import TIERS
+from pamd.fidelity.qa import TAG_RE, Conversation, Question
+
+AGES: list[tuple[str, float]] = [("raw", 0), ("1h", 1), ("6h", 6), ("1d", 24), ("4d", 96), ("8d", 192)]
+KS = (1, 5, 10)
+T0 = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class Point:
+    age: str
+    tokens: dict[str, int]
+    tree_tokens: int
+    ratio: float
+    lines_at_k: float = 0.0
+    raw_behind_k: float = 0.0  # raw entries behind the top k through provenance: the cost of expanding
+    tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone
+    prov: dict[str, float] = field(default_factory=dict)  # through provenance
+    by_category: dict[str, dict[str, float]] = field(default_factory=dict)
+    questions: int = 0
+
+
+@dataclass
+class Report:
+    source: str
+    conversations: int
+    raw_tokens: int
+    points: list[Point] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+class _Acc:
+    """Sums of per-question recalls, overall and per category."""
+
+    def __init__(self) -> None:
+        self.n: dict[str, int] = defaultdict(int)
+        self.sums: dict[tuple[str, str], float] = defaultdict(float)
+        self.lines = 0
+        self.raw_behind = 0
+
+    def add(self, cat: str, key: str, value: float) -> None:
+        for c in ("all", cat):
+            self.sums[(c, key)] += value
+
+    def count(self, cat: str) -> None:
+        self.n["all"] += 1
+        self.n[cat] += 1
+
+    def mean(self, cat: str, key: str) -> float:
+        return round(self.sums[(cat, key)] / self.n[cat], 4) if self.n[cat] else 0.0
+
+
+def _descend(eid: str, graph: dict[str, tuple[str, ...]], depth: int = 0) -> list[str]:
+    if eid not in graph or depth > 8:
+        return [eid]
+    out = []
+    for s in graph[eid]:
+        out += _descend(s, graph, depth + 1)
+    return out
+
+
+def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
+    if hit.path not in cache:
+        p = root / hit.path
+        cache[hit.path] = p.read_text("utf-8").split("\n") if p.is_file() else []
+    lines = cache[hit.path][max(0, hit.start - 1): hit.end]
+    return {m for ln in lines for m in TAG_RE.findall(ln)}
+
+
+def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: dict[str, tuple[str, ...]],
+            now: datetime, k: int, acc: _Acc, recall_fn: Callable) -> None:
+    cache: dict[str, list[str]] = {}
+    for q in questions:
+        hits = recall_fn(brain, q.text, k=k, now=now, log=False)
+        ev = set(q.evidence)
+        acc.count(q.category)
+        seen_tree: set[str] = set()
+        seen_prov: set[str] = set()
+        lines = 0
+        behind: set[str] = set()
+        for rank, h in enumerate(hits, 1):
+            lines += h.end - h.start + 1
+            for eid in h.ids:
+                behind.update(_descend(eid, graph))
+            if unit_of:  # LoCoMo: evidence is dialog ids, cited in the lines
+                seen_tree |= _cited_units(brain.root, h, cache) & ev
+                for eid in h.ids:
+                    seen_prov |= {unit_of.get(r, "") for r in _descend(eid, graph)} & ev
+            else:  # a user's brain: evidence is entry ids
+                seen_tree |= set(h.ids) & ev
+                for eid in h.ids:
+                    seen_prov |= set(_descend(eid, graph)) & ev
+            seen_prov |= seen_tree
+            if rank in KS:
+                acc.add(q.category, f"tree R@{rank}", len(seen_tree) / len(ev))
+                acc.add(q.category, f"prov R@{rank}", len(seen_prov) / len(ev))
+        for kk in KS:  # fewer hits than k: the recall stays what it reached
+            if len(hits) < kk:
+                acc.add(q.category, f"tree R@{kk}", len(seen_tree) / len(ev))
+                acc.add(q.category, f"prov R@{kk}", len(seen_prov) / len(ev))
+        acc.lines += lines
+        acc.raw_behind += len(behind)
+
+
+def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> Point:
+    tree = sum(tokens.values())
+    p = Point(age=age, tokens=tokens, tree_tokens=tree, ratio=round(raw_tokens / max(tree, 1), 2),
+              lines_at_k=round(acc.lines / max(acc.n["all"], 1), 1), questions=acc.n["all"],
+              raw_behind_k=round(acc.raw_behind / max(acc.n["all"], 1), 1))
+    for kk in KS:
+        p.tree[f"R@{kk}"] = acc.mean("all", f"tree R@{kk}")
+        p.prov[f"R@{kk}"] = acc.mean("all", f"prov R@{kk}")
+    for cat in sorted(c for c in acc.n if c != "all"):
+        p.by_category[cat] = {"n": acc.n[cat], "tree R@10": acc.mean(cat, "tree R@10"),
+                              "prov R@10": acc.mean(cat, "prov R@10")}
+    return p
+
+
+def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
+                       progress: Callable[[str], None] = lambda s: None, source: str = "") -> Report:
+    from pamd.consolidate.compaction import run as compaction
+    from pamd.edge.layout import init_brain
+    from pamd.encode.ingest import ingest_entries, make_entries
+    from pamd.encode.neurotag import Tagger
+    from pamd.encode.sources import Message
+    from pamd.recall import api
+
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="pamd-eval-"))
+    accs = {age: _Acc() for age, _ in ages}
+    tokens = {age: dict.fromkeys(TIERS, 0) for age, _ in ages}
+    raw_tokens = 0
+    for ci, conv in enumerate(convs):
+        brain, _ = init_brain(workdir / f"{ci:02d}-{conv.name}")
+        gap = timedelta(hours=1) / max(len(conv.messages), 1)
+        start = T0 - timedelta(hours=1)
+        msgs = [Message(speaker, f"[{dia}] {speaker}: {text}", start + gap * i,
+                        f"{conv.name}-s{dia.split(':')[0][1:]}", i)
+                for i, (dia, speaker, text) in enumerate(conv.messages)]
+        entries, _ = make_entries(msgs, Tagger.from_config(brain.config, brain.root), None, T0)
+        ingest_entries(brain, entries, [conv.name], T0)
+        raw_tokens += sum(e.tokens for e in entries)
+        unit_of = {e.id: (TAG_RE.search(e.text) or [None, ""])[1] for e in entries}
+        graph: dict[str, tuple[str, ...]] = {}
+        for age, hours in ages:
+            now = T0 + timedelta(hours=hours)
+            if hours:
+                out = compaction(brain, now, "defrag")
+                graph.update({s.id: s.sources for s in out.summaries})
+            for e in brain.load().entries:
+                tokens[age][e.tier] += e.tokens
+            api.index(brain)
+            measure(brain, conv.questions, unit_of, graph, now, k, accs[age], api.recall)
+            progress(f"{conv.name} {age}: {len(conv.questions)} questions")
+    report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens)
+    for age, _ in ages:
+        report.points.append(point_from(age, tokens[age], raw_tokens, accs[age]))
+    return report
+
+
+def table(report: Report) -> str:
+    raw = next((p for p in report.points if p.age == "raw"), report.points[0])
+    head = (f"{'age':<5}" + "".join(f"{t:>8}" for t in TIERS) + f"{'tree':>9}{'ratio':>8}"
+            f"{'tree R@10':>11}{'prov R@10':>11}{'% raw':>7}{'lines@10':>10}{'raw@10':>8}")
+    rows = [head]
+    for p in report.points:
+        pct = p.prov["R@10"] / raw.prov["R@10"] * 100 if raw.prov["R@10"] else 0
+        rows.append(f"{p.age:<5}" + "".join(f"{p.tokens[t]:>8,}" for t in TIERS) + f"{p.tree_tokens:>9,}"
+                    f"{p.ratio:>7.1f}:1{p.tree['R@10']:>11.3f}{p.prov['R@10']:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
+    return "\n".join(rows)
+
+
+def plot(report: Report, out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    xs = [p.ratio for p in report.points]
+    ax.plot(xs, [p.prov["R@10"] for p in report.points], "o-", label="recall@10 through provenance")
+    ax.plot(xs, [p.tree["R@10"] for p in report.points], "s--", label="recall@10 from the working tree")
+    for p in report.points:
+        ax.annotate(p.age, (p.ratio, p.tree["R@10"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
+    ax.set_ylabel("evidence recall@10")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left")
+    ax.set_title(f"pamd fidelity: {report.source} ({report.conversations} conversations)")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir: Path | None = None,
+               progress: Callable[[str], None] = lambda s: None) -> Report:
+    """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
+    from pamd.consolidate.compaction import run as compaction
+    from pamd.edge.brain import Brain
+    from pamd.recall import api
+
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="pamd-eval-"))
+    clone = workdir / "brain"
+    brain.repo.run("clone", "-q", str(brain.root), str(clone))
+    scratch = Brain(clone)
+    entries = scratch.load().entries
+    raw_tokens = sum(e.tokens for e in entries if not e.sources)
+    graph = {e.id: e.sources for e in entries if e.sources}
+    base = max((e.ts for e in entries), default=T0)
+    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens)
+    for age, hours in ages:
+        now = base + timedelta(hours=hours)
+        if hours:
+            out = compaction(scratch, now, "defrag")
+            graph.update({s.id: s.sources for s in out.summaries})
+        toks = dict.fromkeys(TIERS, 0)
+        for e in scratch.load().entries:
+            toks[e.tier] += e.tokens
+        acc = _Acc()
+        api.index(scratch)
+        measure(scratch, questions, {}, graph, now, k, acc, api.recall)
+        report.points.append(point_from(age, toks, raw_tokens, acc))
+        progress(f"{age}: {len(questions)} questions")
+    return report
+
+
+def summary_lines(report: Report) -> list[str]:
+    raw = report.points[0]
+    last = report.points[-1]
+    out = [f"{report.conversations} conversations, {raw.questions} questions, raw {report.raw_tokens:,} tokens"]
+    if raw.prov["R@10"]:
+        out.append(f"at {last.age}: {last.ratio:.1f}:1, recall@10 through provenance "
+                   f"{last.prov['R@10'] / raw.prov['R@10']:.0%} of raw, from the tree alone "
+                   f"{last.tree['R@10'] / raw.prov['R@10']:.0%} of raw")
+    return out
+
+
+def as_dict(report: Report) -> dict[str, Any]:
+    return asdict(report)

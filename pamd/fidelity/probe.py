@@ -1,0 +1,87 @@
+"""Probes: facts a brain's owner never wants lost, checked with recall after every change.
+
+`probes.jsonl` in the brain, one probe a line:
+    {"question": "which database did we pick for billing?", "expect_ids": ["e-…"]}
+    {"question": "deadline for the export", "expect_text": "Thursday"}
+A probe resolves when one of the top k hits is an expected entry, or a
+summary that came from one (provenance, through history), or cites the
+expected text. `pamd probe` exits 1 if any probe does not resolve.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from pamd.edge.brain import Brain
+from pamd.errors import PamdError
+
+PROBES = "probes.jsonl"
+
+
+@dataclass
+class Probe:
+    question: str
+    expect_ids: list[str]
+    expect_text: str
+    line: int
+
+
+@dataclass
+class Result:
+    probe: Probe
+    rank: int | None  # 1-based rank of the first hit that resolves it
+    how: str  # "direct", "provenance", "text", or "" when lost
+    hit: str = ""
+
+
+def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
+    text = brain.read(rel)
+    if text is None:
+        raise PamdError(f"this brain has no {rel}", 'add lines like {"question": "...", "expect_text": "..."}')
+    out = []
+    for i, line in enumerate(text.split("\n"), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            obj = json.loads(line)
+            q = str(obj["question"]).strip()
+            ids = [str(x) for x in obj.get("expect_ids", [])]
+            txt = str(obj.get("expect_text", "")).strip()
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise PamdError(f"{rel}:{i}: expected {{\"question\", \"expect_ids\" or \"expect_text\"}}") from None
+        if not q or not (ids or txt):
+            raise PamdError(f"{rel}:{i}: a probe needs a question and expect_ids or expect_text")
+        out.append(Probe(q, ids, txt, i))
+    return out
+
+
+def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) -> list[Result]:
+    from pamd.consolidate.provenance import expand_ids
+    from pamd.recall import api
+
+    results = []
+    lineage: dict[str, set[str]] = {}
+    for p in probes:
+        hits = api.recall(brain, p.question, k=k, now=now, log=False)
+        res = Result(p, None, "")
+        for rank, h in enumerate(hits, 1):
+            ids = set(h.ids)
+            if p.expect_ids and ids & set(p.expect_ids):
+                res = Result(p, rank, "direct", f"{h.path}:{h.start}-{h.end}")
+                break
+            if p.expect_text and p.expect_text.lower() in h.text.lower():
+                res = Result(p, rank, "text", f"{h.path}:{h.start}-{h.end}")
+                break
+            if p.expect_ids:
+                for eid in ids:
+                    if eid.startswith("s-") and eid not in lineage:
+                        lineage[eid] = {f.entry.id for f in expand_ids(brain, [eid])}
+                    if lineage.get(eid, set()) & set(p.expect_ids):
+                        res = Result(p, rank, "provenance", f"{h.path}:{h.start}-{h.end}")
+                        break
+                if res.rank:
+                    break
+        results.append(res)
+    return results

@@ -1,0 +1,97 @@
+"""Question sets for fidelity: LoCoMo's format, and pamd's own JSONL for a user's brain.
+
+LoCoMo (Maharana et al., 2024): a list of samples with `conversation`
+(`speaker_a`, `speaker_b`, `session_N`, `session_N_date_time`) and `qa`
+(`question`, `evidence` dialog ids like "D1:3", `category`). Each message is
+ingested as "[D1:3] Speaker: text", so a cited line names its evidence.
+pamd's JSONL: one `{"question": ..., "evidence_ids": ["e-…", ...]}` per line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pamd.errors import PamdError
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+TAG_RE = re.compile(r"\[(D\d+:\d+)\]")
+
+
+@dataclass
+class Question:
+    text: str
+    evidence: list[str]
+    category: str = "all"
+
+
+@dataclass
+class Conversation:
+    name: str
+    messages: list[tuple[str, str, str]] = field(default_factory=list)  # (dia_id, speaker, text)
+    questions: list[Question] = field(default_factory=list)
+
+
+def _norm_evidence(raw, known: set[str]) -> list[str]:
+    out = []
+    for item in raw or []:
+        for piece in re.split(r"[;,\s]+", str(item)):
+            m = re.fullmatch(r"D:?(\d+):(\d+)\.?", piece.strip())
+            if m:
+                d = f"D{int(m.group(1))}:{int(m.group(2))}"
+                if d in known and d not in out:
+                    out.append(d)
+    return out
+
+
+def load_locomo(path: Path, limit: int | None = None, adversarial: bool = False) -> list[Conversation]:
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PamdError(f"{path}: cannot read a LoCoMo file ({exc})") from None
+    if not isinstance(data, list) or not data or "conversation" not in data[0]:
+        raise PamdError(f"{path}: not in LoCoMo's format (a list of samples with conversation and qa)")
+    convs = []
+    for sample in data[: limit or None]:
+        conv = sample["conversation"]
+        c = Conversation(str(sample.get("sample_id", f"conv-{len(convs)}")))
+        nums = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
+        for n in nums:
+            for turn in conv.get(f"session_{n}") or []:
+                text = " ".join(str(turn.get("text", "")).split())
+                if turn.get("blip_caption"):
+                    text += f" [shares {' '.join(str(turn['blip_caption']).split())}]"
+                c.messages.append((str(turn["dia_id"]), str(turn.get("speaker", "?")), text))
+        known = {m[0] for m in c.messages}
+        for q in sample.get("qa", []):
+            cat = int(q.get("category", 0))
+            if cat == 5 and not adversarial:
+                continue
+            ev = _norm_evidence(q.get("evidence"), known)
+            if ev:
+                c.questions.append(Question(str(q["question"]), ev, CATEGORIES.get(cat, f"category-{cat}")))
+        convs.append(c)
+    return convs
+
+
+def load_pamd(path: Path) -> list[Question]:
+    out = []
+    for i, line in enumerate(Path(path).read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            out.append(Question(str(obj["question"]), [str(x) for x in obj["evidence_ids"]],
+                                str(obj.get("category", "all"))))
+        except (ValueError, KeyError, TypeError):
+            raise PamdError(f"{path}:{i}: expected {{\"question\", \"evidence_ids\"}}") from None
+    if not out:
+        raise PamdError(f"{path}: no questions")
+    return out
+
+
+def detect(path: Path) -> str:
+    head = Path(path).read_text("utf-8")[:200].lstrip()
+    return "locomo" if head.startswith("[") else "pamd"

@@ -1,0 +1,320 @@
+"""pamd's git hooks: one worker per hook plus `main(argv) -> int`, like pre-commit-hooks.
+
+`.pre-commit-hooks.yaml` and the plain scripts in hooks/ both call the console
+script `pamd-hook HOOK [FILES]`:
+
+    check      format and frontmatter of the given brain files (path:line)
+    budget     tier token budgets
+    secrets    secrets in the given files (points at `pamd redact`)
+    synapse    a person's edit under synapse/ (pulled knowledge is read-only)
+    index      refresh the search index (post-merge/post-checkout/post-rewrite);
+               never fails a checkout
+    pre-commit all the commit-time checks on the staged files (for hooks/pre-commit)
+    install    install the plain git hooks into this brain's .git/hooks
+
+Only `index` may import the search stack (numpy, hnswlib, torch); everything
+else must start fast, so heavy imports stay inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pamd.core.fmt import Problem
+from pamd.errors import PamdError
+
+# Files a person or pamd writes in a brain that the secret scan reads by default.
+SCAN_SUFFIXES = (".md", ".txt", ".toml", ".json", ".jsonl", ".yaml", ".yml")
+
+
+def _brain(path: str | None = None):
+    from pamd.edge.brain import Brain
+
+    return Brain.find(path)
+
+
+def brain_rels(brain, filenames: Sequence[str]) -> list[str]:
+    """Brain-relative posix paths of `filenames` (pre-commit passes them relative to the top)."""
+    out = []
+    for f in filenames:
+        p = Path(f)
+        p = p if p.is_absolute() else Path.cwd() / p
+        try:
+            out.append(p.resolve().relative_to(brain.root).as_posix())
+        except ValueError:
+            continue  # not in this brain: not ours to judge
+    return out
+
+
+def pamd_is_committing(brain) -> bool:
+    """True inside a commit that pamd itself is making (ingest, compact, synapse pull...).
+
+    pamd commits through `git commit` so hooks run; it passes its configured
+    author in the environment, which is how a hook tells its commits from a
+    person's. PAMD_COMMIT=1 is the explicit form for callers that set it.
+    """
+    if os.environ.get("PAMD_COMMIT") == "1":
+        return True
+    name, email = brain.author()
+    return (os.environ.get("GIT_AUTHOR_NAME"), os.environ.get("GIT_AUTHOR_EMAIL")) == (name, email)
+
+
+# ---------------------------------------------------------------- workers
+def check(brain, rels: list[str] | None) -> list[Problem]:
+    """Format problems in `rels` (None: the whole brain), plus duplicate ids anywhere."""
+    from pamd.edge.check import check_brain
+
+    problems = check_brain(brain)
+    if rels is None:
+        return problems
+    wanted = set(rels)
+    # A duplicate id is reported at whichever copy came second; keep it even
+    # when that copy is not among the changed files.
+    return [p for p in problems if p.path in wanted or p.message.startswith("duplicate id")]
+
+
+def budget(brain) -> list[Problem]:
+    """Tiers over their token budget, reported at the tier's folder."""
+    from pamd.edge.brain import MEMORY, TIER_DIRS
+
+    budgets = brain.config.get("tiers", {}).get("budgets", {})
+    from pamd.edge.brain import tier_of
+
+    used: dict[str, int] = {}
+    for rel in brain.entry_files():
+        try:
+            entries = brain.parse(rel).entries
+        except PamdError:
+            continue  # a broken file is the check hook's finding, not the budget's
+        for e in entries:
+            used[tier_of(rel) or e.tier] = used.get(tier_of(rel) or e.tier, 0) + e.tokens
+    problems = []
+    for tier, tokens in sorted(used.items()):
+        limit = int(budgets.get(tier, 0) or 0)
+        if limit and tokens > limit:
+            where = TIER_DIRS.get(tier, MEMORY)
+            problems.append(
+                Problem(
+                    where,
+                    1,
+                    f"{tier} holds {tokens:,} tokens, over its budget of {limit:,}"
+                    " (run `pamd compact`, or raise [tiers.budgets] in pamd.toml)",
+                )
+            )
+    return problems
+
+
+def secrets(brain, rels: list[str], read: Callable[[str], str | None]) -> list[Problem]:
+    """Secrets found in `rels`, one problem per secret at its line."""
+    from pamd.edge.redaction import scan
+
+    return [
+        Problem(
+            f.path,
+            f.line,
+            f"possible {f.kind}: run `pamd redact --no-commit {f.path}`, "
+            "then `git add` it; a secret must never be committed",
+        )
+        for f in scan(brain, rels, read)
+    ]
+
+
+def synapse_readonly(brain, rels: list[str]) -> list[Problem]:
+    """A person's change under synapse/ (only `pamd synapse pull` writes there)."""
+    from pamd.edge.brain import SYNAPSE_DIR
+
+    if pamd_is_committing(brain):
+        return []
+    return [
+        Problem(
+            r,
+            1,
+            "synapse/ is read-only knowledge pulled from another brain; "
+            "edit it at its source, then `pamd synapse pull`",
+        )
+        for r in rels
+        if r.startswith(SYNAPSE_DIR + "/") and r != f"{SYNAPSE_DIR}/README.md"
+    ]
+
+
+def index(brain) -> str:
+    """Refresh the index; return what happened. Never raises: a checkout must not fail on it."""
+    if os.environ.get("PAMD_HOOK_INDEX", "1") == "0":
+        return "index refresh skipped (PAMD_HOOK_INDEX=0)"
+    if importlib.util.find_spec("hnswlib") is not None:
+        try:
+            from pamd.recall import api
+        except ImportError:
+            api = None  # this pamd has no recall yet
+        if api is not None:
+            try:
+                return str(api.index(brain))
+            except Exception as exc:  # noqa: BLE001 - the next recall refreshes anyway
+                return (
+                    f"index refresh failed ({type(exc).__name__}: {exc}); `pamd recall` will retry"
+                )
+    # pre-commit installs pamd into its own environment without the search
+    # extra; the person's own pamd (the one that answers recall) can refresh.
+    other = _other_pamd()
+    if other:
+        r = subprocess.run(
+            [other, "index", "-q", "--brain", str(brain.root)], capture_output=True, text=True
+        )
+        if r.returncode == 0:
+            return f"index refreshed by {other}"
+        return f"index refresh by {other} failed: {(r.stderr or r.stdout).strip()[:200]}"
+    return ("index not refreshed: no search stack here (install pamd[search]); "
+            "`pamd recall` refreshes it")
+
+
+def probe(brain) -> int:
+    """`pamd probe`, here if the search stack is installed, else with the person's own pamd."""
+    if not (brain.root / "probes.jsonl").is_file():
+        return 0
+    if importlib.util.find_spec("hnswlib") is not None:
+        from pamd.cli import main as pamd_main
+
+        return pamd_main(["probe", "--brain", str(brain.root)])
+    other = _other_pamd()
+    if other:
+        return subprocess.run([other, "probe", "--brain", str(brain.root)]).returncode
+    print("pamd: error: pamd-probe needs pamd's search stack (pip install 'pamd[search]'), "
+          "or add it as additional_dependencies of the hook", file=sys.stderr)
+    return 1
+
+
+def _other_pamd() -> str | None:
+    """A `pamd` on PATH outside this interpreter's environment, if any."""
+    here = Path(sys.prefix).resolve()
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if not d:
+            continue
+        exe = shutil.which("pamd", path=d)
+        if exe and here not in Path(exe).resolve().parents:
+            return exe
+    return None
+
+
+def staged(brain) -> list[str]:
+    out = brain.repo.run("diff", "--cached", "--name-only", "--diff-filter=ACMR", "-z")
+    return [p for p in out.split("\0") if p]
+
+
+def read_staged(brain) -> Callable[[str], str | None]:
+    # "" + ":" + path is the index version: what is about to be committed.
+    return lambda rel: brain.repo.show("", rel)
+
+
+def read_tree(brain) -> Callable[[str], str | None]:
+    return brain.read
+
+
+# ---------------------------------------------------------------- command line
+def _report(problems: list[Problem]) -> int:
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="pamd-hook", description="pamd's git hooks (see docs/hooks.md)."
+    )
+    parser.add_argument(
+        "--brain", metavar="DIR", help="the brain (default: the one containing the cwd)"
+    )
+    sub = parser.add_subparsers(dest="hook", required=True, metavar="HOOK")
+    for name, helptext in (
+        ("check", "format of changed brain files"),
+        ("secrets", "secrets in files"),
+        ("synapse", "edits under synapse/"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("filenames", nargs="*")
+        p.add_argument("--all", action="store_true", help="every file of the brain")
+    sub.add_parser("budget", help="tier token budgets").add_argument("filenames", nargs="*")
+    # git passes post-checkout/post-rewrite their own arguments; they are not files.
+    sub.add_parser("index", help="refresh the search index").add_argument("gitargs", nargs="*")
+    sub.add_parser("pre-commit", help="all commit-time checks on the staged files")
+    sub.add_parser("probe", help="run probes.jsonl with recall (needs the search stack)")
+    p = sub.add_parser("install", help="install the plain git hooks into .git/hooks")
+    p.add_argument("--force", action="store_true", help="replace hooks that are not pamd's")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except PamdError as exc:
+        print(f"pamd: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    brain = _brain(args.brain)
+    hook = args.hook
+    if hook == "index":
+        print(f"pamd: {index(brain)}", file=sys.stderr)
+        return 0
+    if hook == "probe":
+        return probe(brain)
+    if hook == "install":
+        from pamd.edge.githooks import install_hooks
+
+        for name in install_hooks(brain, force=args.force):
+            print(f"installed hook {name}")
+        return 0
+    if hook == "budget":
+        return _report(budget(brain))
+    if hook == "pre-commit":
+        rels = staged(brain)
+        problems = check_staged(brain, rels)
+        try:
+            problems += secrets(
+                brain, [r for r in rels if r.endswith(SCAN_SUFFIXES)], read_staged(brain)
+            )
+        except PamdError as exc:  # an older pamd without the scanner: say so, keep the other checks
+            print(f"pamd: warning: secrets not checked: {exc}", file=sys.stderr)
+        problems += synapse_readonly(brain, rels)
+        if not pamd_is_committing(brain):
+            problems += budget(brain)
+        return _report(problems)
+    rels = None if args.all else brain_rels(brain, args.filenames)
+    if hook == "check":
+        return _report(check(brain, rels))
+    if rels is None:
+        rels = all_files(brain)
+    if hook == "secrets":
+        return _report(secrets(brain, rels, read_tree(brain)))
+    if hook == "synapse":
+        return _report(synapse_readonly(brain, rels))
+    raise PamdError(f"unknown hook {hook!r}")  # pragma: no cover - argparse refuses first
+
+
+def check_staged(brain, rels: list[str]) -> list[Problem]:
+    """Format check of the staged versions (a plain hook sees the index, not the work tree)."""
+    from pamd.edge.check import check_text
+
+    problems: list[Problem] = []
+    read = read_staged(brain)
+    for rel in rels:
+        text = read(rel)
+        if text is not None:
+            problems += check_text(rel, text)
+    return problems
+
+
+def all_files(brain) -> list[str]:
+    """Every tracked or new file of the brain the secret scan reads."""
+    out = brain.repo.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return sorted({p for p in out.split("\0") if p.endswith(SCAN_SUFFIXES)})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

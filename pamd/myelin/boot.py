@@ -1,0 +1,167 @@
+"""`pamd boot`: the context an agent reads at session start, fitted to a token budget.
+
+Order: DNA, PRELOAD, STATE, MEMORY.md, then L3, L2, L1, L0 — newest detail
+last. Each section names the files it came from. Over budget, the entries of
+lowest retention are cut first and the cut is reported.
+
+Boot is a pure function of a tree and a time: by default the time of the
+commit it reads (its `Pamd-Now`, else the commit date), so `pamd boot --at
+COMMIT` rebuilds, byte for byte, what an agent booting at that commit read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pamd.core.entry import Entry, count_tokens, fmt_time
+from pamd.core.fmt import FormatError, parse_doc, split_frontmatter
+from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
+from pamd.encode.hippocampus import retention
+
+DNA_KEYS = ("reflexes", "learned_behaviors", "communication_patterns", "preferences")
+STATE_KEYS = ("current_focus", "active_goals", "hypotheses", "emotional_context", "updated")
+TIER_TITLES = {"L4": "Long-term memory", "L3": "Cold memory (topic one-liners)",
+               "L2": "Cool memory (summaries)", "L1": "Warm memory (summaries)", "L0": "Hot memory (raw)"}
+
+
+@dataclass
+class Section:
+    name: str
+    sources: list[str]
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return count_tokens(self.text)
+
+
+@dataclass
+class Boot:
+    name: str
+    now: datetime
+    budget: int
+    sections: list[Section] = field(default_factory=list)
+    cut_entries: int = 0
+    cut_tokens: int = 0
+    cut_below: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of the Markdown an agent reads (the budget is checked against this)."""
+        return count_tokens(self._render(0))
+
+    def markdown(self) -> str:
+        return self._render(self.tokens)
+
+    def _render(self, tokens: int) -> str:
+        # The token count in the header is padded, so it does not change the length it counts.
+        head = [f"# Boot context: {self.name} at {fmt_time(self.now)}",
+                f"<!-- pamd boot: {tokens:>9,} of {self.budget:,} tokens"
+                + (f"; cut {self.cut_entries} entries ({self.cut_tokens:,} tokens) of retention "
+                   f"< {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", ""]
+        body = [f"## {s.name} ({', '.join(s.sources)})\n\n{s.text.rstrip()}\n" for s in self.sections]
+        return "\n".join(head) + "\n".join(body)
+
+    def json(self) -> str:
+        return json.dumps({
+            "name": self.name, "now": fmt_time(self.now), "budget": self.budget, "tokens": self.tokens,
+            "cut": {"entries": self.cut_entries, "tokens": self.cut_tokens, "below_retention": self.cut_below},
+            "sections": [{"name": s.name, "sources": s.sources, "tokens": s.tokens, "text": s.text}
+                         for s in self.sections],
+        }, indent=2, ensure_ascii=False)
+
+
+def _yaml_lists(meta: dict[str, Any], keys: tuple[str, ...]) -> str:
+    out = []
+    for key in keys:
+        val = meta.get(key)
+        if not val:
+            continue
+        title = key.replace("_", " ").capitalize()
+        if isinstance(val, list):
+            out.append(f"**{title}:**")
+            for item in val:
+                text = item.get("text", item) if isinstance(item, dict) else item
+                out.append(f"- {' '.join(str(text).split())}")
+        else:
+            out.append(f"**{title}:** {' '.join(str(val).split())}")
+    return "\n".join(out)
+
+
+def _body(text: str, rel: str) -> tuple[dict[str, Any], str]:
+    try:
+        meta, lines, _ = split_frontmatter(text, rel)
+    except FormatError:
+        return {}, text  # boot never fails on a broken file: show it as it is
+    return meta, "\n".join(lines).strip()
+
+
+def _entry_line(e: Entry) -> str:
+    text = " ".join(e.text.split()) if e.tier != "L0" else e.text.replace("\n", "\n  ")
+    return f"- {fmt_time(e.ts)} {e.role}: {text}  <!-- {e.id} -->"
+
+
+def build(read: Callable[[str], str | None], files: list[str], config: dict[str, Any],
+          now: datetime, budget: int | None = None) -> Boot:
+    budget = int(budget or config.get("boot", {}).get("budget", 500_000))
+    boot = Boot(name=str(config["brain"].get("name", "agent")), now=now, budget=budget)
+    fixed: list[Section] = []
+    for rel, title, keys in ((DNA, "DNA", DNA_KEYS), (PRELOAD, "Preloaded memories", ()),
+                             (STATE, "State", STATE_KEYS)):
+        text = read(rel)
+        if text is None:
+            continue
+        meta, body = _body(text, rel)
+        parts = [p for p in (_yaml_lists(meta, keys) if keys else "", body) if p]
+        fixed.append(Section(title, [rel], "\n\n".join(parts)))
+    memory_pre = ""
+    by_tier: dict[str, list[tuple[Entry, str]]] = {t: [] for t in ("L4", "L3", "L2", "L1", "L0")}
+    for rel in sorted(f for f in files if tier_of(f)):
+        text = read(rel)
+        if text is None:
+            continue
+        try:
+            doc = parse_doc(text, rel, tier_of(rel) or "L0")
+        except FormatError:
+            continue
+        if rel == MEMORY:
+            memory_pre = doc.preamble.strip()
+        for e in doc.entries:
+            by_tier[e.tier].append((e, rel))
+    # Fit: the fixed sections always go in; entries are cut lowest retention first.
+    # Tokens are ~4 characters, so counting characters of the output is exact.
+    every = [e for items in by_tier.values() for e, _ in items]
+    cost = {e.id: len(_entry_line(e)) + 1 for e in every}
+    cut: set[str] = set()
+
+    def assemble() -> None:
+        boot.sections = list(fixed)
+        for tier, items in by_tier.items():
+            kept = sorted(((e, rel) for e, rel in items if e.id not in cut), key=lambda x: (x[0].ts, x[0].id))
+            pre = memory_pre if tier == "L4" else ""
+            if not kept and not pre:
+                continue
+            lines = ([pre, ""] if pre else []) + [_entry_line(e) for e, _ in kept]
+            boot.sections.append(Section(TIER_TITLES[tier], sorted({rel for _, rel in items}) or [MEMORY],
+                                         "\n".join(lines)))
+
+    assemble()
+    chars = len(boot.markdown())
+    if chars > budget * 4:
+        boot.cut_entries, boot.cut_tokens = 1, 1  # reserve room for the header's cut note
+        over = len(boot.markdown()) - budget * 4
+        for e in sorted(every, key=lambda e: (retention(e, config, now), e.ts, e.id)):
+            if over <= 0:
+                break
+            cut.add(e.id)
+            over -= cost[e.id]
+            boot.cut_below = max(boot.cut_below, retention(e, config, now))
+        boot.cut_entries = len(cut)
+        boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in every if e.id in cut)
+        assemble()
+        # Section headers of emptied tiers go too; never more than needed is cut.
+    return boot

@@ -1,0 +1,196 @@
+"""Myelination: memories that are recalled decay slower, preload at boot, become reflexes.
+
+Levels by recall count ([myelin] in pamd.toml): below `thin` normal; from
+`thin` decay slowed (see hippocampus.decay_rate); from `thick` copied to
+PRELOAD.md; from `reflex` a reflex in DNA.md. Demotion: a memory not recalled
+for `demote_after_days` loses half its recalls at the nightly defrag (one
+level down, roughly), and its clock restarts.
+Pure functions over parsed docs; the compaction run writes what they return.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from pamd.core.entry import Entry, fmt_time
+from pamd.core.fmt import Doc, FormatError, dump_yaml, split_frontmatter
+from pamd.errors import PamdError
+from pamd.myelin.recall_log import Pending
+
+NONE, THIN, THICK, REFLEX = "none", "thin", "thick", "reflex"
+
+
+def level(recalls: int, cfg: dict[str, Any]) -> str:
+    m = cfg["myelin"]
+    if recalls >= int(m["reflex"]):
+        return REFLEX
+    if recalls >= int(m["thick"]):
+        return THICK
+    if recalls >= int(m["thin"]):
+        return THIN
+    return NONE
+
+
+def fold(docs: dict[str, Doc], p: Pending) -> tuple[dict[str, Doc], set[str], int]:
+    """Add pending recall counts to the entries (or to the summary that replaced them)."""
+    if not p.counts:
+        return docs, set(), 0
+    owner: dict[str, str] = {}
+    for d in docs.values():
+        for e in d.entries:
+            owner[e.id] = e.id
+            for s in e.sources:
+                owner.setdefault(s, e.id)
+    add: Counter = Counter()
+    seen: dict[str, str] = {}
+    for eid, n in p.counts.items():
+        tgt = owner.get(eid)
+        if tgt:
+            add[tgt] += n
+            seen[tgt] = max(seen.get(tgt, ""), p.last_seen.get(eid, ""))
+    out, touched = dict(docs), set()
+    for rel, d in docs.items():
+        if any(e.id in add for e in d.entries):
+            out[rel] = Doc(d.meta, d.preamble, [
+                e.with_(recalls=e.recalls + add[e.id], seen=max(e.seen, seen.get(e.id, "")))
+                if e.id in add else e for e in d.entries], d.body_line)
+            touched.add(rel)
+    return out, touched, sum(add.values())
+
+
+def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[dict[str, Doc], set[str], int]:
+    days = float(cfg["myelin"].get("demote_after_days", 30))
+    cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
+    today = now.strftime("%Y-%m-%d")
+    out, touched, n = dict(docs), set(), 0
+    for rel, d in docs.items():
+        new = []
+        for e in d.entries:
+            if e.recalls >= int(cfg["myelin"]["thin"]) and e.seen and e.seen < cutoff:
+                e = e.with_(recalls=e.recalls // 2, seen=today)
+                n += 1
+            new.append(e)
+        if n and new != d.entries:
+            out[rel] = Doc(d.meta, d.preamble, new, d.body_line)
+            touched.add(rel)
+    return out, touched, n
+
+
+# ------------------------------------------------------------------ PRELOAD.md
+PRELOAD_HEAD = "## Myelinated memories"
+
+
+def render_preload(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
+    """PRELOAD.md: the person's preamble kept, pamd's section rebuilt from thick+ memories."""
+    keep = current.split("\n" + PRELOAD_HEAD, 1)[0].rstrip("\n")
+    thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
+                   key=lambda e: (-e.recalls, e.id))
+    lines = [keep, "", PRELOAD_HEAD, ""]
+    if not thick:
+        lines.append("(none yet: memories recalled 5+ times appear here)")
+    for e in thick:
+        text = " ".join(e.text.split())
+        lines.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} -->")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ DNA.md
+def parse_dna(text: str, path: str = "DNA.md") -> tuple[dict[str, Any], str]:
+    try:
+        meta, body, _ = split_frontmatter(text, path)
+    except FormatError as exc:
+        raise PamdError(f"{exc.problem}; pamd will not overwrite it",
+                        "fix the frontmatter (pamd check DNA.md) and commit") from None
+    for key in ("learned_behaviors", "communication_patterns", "reflexes", "preferences"):
+        if key in meta and not isinstance(meta[key], list):
+            raise PamdError(f"{path}: {key} must be a list; pamd will not overwrite it",
+                            "fix it and commit, then run again")
+    return meta, "\n".join(body)
+
+
+def merge_dna(text: str, reflexes: list[dict[str, Any]]) -> str:
+    """Add pamd's reflexes to DNA.md without touching what a person wrote.
+
+    A pamd item is a mapping with `from:` (its source ids); an item whose
+    sources are already listed is not added again, even if a person has since
+    reworded its text.
+    """
+    meta, body = parse_dna(text)
+    items = list(meta.get("reflexes") or [])
+    have = {tuple(sorted(i.get("from", []))) for i in items if isinstance(i, dict)}
+    have_text = {i if isinstance(i, str) else str(i.get("text", "")) for i in items}
+    changed = False
+    for r in reflexes:
+        key = tuple(sorted(r["from"]))
+        if key in have or r["text"] in have_text:
+            continue
+        items.append(r)
+        have.add(key)
+        changed = True
+    if not changed:
+        return text
+    meta["reflexes"] = items
+    return "---\n" + dump_yaml(meta) + "---\n" + body
+
+
+def recall_reflexes(entries: list[Entry], cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for e in sorted(entries, key=lambda e: (-e.recalls, e.id)):
+        if level(e.recalls, cfg) == REFLEX:
+            out.append({"text": _sentence(e.text, 200), "kind": "recalled", "from": [e.id],
+                        "recalls": e.recalls})
+    return out
+
+
+_FIX = re.compile(r"\b(fix(ed|es)?|solved|resolved|works now|the (cause|problem) was|workaround|"
+                  r"исправ|починил|решени|причина)", re.I)
+
+
+def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str]) -> list[dict[str, Any]]:
+    """Cortisol-tagged failures become reflexes: the failure, and what fixed it if it is known."""
+    m = cfg["myelin"]
+    min_imp = float(m.get("lesson_min_importance", 0.5))
+    limit = int(m.get("max_lessons_per_run", 5))
+    by_session: dict[tuple[str, str], list[Entry]] = {}
+    ordered = sorted(entries, key=lambda e: (e.ts, e.id))
+    for e in ordered:
+        if "cortisol" in e.neuro and e.importance >= min_imp and not e.sources and e.id not in already:
+            by_session.setdefault((e.session, e.ts.strftime("%Y-%m-%d")), []).append(e)
+    out = []
+    for (session, day), fails in sorted(by_session.items(), key=lambda kv: kv[1][0].ts):
+        first = fails[0]
+        fix = next((e for e in ordered if e.session == session and e.ts >= first.ts
+                    and e.id not in {f.id for f in fails} and _FIX.search(e.text)), None)
+        used = [*fails[:5], *([fix] if fix is not None else [])]
+        # The text is written by the summarizer (tier "lesson": "before X, check Y").
+        out.append({"text": "", "kind": "lesson", "from": [e.id for e in used], "day": day,
+                    "entries": used})
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _sentence(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    m = re.search(r"(?<=[.!?])\s", flat)
+    s = flat[: m.start()] if m and m.start() > 20 else flat
+    return s if len(s) <= limit else s[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def dna_sources(text: str) -> set[str]:
+    try:
+        meta, _ = parse_dna(text)
+    except PamdError:
+        return set()
+    out: set[str] = set()
+    for i in meta.get("reflexes") or []:
+        if isinstance(i, dict):
+            out.update(str(x) for x in i.get("from", []))
+    return out
+
+
+def stamp(now: datetime) -> str:
+    return fmt_time(now)

@@ -1,0 +1,85 @@
+"""The recall log: every hit `pamd recall` returns, appended at once to .pamd/recall.log.
+
+The log is untracked and append-only. Its first line names it (a random id);
+each pipeline commit folds the lines after the offset named by the previous
+fold's `Pamd-Recall-Log: ID@OFFSET` trailer into the entries' `recalls=`
+counts, and writes its own trailer. So a fold is part of the commit itself: a
+killed run folds nothing, a landed one can never be folded twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pamd.core.entry import fmt_time
+
+LOG = "recall.log"
+TRAILER = "Pamd-Recall-Log"
+
+
+def _path(state_dir: Path) -> Path:
+    return state_dir / LOG
+
+
+def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: str = "recall") -> None:
+    """Record hits; O_APPEND writes of one line each are atomic enough for concurrent recalls."""
+    if not ids:
+        return
+    state_dir.mkdir(parents=True, exist_ok=True)
+    p = _path(state_dir)
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(fd).st_size == 0:
+            os.write(fd, (json.dumps({"log": uuid.uuid4().hex[:12]}) + "\n").encode())
+        line = json.dumps({"ts": fmt_time(now), "ids": ids, "query": query[:200], "via": source},
+                          ensure_ascii=False)
+        os.write(fd, (line + "\n").encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Pending:
+    counts: Counter
+    last_seen: dict[str, str]  # id -> YYYY-MM-DD of its latest recall
+    marker: str  # "ID@OFFSET" to write as the trailer, "" when there is no log
+
+
+def pending(state_dir: Path, folded: str | None) -> Pending:
+    """Recalls logged since the fold marker `folded` (from the last pipeline commit)."""
+    p = _path(state_dir)
+    if not p.is_file():
+        return Pending(Counter(), {}, "")
+    data = p.read_bytes()
+    first, _, _ = data.partition(b"\n")
+    try:
+        log_id = json.loads(first)["log"]
+    except (ValueError, KeyError, TypeError):
+        log_id = "unnamed"
+    start = len(first) + 1
+    if folded and folded.startswith(log_id + "@"):
+        try:
+            start = max(start, int(folded.split("@", 1)[1]))
+        except ValueError:
+            pass
+    end = data.rfind(b"\n") + 1  # only whole lines
+    counts: Counter = Counter()
+    seen: dict[str, str] = {}
+    for raw in data[start:end].split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+            day = str(rec["ts"])[:10]
+            for eid in rec["ids"]:
+                counts[eid] += 1
+                seen[eid] = max(seen.get(eid, ""), day)
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn or hand-edited line is skipped, not fatal
+    return Pending(counts, seen, f"{log_id}@{max(end, start)}")

@@ -1,0 +1,39 @@
+"""Is the index in .pamd/ up to date with the tree? Cheap: stats and SQLite, no embedder."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from pamd.recall.sources import source_files
+
+
+def freshness(brain) -> str:
+    db_path = Path(brain.state_dir) / "index" / "index.sqlite"
+    if not db_path.is_file():
+        return "no index yet (`pamd index`, or the first `pamd recall`, builds it)"
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            known = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime_ns FROM files")}
+            meta = dict(db.execute("SELECT k, v FROM meta"))
+            chunks = db.execute("SELECT COUNT(*) FROM chunks WHERE alive = 1").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return f"unreadable ({exc}); the next recall rebuilds it"
+    stale = 0
+    on_disk = set()
+    for rel, _tier in source_files(brain.root):
+        on_disk.add(rel)
+        try:
+            st = (brain.root / rel).stat()
+        except OSError:
+            continue
+        if known.get(rel) != (st.st_size, st.st_mtime_ns):
+            stale += 1
+    stale += len(set(known) - on_disk)
+    model = meta.get("model", "?")
+    if stale:
+        return f"stale: {stale} files changed since it was built ({chunks} chunks, {model}); recall refreshes it"
+    return f"fresh: {chunks} chunks, {model}"

@@ -1,0 +1,83 @@
+"""Shared fixtures: real temporary git repos, git identity pinned, nothing touches $HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+SHARED = REPO.parent / "shared"
+CLAUDE = SHARED / "bench" / "data" / "claude-code"
+NOW = "2026-11-30T12:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    tmpl = tmp_path_factory.mktemp("git-template")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tmpl))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
+    subprocess.run(["git", "config", "--global", "user.email", "person@example.com"], check=True)
+    subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+    for var in ("PAMD_BRAIN", "PAMD_NOW", "GEMINI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+class Pamd:
+    """Run the real CLI in-process (fast) or as a subprocess (exit codes, stdin)."""
+
+    def __init__(self, cwd: Path, capsys) -> None:
+        self.cwd = cwd
+        self.capsys = capsys
+
+    def __call__(self, *args: str, now: str | None = NOW) -> tuple[int, str, str]:
+        from pamd.cli import main
+
+        argv = [*args]
+        if now and "--now" not in argv:
+            argv += ["--now", now]
+        old = os.getcwd()
+        os.chdir(self.cwd)
+        try:
+            self.capsys.readouterr()
+            code = main(argv)
+        finally:
+            os.chdir(old)
+        out = self.capsys.readouterr()
+        return code, out.out, out.err
+
+    def proc(self, *args: str, input: bytes | None = None, now: str | None = NOW, env=None):
+        argv = [sys.executable, "-m", "pamd", *args]
+        if now and "--now" not in args:
+            argv += ["--now", now]
+        return subprocess.run(argv, cwd=self.cwd, input=input, capture_output=True,
+                              env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def brain(tmp_path, capsys) -> Pamd:
+    """A fresh brain made by `pamd init`; call it like the CLI."""
+    root = tmp_path / "brain"
+    p = Pamd(tmp_path, capsys)
+    code, out, err = p("init", str(root))
+    assert code == 0, err
+    p.cwd = root
+    return p
+
+
+def head_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD").strip())

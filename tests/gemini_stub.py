@@ -1,0 +1,144 @@
+"""A stub of the Gemini REST API on 127.0.0.1, enough for the real google-genai client.
+
+It answers `POST /v1beta/models/{model}:generateContent`, records every request
+(path, headers, JSON body) and replies from a script of queued replies, falling
+back to `echo`: one summary per group it finds in the request, each naming the
+first message's text so tests can check order and batching.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+GENERATE = re.compile(r"/v1(?:beta|alpha)?/models/[\w.-]+:generateContent")
+
+
+@dataclass
+class StubRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        """The groups pamd sent (the JSON in the user turn)."""
+        text = self.body["contents"][0]["parts"][0]["text"]
+        return json.loads(text)["groups"]
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict -> JSON, str -> raw text
+    headers: dict[str, str] = field(default_factory=dict)
+    # What the reply reported as usage (filled for generated answers).
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+
+
+def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20) -> Reply:
+    """A 200 generateContent response whose text is `texts` (a list is sent as JSON)."""
+    text = texts if isinstance(texts, str) else json.dumps(texts, ensure_ascii=False)
+    body = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": text}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": output_tokens,
+            "totalTokenCount": prompt_tokens + output_tokens,
+        },
+        "modelVersion": "stub",
+    }
+    return Reply(200, body, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+
+
+def error(status: int, api_status: str, message: str = "stub error", details=None) -> Reply:
+    payload = {"error": {"code": status, "message": message, "status": api_status}}
+    if details is not None:
+        payload["error"]["details"] = details
+    return Reply(status, payload)
+
+
+def echo(request: StubRequest) -> Reply:
+    """One summary per group: "summary of <first message text>", sized from the request."""
+    texts = [f"summary of {g['messages'][0]['text']}"[: g["max_chars"]] for g in request.groups]
+    raw = json.dumps(request.body)
+    return answer(texts, prompt_tokens=len(raw) // 4, output_tokens=sum(len(t) for t in texts) // 4)
+
+
+class GeminiStub:
+    def __init__(self, responder: Callable[[StubRequest], Reply] = echo) -> None:
+        self.responder = responder
+        self.script: list[Reply] = []
+        self.requests: list[StubRequest] = []
+        self.replies: list[Reply] = []
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                request = StubRequest(
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=json.loads(raw or b"{}"),
+                )
+                if not GENERATE.fullmatch(self.path.split("?")[0]):
+                    reply = error(404, "NOT_FOUND", f"no route {self.path}")
+                    self._send(reply)
+                    return
+                with stub._lock:
+                    stub.requests.append(request)
+                    reply = stub.script.pop(0) if stub.script else None
+                if reply is None:
+                    reply = stub.responder(request)
+                with stub._lock:
+                    stub.replies.append(reply)
+                self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
+                data = (
+                    reply.body.encode() if isinstance(reply.body, str)
+                    else json.dumps(reply.body).encode()
+                )
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> GeminiStub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)

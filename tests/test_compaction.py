@@ -1,0 +1,288 @@
+"""Compaction and defrag against real brains: one commit per run, provenance, revert, faults."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import git, head_count
+
+from pamd.core.fmt import parse_doc
+
+START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def iso(dt):
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_week(path, days=2, per_day=12):
+    lines = []
+    for d in range(days):
+        for i in range(per_day):
+            ts = START + timedelta(days=d, minutes=25 * i)
+            text = [f"Anna asked for the Q{d % 4 + 1} revenue report with 1,{i}40 rows.",
+                    f"The export job failed with error code {400 + i} on staging.",
+                    "ok",
+                    f"We decided to keep invoices for {i + 2} years in cold storage.",
+                    f"The staging box {i} runs Debian 12 with nginx in front."][i % 5]
+            lines.append(json.dumps({"ts": iso(ts), "role": "user" if i % 2 else "assistant",
+                                     "text": text, "session": f"day{d}"}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def tier_entries(root):
+    out = []
+    for p in sorted(root.glob("memory/L*/*.md")) + [root / "MEMORY.md"]:
+        rel = str(p.relative_to(root))
+        tier = "L4" if rel == "MEMORY.md" else rel.split("/")[1]
+        out += parse_doc(p.read_text(), rel, tier).entries
+    return out
+
+
+def trailers(root, rev="HEAD"):
+    body = git(root, "log", "-1", "--format=%B", rev)
+    return {k: v.strip() for k, _, v in (ln.partition(":") for ln in body.splitlines() if ln.startswith("Pamd-"))}
+
+
+@pytest.fixture
+def week(brain, tmp_path):
+    f = write_week(tmp_path / "week.jsonl")
+    code, _, err = brain("ingest", str(f), now=iso(START + timedelta(days=2)))
+    assert code == 0, err
+    return brain
+
+
+def test_ageing_through_all_five_tiers_one_commit_per_run(week):
+    root = week.cwd
+    seen_tiers = set()
+    for hours in (6, 14, 24 * 4, 24 * 9):
+        now = iso(START + timedelta(days=1, hours=hours))
+        for cmd in ("compact", "defrag"):
+            n = head_count(root)
+            code, out, err = week(cmd, now=now)
+            assert code == 0, err
+            if "nothing to" in out:
+                assert head_count(root) == n
+                continue
+            assert head_count(root) == n + 1
+            t = trailers(root)
+            assert t["Pamd-Run"] == cmd and t["Pamd-Summarizer"] == "extractive"
+            assert {"Pamd-Tier-L0", "Pamd-Tier-L4", "Pamd-Compression", "Pamd-Tokens-In",
+                    "Pamd-Cost-USD", "Pamd-Model"} <= set(t)
+            seen_tiers |= {e.tier for e in tier_entries(root)}
+            assert git(root, "status", "--porcelain") == ""
+            assert week("check")[0] == 0
+    assert seen_tiers >= {"L1", "L2", "L3", "L4"}
+    final = tier_entries(root)
+    assert final and all(e.tier == "L4" for e in final if e.type != "decision")
+
+
+def test_nothing_to_do_makes_no_commit(week):
+    n = head_count(week.cwd)
+    code, out, _ = week("compact", now=iso(START + timedelta(days=2)))
+    assert code == 0
+    code, out, _ = week("compact", now=iso(START + timedelta(days=2)))
+    assert "nothing to compact" in out
+    assert head_count(week.cwd) == n + 1 or head_count(week.cwd) == n
+
+
+def test_plan_prints_decisions_and_writes_nothing(week):
+    n = head_count(week.cwd)
+    code, out, _ = week("compact", "--plan", now=iso(START + timedelta(days=1, hours=6)))
+    assert code == 0
+    assert "retention" in out.splitlines()[0]
+    assert "drop" in out and "compress" in out and "keep" in out
+    assert head_count(week.cwd) == n and git(week.cwd, "status", "--porcelain") == ""
+
+
+def test_expand_recovers_raw_text_from_an_l3_line(week):
+    root = week.cwd
+    week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    week("compact", now=iso(START + timedelta(days=2, hours=14)))
+    week("defrag", now=iso(START + timedelta(days=5)))
+    l3 = [e for e in tier_entries(root) if e.tier == "L3"]
+    assert l3, "defrag made no L3 one-liners"
+    target = l3[0]
+    assert "\n" not in target.text
+    code, out, err = week("expand", target.id, "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    raw = [f for f in found if f["id"].startswith("e-")]
+    assert raw and all(f["tier"] == "L0" for f in raw)
+    assert {f["tier"] for f in json.loads(week("expand", target.id, "--all", "--json")[1])} >= {"L3", "L2", "L0"}
+    source = (root.parent / "week.jsonl").read_text()
+    assert all(f["text"] in source for f in raw)
+    # by path:line as well
+    code, out2, _ = week("expand", f"{target.path}:{target.line_start + 1}", "--json")
+    assert json.loads(out2) == found
+
+
+def test_dropped_entries_are_recoverable(week):
+    root = week.cwd
+    week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    body = git(root, "log", "-1", "--format=%B")
+    dropped = [x.strip() for x in body.split("Dropped as trash")[1].split(":", 1)[1].split("\n")[0].split(",")]
+    code, out, _ = week("expand", dropped[0], "--json")
+    assert code == 0 and json.loads(out)[0]["text"] == "ok"
+
+
+def test_git_revert_of_a_defrag_restores_the_tree_and_pamd_goes_on(week):
+    root = week.cwd
+    week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    before = git(root, "rev-parse", "HEAD^{tree}").strip()
+    code, out, _ = week("defrag", now=iso(START + timedelta(days=5)))
+    assert code == 0 and "nothing" not in out
+    git(root, "revert", "--no-edit", "HEAD")
+    assert git(root, "rev-parse", "HEAD^{tree}").strip() == before
+    code, out, err = week("defrag", now=iso(START + timedelta(days=5)))
+    assert code == 0 and "pamd defrag" in out, err
+    assert week("check")[0] == 0
+
+
+def test_defrag_on_a_branch_leaves_the_checkout_alone(week):
+    root = week.cwd
+    week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    head = git(root, "rev-parse", "HEAD").strip()
+    code, out, err = week("defrag", "--branch", "defrag/nightly", now=iso(START + timedelta(days=5)))
+    assert code == 0, err
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert "Pamd-Run: defrag" in git(root, "log", "-1", "--format=%B", "defrag/nightly")
+    assert git(root, "rev-parse", "defrag/nightly^").strip() == head
+    assert git(root, "status", "--porcelain") == ""
+    assert week("defrag", "--branch", "../evil", now=iso(START + timedelta(days=5)))[0] == 1
+
+
+def _snapshot(root):
+    return git(root, "rev-parse", "HEAD").strip(), git(root, "status", "--porcelain")
+
+
+def test_person_edit_in_a_file_compaction_touches_is_refused(week):
+    root = week.cwd
+    l0 = sorted(root.glob("memory/L0/*.md"))[0]
+    l0.write_text(l0.read_text().replace("# L0", "# L0 (my note)"))
+    head, status = _snapshot(root)
+    code, _, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    assert code == 1 and "uncommitted edits" in err
+    assert _snapshot(root) == (head, status)
+    assert "(my note)" in l0.read_text()
+
+
+def test_a_broken_brain_file_stops_the_run(week):
+    root = week.cwd
+    l0 = sorted(root.glob("memory/L0/*.md"))[0]
+    l0.write_text(l0.read_text().replace("importance=", "importance=lots", 1))
+    git(root, "commit", "-qam", "person breaks a file")
+    head, status = _snapshot(root)
+    code, _, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    assert code == 1 and str(l0.relative_to(root)) in err
+    assert _snapshot(root) == (head, status)
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("summarizer exploded"), KeyboardInterrupt()])
+def test_a_failure_mid_run_leaves_the_repo_exactly_as_before(week, monkeypatch, exc):
+
+    root = week.cwd
+    head, status = _snapshot(root)
+    files = {p: p.read_text() for p in root.rglob("*.md") if ".git" not in p.parts}
+
+    from pamd.edge import brain as brain_mod
+
+    def boom(self, paths, message, author):
+        raise exc
+
+    monkeypatch.setattr(brain_mod.Repo, "commit", boom)
+    code, _, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    assert code in (3, 130)
+    assert _snapshot(root) == (head, status)
+    assert {p: p.read_text() for p in root.rglob("*.md") if ".git" not in p.parts} == files
+    assert not (root / ".pamd" / "txn.json").exists()
+
+
+def test_a_run_killed_between_write_and_commit_is_rolled_back_next_time(week, monkeypatch):
+    import os
+
+    from pamd.edge import brain as brain_mod
+
+    root = week.cwd
+    head, status = _snapshot(root)
+
+    def die(self, paths, message, author):
+        os._exit(9)
+
+    import multiprocessing as mp
+
+    def child():
+        monkeypatch.setattr(brain_mod.Repo, "commit", die)
+        from pamd.cli import main
+
+        os.chdir(root)
+        main(["compact", "--now", iso(START + timedelta(days=1, hours=6))])
+
+    p = mp.get_context("fork").Process(target=child)
+    p.start()
+    p.join()
+    assert p.exitcode == 9
+    assert git(root, "status", "--porcelain") != status  # the dead run left files behind
+    code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    assert code == 0, err
+    assert git(root, "status", "--porcelain") == status
+    assert head_count(root) >= 1 and git(root, "rev-parse", "HEAD^").strip() == head
+
+
+def test_run_due_and_the_schedule(week):
+    now = START + timedelta(days=2, hours=4)  # after 02:30: defrag is due
+    code, out, _ = week("run-due", "--list", now=iso(now))
+    assert out.strip() == "defrag"
+    week("run-due", now=iso(now))
+    code, out, _ = week("run-due", "--list", now=iso(now + timedelta(minutes=10)))
+    assert out.strip() == "nothing due"
+    code, out, _ = week("run-due", "--list", now=iso(now + timedelta(minutes=31)))
+    assert out.strip() == "compact"
+    code, out, _ = week("run-due", "--list", now=iso(now + timedelta(days=1)))
+    assert out.strip() == "defrag"
+
+
+def test_daemon_runs_compact_and_stops_cleanly_on_sigterm(week):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.01"],
+                            cwd=week.cwd, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    log = ""
+    while time.time() < deadline and "compact:" not in log:
+        time.sleep(0.3)
+        if "Pamd-Run: compact" in git(week.cwd, "log", "-1", "--format=%B"):
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, log = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert "compact: pamd compact:" in log and "stopped" in log
+
+
+def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_raw(brain):
+    root = brain.cwd
+    (root / "memory").mkdir(exist_ok=True)
+    (root / "memory" / "2026-11-20.md").write_text(
+        "# 2026-11-20\n\n- 09:15 The staging box now runs Debian 12.\n- 10:00 Boris owns the release checklist.\n")
+    git(root, "add", "memory/2026-11-20.md")
+    git(root, "commit", "-qm", "agent writes a daily note")
+    code, out, err = brain("defrag", now="2026-11-25T02:30:00Z")
+    assert code == 0, err
+    assert not (root / "memory" / "2026-11-20.md").exists()
+    assert (root / "memory" / "daily" / "2026-11-20.md").read_text().startswith("# 2026-11-20")
+    raw = tier_entries(root)
+    assert {e.tier for e in raw} == {"L0"} and any("Boris" in e.text for e in raw)
+    assert "Archived 1 daily notes" in git(root, "log", "-1", "--format=%B")
+    code, out, err = brain("defrag", now="2026-11-26T02:30:00Z")
+    assert code == 0, err
+    summary = next(e for e in tier_entries(root) if e.sources)
+    texts = [f["text"] for f in json.loads(brain("expand", summary.id, "--json")[1])]
+    assert any("Boris owns the release checklist." in t for t in texts)
+    assert brain("fsck")[0] == 0

@@ -1,0 +1,362 @@
+"""Two runs at once, a killed lock holder, and a person editing while the daemon works.
+
+Real `pamd` subprocesses on real brains. A brain's own pre-commit hook that
+sleeps holds a run inside its commit for as long as a test needs, so the
+overlap of two runs is certain, not a matter of luck.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import git
+from test_compaction import START, iso, write_week
+
+from pamd.core.fmt import parse_doc
+
+COMPACT_NOW = iso(START + timedelta(days=1, hours=6))
+
+
+def start(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pamd", *args], cwd=root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
+
+
+def slow_commits(root: Path, seconds: float) -> Path:
+    """Make every commit of this brain sit `seconds` in its pre-commit hook; return its marker."""
+    marker = root / ".git" / "hook-started"
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\ntouch .git/hook-started\nsleep {seconds}\n")
+    hook.chmod(0o755)
+    return marker
+
+
+def no_hooks(root: Path) -> None:
+    (root / ".git" / "hooks" / "pre-commit").unlink(missing_ok=True)
+    (root / ".git" / "hook-started").unlink(missing_ok=True)
+
+
+def wait_for(path: Path, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def set_git_config(root: Path, **values) -> None:
+    cfg = root / "pamd.toml"
+    text = cfg.read_text()
+    for key, value in values.items():
+        old = next(ln for ln in text.splitlines() if ln.startswith(f"{key} ="))
+        text = text.replace(old, f"{key} = {json.dumps(value)}")
+    cfg.write_text(text)
+    git(root, "commit", "-qam", "config")
+
+
+def pamd_commits(root: Path, since: str) -> list[str]:
+    return git(root, "rev-list", "--reverse", f"{since}..HEAD", "--grep=^Pamd-Run-Id: ").split()
+
+
+def assert_linear_one_commit_per_run(root: Path, since: str) -> None:
+    assert git(root, "rev-list", "--merges", "--count", f"{since}..HEAD").strip() == "0"
+    for sha in pamd_commits(root, since):
+        body = git(root, "log", "-1", "--format=%B", sha)
+        assert body.count("Pamd-Run-Id: ") == 1
+
+
+def all_ids(root: Path) -> set[str]:
+    """Every id the tree knows: entries, summaries' sources, the ingest ledger."""
+    ids = set()
+    for p in [*root.glob("memory/L*/*.md"), root / "MEMORY.md"]:
+        for e in parse_doc(p.read_text(), str(p), "L0").entries:
+            ids.add(e.id)
+            ids.update(e.sources)
+    for p in root.glob("memory/ledger/*.txt"):
+        ids.update(p.read_text().split())
+    return ids
+
+
+@pytest.fixture
+def week(brain, tmp_path):
+    f = write_week(tmp_path / "week.jsonl")
+    code, _, err = brain("ingest", str(f), now=iso(START + timedelta(days=2)))
+    assert code == 0, err
+    return brain
+
+
+def more_messages(tmp_path: Path, n: int = 5, day: int = 1) -> Path:
+    f = tmp_path / f"more-{day}.jsonl"
+    rows = [{"ts": iso(START + timedelta(days=day, hours=5, minutes=i)), "role": "user",
+             "text": f"Late message {i}: Anna shipped v{i}."} for i in range(n)]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return f
+
+
+def test_two_compacts_at_once_the_second_waits_then_finds_the_work_done(week, tmp_path):
+    root = week.cwd
+    ref = tmp_path / "ref"
+    subprocess.run(["git", "clone", "-q", str(root), str(ref)], check=True)
+    assert week("compact", "--brain", str(ref), now=COMPACT_NOW)[0] == 0
+    head0 = git(root, "rev-parse", "HEAD").strip()
+    marker = slow_commits(root, 1.0)
+    a = start(root, "compact", "--now", COMPACT_NOW)
+    wait_for(marker)  # a holds the lock, inside its commit
+    b = start(root, "compact", "--now", COMPACT_NOW)
+    out_a, err_a = a.communicate(timeout=60)
+    out_b, err_b = b.communicate(timeout=60)
+    assert a.returncode == 0 and b.returncode == 0, (err_a, err_b)
+    assert "pamd compact:" in out_a and "nothing to compact" in out_b
+    assert len(pamd_commits(root, head0)) == 1
+    assert_linear_one_commit_per_run(root, head0)
+    assert git(root, "rev-parse", "HEAD^{tree}") == git(ref, "rev-parse", "HEAD^{tree}")
+
+
+def test_compact_and_ingest_at_once_lose_nothing(week, tmp_path):
+    root = week.cwd
+    head0 = git(root, "rev-parse", "HEAD").strip()
+    before = all_ids(root)
+    marker = slow_commits(root, 1.0)
+    a = start(root, "compact", "--now", COMPACT_NOW)
+    wait_for(marker)
+    b = start(root, "ingest", str(more_messages(tmp_path)), "--now", COMPACT_NOW)
+    t = time.monotonic()
+    _, err_a = a.communicate(timeout=60)
+    _, err_b = b.communicate(timeout=60)
+    assert a.returncode == 0 and b.returncode == 0, (err_a, err_b)
+    assert time.monotonic() - t >= 0.5  # b had to wait for a's commit and make its own
+    commits = pamd_commits(root, head0)
+    assert [git(root, "log", "-1", "--format=%(trailers:key=Pamd-Run,valueonly)", c).strip()
+            for c in commits] == ["compact", "ingest"]
+    assert_linear_one_commit_per_run(root, head0)
+    # Nothing lost: every entry before is still an entry, a summary's source or in
+    # the ledger, and the five new messages are in the tree as entries.
+    after = all_ids(root)
+    assert before <= after
+    texts = [e.text for p in root.glob("memory/L0/*.md") for e in parse_doc(p.read_text()).entries]
+    assert sum("Late message" in t for t in texts) == 5
+    assert git(root, "status", "--porcelain") == ""
+    assert week("check")[0] == 0
+
+
+def test_on_lock_fail_exits_75_with_one_clear_line_and_changes_nothing(week, tmp_path):
+    root = week.cwd
+    set_git_config(root, on_lock="fail")
+    head0 = git(root, "rev-parse", "HEAD").strip()
+    marker = slow_commits(root, 1.5)
+    a = start(root, "compact", "--now", COMPACT_NOW)
+    wait_for(marker)
+    b = start(root, "ingest", str(more_messages(tmp_path)), "--now", COMPACT_NOW)
+    out_b, err_b = b.communicate(timeout=30)
+    assert a.wait(timeout=60) == 0
+    assert b.returncode == 75
+    assert err_b.startswith("pamd: error: another pamd run holds the brain's lock (pid ")
+    assert err_b.count("\n") == 1 and "Traceback" not in err_b
+    assert len(pamd_commits(root, head0)) == 1  # only a's
+    no_hooks(root)
+    assert week("ingest", str(more_messages(tmp_path)), now=COMPACT_NOW)[0] == 0  # later: fine
+
+
+def test_wait_gives_up_after_lock_timeout_with_exit_75(week, tmp_path):
+    root = week.cwd
+    set_git_config(root, lock_timeout=0.5)
+    marker = slow_commits(root, 3)
+    a = start(root, "compact", "--now", COMPACT_NOW)
+    wait_for(marker)
+    t = time.monotonic()
+    b = start(root, "compact", "--now", COMPACT_NOW)
+    _, err_b = b.communicate(timeout=30)
+    waited = time.monotonic() - t
+    assert b.returncode == 75 and "holds the brain's lock" in err_b
+    assert 0.4 <= waited < 2.8  # it waited, but not for a's whole commit
+    assert a.wait(timeout=60) == 0
+
+
+def test_a_killed_lock_holder_does_not_block_the_next_run(week):
+    root = week.cwd
+    head0 = git(root, "rev-parse", "HEAD").strip()
+    marker = slow_commits(root, 60)
+    a = start(root, "compact", "--now", COMPACT_NOW)
+    wait_for(marker)
+    os.killpg(a.pid, signal.SIGKILL)  # pamd, its git commit and the hook
+    a.wait()
+    no_hooks(root)
+    t = time.monotonic()
+    code, out, err = week("compact", now=COMPACT_NOW)
+    assert code == 0, err
+    assert time.monotonic() - t < 10  # the kernel dropped the dead run's flock
+    assert len(pamd_commits(root, head0)) == 1
+    assert git(root, "status", "--porcelain") == ""
+    assert not (root / ".git" / "index.lock").exists()
+
+
+def test_an_orphaned_git_commit_keeps_the_brain_locked_until_it_exits(week, tmp_path):
+    """kill -9 of pamd alone leaves its `git commit` running; the next run must wait for it.
+
+    Without the lock fd passed to git, the next run would recover (delete
+    index.lock, roll the files back) while the orphan goes on to commit the dead
+    run's tree under it.
+    """
+    root = week.cwd
+    ref = tmp_path / "ref"
+    subprocess.run(["git", "clone", "-q", str(root), str(ref)], check=True)
+    assert week("compact", "--brain", str(ref), now=COMPACT_NOW)[0] == 0
+    head0 = git(root, "rev-parse", "HEAD").strip()
+    marker = slow_commits(root, 2)
+    a = start(root, "compact", "--now", COMPACT_NOW)
+    wait_for(marker)
+    os.kill(a.pid, signal.SIGKILL)  # pamd only: its git commit lives on, sleeping in the hook
+    a.wait()
+    t = time.monotonic()
+    b = start(root, "compact", "--now", COMPACT_NOW)
+    out_b, err_b = b.communicate(timeout=60)
+    assert b.returncode == 0, err_b
+    assert time.monotonic() - t >= 1.0  # b waited for the orphan
+    no_hooks(root)
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "rev-list", "--count", f"{head0}..HEAD").strip() == "1"
+    assert git(root, "rev-parse", "HEAD^{tree}") == git(ref, "rev-parse", "HEAD^{tree}")
+    assert week("check")[0] == 0
+
+
+# ---------------------------------------------------------------- person + machine
+
+
+def test_a_persons_commit_during_a_run_is_never_undone(week, monkeypatch):
+    """A person commits DNA.md after the run read it and before it wrote: nothing is undone."""
+    from pamd.consolidate import compaction
+
+    root = week.cwd
+    real = compaction.summarize_plan
+
+    def person_commits_meanwhile(*args, **kwargs):
+        dna = root / "DNA.md"
+        dna.write_text(dna.read_text() + "\nA person's line, committed mid-run.\n")
+        git(root, "commit", "-qam", "person edits DNA")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compaction, "summarize_plan", person_commits_meanwhile)
+    head = git(root, "rev-parse", "HEAD").strip()
+    code, _, err = week("compact", now=COMPACT_NOW)
+    assert code == 1 and "changed while pamd was running" in err
+    assert "committed mid-run" in (root / "DNA.md").read_text()
+    assert git(root, "rev-parse", "HEAD~1").strip() == head  # only the person's commit
+    assert git(root, "status", "--porcelain") == ""
+    monkeypatch.setattr(compaction, "summarize_plan", real)
+    assert week("compact", now=COMPACT_NOW)[0] == 0  # the next run does the work
+    assert "committed mid-run" in (root / "DNA.md").read_text()
+
+
+def person_git(root: Path, *args: str) -> None:
+    """git as a person uses it: when pamd's git holds index.lock, try again."""
+    for _ in range(50):
+        r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        if r.returncode == 0:
+            return
+        assert "index.lock" in r.stderr, r.stderr
+        time.sleep(0.05)
+    raise AssertionError(f"git {args} kept failing")
+
+
+def test_person_edits_memory_and_dna_while_the_daemon_runs(brain, tmp_path):
+    root = brain.cwd
+    # Old messages for the daemon's real-clock compactions to work on, with failures
+    # (cortisol lessons go to DNA.md) so its commits touch the files the person edits.
+    f = tmp_path / "old.jsonl"
+    t0 = datetime.now(UTC) - timedelta(days=2)
+    f.write_text("".join(json.dumps({"ts": (t0 + timedelta(minutes=7 * i)).isoformat(),
+                                     "role": "user", "session": f"s{i % 3}",
+                                     "text": f"The deploy {i} failed with error {500 + i}."}) + "\n"
+                         for i in range(24)))
+    assert brain("ingest", str(f), now=None)[0] == 0
+    head0 = git(root, "rev-parse", "HEAD").strip()
+    daemon = start(root, "daemon", "--compact-every", "0.02")
+    person_lines = []
+    try:
+        memory = root / "MEMORY.md"
+        dna = root / "DNA.md"
+        for i in range(12):
+            time.sleep(0.4)
+            line = f"Person's committed DNA note {i}."
+            dna.write_text(dna.read_text() + f"\n{line}\n")
+            person_git(root, "add", "DNA.md")
+            person_git(root, "commit", "-qm", f"person {i}", "--", "DNA.md")
+            person_lines.append(line)
+            if i == 4:  # an edit the person keeps uncommitted from here on
+                memory.write_text(memory.read_text() + "\nMy uncommitted MEMORY note.\n")
+            # The agent keeps talking meanwhile.
+            assert brain("remember", f"Deploy {i} failed with error {i}", now=None)[0] == 0
+        time.sleep(2.5)  # let the daemon run at least once more
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        _, log = daemon.communicate(timeout=60)
+    assert daemon.returncode == 0, log
+    assert "Traceback" not in log
+    runs = [c for c in pamd_commits(root, head0)
+            if "Pamd-Run: compact" in git(root, "log", "-1", "--format=%B", c)]
+    assert runs, f"the daemon never committed:\n{log}"
+    assert_linear_one_commit_per_run(root, head0)
+    # No edit lost: every committed line is in the tree, the uncommitted edit is
+    # still uncommitted and only in the work tree.
+    text = (root / "DNA.md").read_text()
+    assert all(line in text for line in person_lines)
+    assert "My uncommitted MEMORY note." in (root / "MEMORY.md").read_text()
+    assert git(root, "status", "--porcelain").strip() == "M MEMORY.md"
+    for c in pamd_commits(root, head0):
+        stat = git(root, "show", "--stat", "--format=", c)
+        diff = git(root, "show", "--format=", c, "--", "DNA.md", "MEMORY.md")
+        removed = [ln for ln in diff.splitlines() if ln.startswith("-") and "Person's" in ln]
+        assert not removed, f"pamd commit {c} undid a person's line:\n{diff}"
+        assert "uncommitted MEMORY note" not in git(root, "show", c), f"swept into {c}:\n{stat}"
+    touched = [c for c in pamd_commits(root, head0)
+               if "DNA.md" in git(root, "show", "--name-only", "--format=", c)]
+    assert touched, "no daemon commit wrote DNA.md: the race was never run"
+
+
+@pytest.mark.parametrize("moment", ["before-write", "before-git-add"])
+def test_an_edit_saved_mid_commit_is_neither_overwritten_nor_swept(week, monkeypatch, moment):
+    """A person's editor saves STATE.md in the instant between pamd's checks and its commit."""
+    from pamd.edge import brain as brain_mod
+
+    root = week.cwd
+    state = root / "STATE.md"
+    mine = state.read_text() + "\nThe person's edit, saved at the worst moment.\n"
+    head = git(root, "rev-parse", "HEAD").strip()
+    if moment == "before-write":
+        real_dirty = brain_mod.Repo.dirty
+
+        def dirty_then_person_saves(self, paths=None):
+            found = real_dirty(self, paths)
+            if paths and "STATE.md" in paths:
+                state.write_text(mine)
+            return found
+
+        monkeypatch.setattr(brain_mod.Repo, "dirty", dirty_then_person_saves)
+    else:
+        real_write = brain_mod.write_atomic
+
+        def write_then_person_saves(path, text):
+            real_write(path, text)
+            if path == state:
+                state.write_text(mine)
+
+        monkeypatch.setattr(brain_mod, "write_atomic", write_then_person_saves)
+    code, _, err = week("compact", now=COMPACT_NOW)
+    assert code == 1 and "STATE.md changed while pamd was" in err
+    assert state.read_text() == mine  # not overwritten
+    assert git(root, "rev-parse", "HEAD").strip() == head  # not swept into a commit
+    assert git(root, "status", "--porcelain").strip() == "M STATE.md"
+    assert not (root / ".pamd" / "txn.json").exists()
+    monkeypatch.undo()
+    git(root, "commit", "-qam", "person's STATE edit")
+    assert week("compact", now=COMPACT_NOW)[0] == 0
+    assert "worst moment" in state.read_text() or "worst moment" in git(root, "show", "HEAD~1")

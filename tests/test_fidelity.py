@@ -1,0 +1,79 @@
+"""Fidelity: probes that fail when a compaction loses a fact, and pamd eval end to end."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git
+
+
+def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
+    f = tmp_path / "s.jsonl"
+    rows = [
+        {"ts": "2026-11-30T08:00:00Z", "role": "user", "text": "We decided to host billing on Postgres 16.",
+         "session": "p"},
+        {"ts": "2026-11-30T08:01:00Z", "role": "tool",
+         "text": "[tool result] cron: staging password rotation runs on the 3rd of each month", "session": "p"},
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T08:05:00Z")[0] == 0
+    (brain.cwd / "probes.jsonl").write_text(
+        '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\n'
+        '{"question": "when does the staging password rotation run", "expect_text": "3rd of each month"}\n')
+    git(brain.cwd, "add", "probes.jsonl")
+    git(brain.cwd, "commit", "-qm", "probes")
+    code, out, err = brain("probe", now="2026-11-30T08:10:00Z")
+    assert code == 0, out + err
+    assert "2 of 2 probes resolve" in out
+    code, plan, _ = brain("compact", "--plan", now="2026-11-30T13:00:00Z")
+    tool_line = next(ln for ln in plan.splitlines() if "drop" in ln)
+    assert "drop" in tool_line
+    assert brain("compact", now="2026-11-30T13:00:00Z")[0] == 0
+    code, out, _ = brain("probe", "--json", now="2026-11-30T13:05:00Z")
+    assert code == 1
+    res = json.loads(out)
+    assert res[0]["rank"] is not None and res[1]["rank"] is None
+
+
+def test_probe_bad_file_is_one_clear_line(brain):
+    code, _, err = brain("probe")
+    assert code == 1 and "no probes.jsonl" in err
+    (brain.cwd / "probes.jsonl").write_text("{not json\n")
+    code, _, err = brain("probe")
+    assert code == 1 and "probes.jsonl:1:" in err
+
+
+def _tiny_locomo(path):
+    turns = [("D1:1", "Ana", "I adopted a grey cat named Pixel last week."),
+             ("D1:2", "Ben", "Nice! I started learning the cello in March."),
+             ("D1:3", "Ana", "ok"),
+             ("D2:1", "Ana", "Pixel knocked my laptop off the desk and it broke."),
+             ("D2:2", "Ben", "My cello teacher lives in Lisbon, we meet on Tuesdays.")]
+    conv = {"speaker_a": "Ana", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [],
+            "session_2_date_time": "2:00 pm on 9 May, 2023", "session_2": []}
+    for dia, sp, text in turns:
+        conv[f"session_{dia[1]}"].append({"speaker": sp, "dia_id": dia, "text": text})
+    qa = [{"question": "What is the name of Ana's cat?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+          {"question": "Where does Ben's cello teacher live?", "answer": "Lisbon", "evidence": ["D2:2"], "category": 4},
+          {"question": "What did the cat break?", "answer": "laptop", "evidence": ["D2:1", "D1:1"], "category": 1}]
+    path.write_text(json.dumps([{"sample_id": "tiny", "conversation": conv, "qa": qa}]))
+    return path
+
+
+def test_eval_ages_a_locomo_file_and_plots(brain, tmp_path):
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    png = tmp_path / "fidelity.png"
+    code, out, err = brain("eval", str(qa), "--json", "--plot", str(png), "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    rep = json.loads(out)
+    ages = [p["age"] for p in rep["points"]]
+    assert ages == ["raw", "1h", "6h", "1d", "4d", "8d"]
+    raw, last = rep["points"][0], rep["points"][-1]
+    assert raw["tokens"]["L0"] == rep["raw_tokens"] and raw["ratio"] == 1.0
+    assert raw["prov"]["R@10"] == 1.0  # three questions, five messages: raw recall finds all
+    assert last["tokens"]["L0"] == 0 and last["tokens"]["L4"] > 0 and last["ratio"] > 1
+    assert last["prov"]["R@10"] >= last["tree"]["R@10"]
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    code, out, _ = brain("eval", str(qa), "--workdir", str(tmp_path / "w2"))
+    assert "prov R@10" in out.splitlines()[0] and "at 8d:" in out

@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import CLAUDE, DATA, git, head_count
+
+from pamd.core.fmt import parse_doc
+
+
+def entries(root):
+    out = []
+    for p in sorted((root / "memory" / "L0").glob("*.md")):
+        out += parse_doc(p.read_text(), str(p.relative_to(root))).entries
+    return out
+
+
+def test_ingest_pamd_jsonl_tags_scores_and_commits_once(brain):
+    before = head_count(brain.cwd)
+    code, out, err = brain("ingest", str(DATA / "pamd.jsonl"))
+    assert code == 0, err
+    assert head_count(brain.cwd) == before + 1
+    es = entries(brain.cwd)
+    assert len(es) == 6
+    assert all(0 <= e.importance <= 1 and e.type for e in es)
+    assert es[0].session == "s1" and es[0].role == "user"
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert msg.startswith("pamd ingest: 6 entries from pamd.jsonl")
+    assert "Pamd-Entries-Added: 6" in msg and "Tags:" in msg
+    assert git(brain.cwd, "status", "--porcelain") == ""
+
+
+def test_reingest_adds_nothing_and_makes_no_commit(brain):
+    brain("ingest", str(DATA / "pamd.jsonl"))
+    n = head_count(brain.cwd)
+    code, out, _ = brain("ingest", str(DATA / "pamd.jsonl"))
+    assert code == 0 and "nothing new" in out
+    assert head_count(brain.cwd) == n
+
+
+@pytest.mark.parametrize("name,count,roles", [
+    ("openai.json", 4, {"system", "user", "assistant", "tool"}),
+    ("openai.jsonl", 2, {"user", "assistant"}),
+    ("2026-11-28.md", 4, {"note"}),
+    ("claude-mini.jsonl", 5, {"user", "assistant", "tool", "system"}),
+])
+def test_each_format_is_detected_and_ingested(brain, name, count, roles):
+    code, out, err = brain("ingest", str(DATA / name))
+    assert code == 0, err
+    es = entries(brain.cwd)
+    assert len(es) == count
+    assert {e.role for e in es} == roles
+    assert not any("secret scratchpad" in e.text for e in es)  # thinking is not remembered
+    assert not any("session is being continued" in e.text or "Your task is to create" in e.text for e in es)
+
+
+def test_daily_note_times_come_from_the_note(brain):
+    brain("ingest", str(DATA / "2026-11-28.md"))
+    es = entries(brain.cwd)
+    first = next(e for e in es if "Anna" in e.text)
+    assert first.ts.isoformat() == "2026-11-28T09:15:00+00:00"
+    assert first.text == "Standup: Anna owns the release checklist."
+    assert any("spans two lines" in e.text for e in es)
+
+
+def test_real_claude_code_sessions_with_subagents(brain):
+    files = [str(CLAUDE / "short.jsonl"), str(CLAUDE / "subagent.jsonl")]
+    code, out, err = brain("ingest", *files)
+    assert code == 0, err
+    es = entries(brain.cwd)
+    assert len(es) > 40
+    assert {"user", "assistant", "tool"} <= {e.role for e in es}
+    # the pamd repo's format check passes on what ingest wrote
+    assert brain("check")[0] == 0
+
+
+def test_stdin_and_forced_format(brain):
+    data = (DATA / "openai.jsonl").read_bytes()
+    r = brain.proc("ingest", "-", "--format", "openai", input=data)
+    assert r.returncode == 0, r.stderr
+    assert len(entries(brain.cwd)) == 2
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b'{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "ok"}\n{not json\n', "malformed JSON"),
+    (b"\x00\x01\x02binary\x00", "binary"),
+    (b"\xff\xfe\xfa not utf8", "UTF-8"),
+    (b"just some words\n", "unknown format"),
+    (b'{"ts": "yesterday-ish", "role": "user", "text": "x"}\n', "bad timestamp"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(brain, tmp_path, content, needle):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    n = head_count(brain.cwd)
+    r = brain.proc("ingest", str(bad))
+    err = r.stderr.decode()
+    assert r.returncode == 1
+    assert err.startswith("pamd: error:") and needle in err and err.count("\n") == 1
+    assert head_count(brain.cwd) == n
+    assert git(brain.cwd, "status", "--porcelain") == ""
+
+
+def test_a_ten_megabyte_message_is_refused(brain, tmp_path):
+    big = tmp_path / "big.jsonl"
+    big.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "x" * (10 << 20)}))
+    code, _, err = brain("ingest", str(big))
+    assert code == 1 and "larger than 1 MiB" in err
+    assert not (brain.cwd / "memory" / "L0").exists()
+
+
+def test_missing_file_and_a_bad_file_among_good_ones(brain, tmp_path):
+    code, _, err = brain("ingest", str(tmp_path / "missing.jsonl"))
+    assert code == 1 and "no such file" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n")
+    code, _, err = brain("ingest", str(DATA / "pamd.jsonl"), str(bad))
+    assert code == 1
+    assert not (brain.cwd / "memory").exists()  # the good file was not half-ingested
+
+
+def test_uncommitted_edit_to_a_file_ingest_would_touch_is_refused(brain):
+    brain("ingest", str(DATA / "pamd.jsonl"))
+    l0 = next((brain.cwd / "memory" / "L0").glob("*.md"))
+    l0.write_text(l0.read_text() + "\n")  # a person's uncommitted edit
+    more = brain.cwd.parent / "more.jsonl"
+    more.write_text('{"ts": "2026-11-30T11:00:00Z", "role": "user", "text": "another thing"}\n')
+    code, _, err = brain("ingest", str(more))
+    assert code == 1 and "uncommitted edits" in err
+    assert l0.read_text().endswith("\n\n")  # the person's edit is still there
+
+
+def test_other_uncommitted_edits_are_not_swept_into_the_commit(brain):
+    (brain.cwd / "MEMORY.md").write_text((brain.cwd / "MEMORY.md").read_text() + "my note\n")
+    (brain.cwd / "scratch.txt").write_text("untracked\n")
+    assert brain("ingest", str(DATA / "pamd.jsonl"))[0] == 0
+    changed = git(brain.cwd, "show", "--name-only", "--format=", "HEAD").split()
+    assert all(p.startswith("memory/") for p in changed)
+    status = git(brain.cwd, "status", "--porcelain")
+    assert " M MEMORY.md" in status and "?? scratch.txt" in status
+
+
+def test_remember_one_entry(brain):
+    code, out, err = brain("remember", "We decided to ship v2 on Friday", "--type", "decision")
+    assert code == 0, err
+    es = entries(brain.cwd)
+    assert len(es) == 1 and es[0].type == "decision"
+    assert "pamd remember" in git(brain.cwd, "log", "-1", "--format=%s")
+    assert brain("remember", "   ")[0] == 1
+
+
+def test_now_and_pamd_now(brain, monkeypatch):
+    monkeypatch.setenv("PAMD_NOW", "2030-01-02T03:04:05Z")
+    brain("remember", "time travel", now=None)
+    assert entries(brain.cwd)[0].ts.year == 2030
+    assert brain("remember", "x", now="not-a-time")[0] == 1
+
+
+def test_check_reports_file_and_line(brain):
+    brain("ingest", str(DATA / "pamd.jsonl"))
+    l0 = next((brain.cwd / "memory" / "L0").glob("*.md"))
+    lines = l0.read_text().split("\n")
+    idx = next(i for i, ln in enumerate(lines) if ln.startswith("type="))
+    lines[idx] = lines[idx].replace("type=", "kind=")
+    l0.write_text("\n".join(lines))
+    code, out, _ = brain("check")
+    assert code == 1
+    assert f"{l0.relative_to(brain.cwd)}:{idx + 1}:" in out
+
+
+def test_check_catches_broken_dna_frontmatter(brain):
+    (brain.cwd / "DNA.md").write_text("---\nreflexes: [unclosed\n---\n")
+    code, out, _ = brain("check")
+    assert code == 1 and out.startswith("DNA.md:")
+
+
+def test_ingest_copies_nothing_outside_the_brain(brain, tmp_path):
+    evil = tmp_path / "..%2f..%2fevil.jsonl"
+    shutil.copy(DATA / "pamd.jsonl", evil)
+    assert brain("ingest", str(evil))[0] == 0
+    assert not (tmp_path / "evil").exists()

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from conftest import git, head_count
+
+
+def test_init_lays_out_a_brain_in_one_commit(brain):
+    root = brain.cwd
+    for rel in ("pamd.toml", "MEMORY.md", "DNA.md", "STATE.md", "PRELOAD.md", ".gitignore",
+                "protocols/hippocampus.md", "protocols/neocortex.md", "protocols/defrag.md",
+                "protocols/synapse.md"):
+        assert (root / rel).is_file(), rel
+    assert ".pamd/" in (root / ".gitignore").read_text()
+    assert head_count(root) == 1
+    assert git(root, "status", "--porcelain") == ""
+    assert "pamd init" in git(root, "log", "-1", "--format=%s")
+
+
+def test_init_adopts_an_existing_repo_without_sweeping_edits(tmp_path, brain):
+    repo = tmp_path / "existing"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "notes.txt").write_text("mine\n")
+    git(repo, "add", "notes.txt")
+    git(repo, "commit", "-qm", "person")
+    (repo / "notes.txt").write_text("uncommitted edit\n")
+    brain.cwd = tmp_path
+    code, out, err = brain("init", str(repo))
+    assert code == 0, err
+    assert git(repo, "status", "--porcelain").strip() == "M notes.txt"
+    assert "notes.txt" not in git(repo, "show", "--stat", "HEAD")
+
+
+def test_init_refuses_an_existing_brain(brain):
+    code, out, err = brain("init", ".")
+    assert code == 1
+    assert "already a pamd brain" in err
+
+
+def test_commands_outside_a_brain_say_so(tmp_path, brain):
+    brain.cwd = tmp_path
+    code, out, err = brain("status")
+    assert code == 1 and err.startswith("pamd: error: no pamd brain")
+    code, out, err = brain("status", "--brain", str(tmp_path / "nope"))
+    assert code == 1 and "does not exist" in err
+
+
+def test_brain_found_from_a_subfolder_and_by_env(brain, monkeypatch, tmp_path):
+    sub = brain.cwd / "protocols"
+    root = brain.cwd
+    brain.cwd = sub
+    assert brain("status")[0] == 0
+    brain.cwd = tmp_path
+    monkeypatch.setenv("PAMD_BRAIN", str(root))
+    code, out, _ = brain("status")
+    assert code == 0 and str(root) in out
+
+
+def test_help_has_an_example_for_every_command():
+    from pamd.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(sub.choices) <= set(COMMANDS)
+    for name, p in sub.choices.items():
+        assert "Example:" in p.format_help(), name
+
+
+def test_python_m_pamd_and_help_do_not_import_torch(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, pamd.cli; pamd.cli.build_parser().format_help(); "
+            "print('torch' in sys.modules, 'hnswlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False False"
+    r = subprocess.run([sys.executable, "-m", "pamd", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "ingest" in r.stdout

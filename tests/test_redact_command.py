@@ -1,0 +1,91 @@
+"""pamd redact and the pamd-secrets hook against planted secrets in a real brain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import git, head_count
+
+pytest.importorskip("pamd.encode.redact")  # the scanner lands from the encode branch
+
+AWS = "AKIA" + "Q4XZ7RT2MB6KPL3N"  # split so this file is no secret itself
+GITHUB = "ghp_" + "x7Gk2mQp9LrT4vW8yB1nC5dF3hJ6sA0eZ2uK"
+
+
+def plant(root, committed: bool = True):
+    l0 = next(root.glob("memory/L0/*.md"))
+    lines = l0.read_text().split("\n")
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("> "))
+    lines[i] += f" use {AWS} and {GITHUB}"
+    l0.write_text("\n".join(lines))
+    if committed:
+        git(root, "commit", "-q", "-am", "a person pastes keys")
+    return l0.relative_to(root).as_posix(), i + 1
+
+
+@pytest.fixture
+def remembered(brain):
+    assert brain("remember", "We decided to rotate the deploy credentials monthly.")[0] == 0
+    return brain
+
+
+def test_hook_finds_planted_secrets_at_their_line(remembered):
+    root = remembered.cwd
+    rel, line = plant(root, committed=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "pamd.hooks", "secrets", rel],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 1
+    assert f"{rel}:{line}: possible aws-access-key" in r.stdout
+    assert "pamd redact" in r.stdout and r.stdout.count(f"{rel}:{line}:") == 2
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "pamd.hooks", "secrets", "DNA.md"], cwd=root
+        ).returncode
+        == 0
+    )
+
+
+def test_redact_cleans_committed_files_in_one_commit_and_says_history_keeps_them(remembered):
+    root = remembered.cwd
+    rel, line = plant(root)
+    code, out, _ = remembered("redact", "--check")
+    assert code == 1 and f"{rel}:{line}: aws-access-key" in out
+    n = head_count(root)
+    code, out, err = remembered("redact")
+    assert code == 0, err
+    assert head_count(root) == n + 1
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [rel]
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Pamd-Run: redact" in body and "Pamd-Redacted-aws-access-key: 1" in body
+    text = (root / rel).read_text()
+    assert AWS not in text and GITHUB not in text and "[REDACTED:aws-access-key]" in text
+    assert "still hold" in out and "filter-repo" in out
+    assert AWS in git(root, "show", "HEAD^:" + rel)  # what the help says: history is not rewritten
+    assert remembered("redact", "--check")[0] == 0 and remembered("check")[0] == 0
+    assert remembered("redact")[1].strip() == "no secrets found"
+
+
+def test_redact_never_commits_a_persons_uncommitted_edit(remembered):
+    root = remembered.cwd
+    rel, _ = plant(root, committed=False)
+    n = head_count(root)
+    code, _, err = remembered("redact")
+    assert code == 1 and "uncommitted edits" in err and "--no-commit" in err
+    assert head_count(root) == n and AWS in (root / rel).read_text()
+    code, out, _ = remembered("redact", "--no-commit", rel)
+    assert code == 0 and "git add" in out
+    assert head_count(root) == n and AWS not in (root / rel).read_text()
+    assert AWS not in git(root, "log", "--all", "-p")
+
+
+def test_ingest_never_writes_a_secret(brain, tmp_path):
+    f = tmp_path / "s.jsonl"
+    f.write_text(f'{{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "my key is {AWS}"}}\n')
+    assert brain("ingest", str(f))[0] == 0
+    assert AWS not in git(brain.cwd, "log", "--all", "-p")

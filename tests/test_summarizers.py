@@ -1,0 +1,224 @@
+"""Extractive summarizer: budgets, facts kept, tags, order, determinism, one-liners, lessons."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pamd.consolidate.summarizers import (
+    MIN_TOKENS,
+    ExtractiveSummarizer,
+    Group,
+    get_summarizer,
+    lesson,
+)
+from pamd.core.entry import Entry, count_tokens
+from pamd.errors import PamdError
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def entries(*messages: tuple[str, str], step_minutes: int = 1, **extra) -> tuple[Entry, ...]:
+    return tuple(
+        Entry(id=f"e-{i:012d}", ts=T0 + timedelta(minutes=step_minutes * i), role=r, text=t,
+              **extra)
+        for i, (r, t) in enumerate(messages)
+    )
+
+
+DIALOG = entries(
+    ("Caroline", "[D1:1] Hey Mel! Good to see you! How have you been?"),
+    ("Melanie", "[D1:2] Hey Caroline! I'm swamped with the kids & work. What's up with you?"),
+    ("Caroline", "[D1:3] I went to a LGBTQ support group yesterday and it was so powerful."),
+    ("Melanie", "[D1:4] Wow, that's cool! Did you hear any inspiring stories?"),
+    ("Caroline", "[D1:5] The transgender stories were so inspiring! I was so happy."),
+    ("Melanie", "[D1:6] ok thanks"),
+    ("Caroline", "[D1:7] I decided to study counseling at Portland State from 2023-09-01, "
+                 "tuition is $4,200 a term."),
+    ("Melanie", "[D1:8] That's really cool. You've got guts."),
+    ("Melanie", "[D1:9] lol"),
+)
+
+
+def summarize(tier: str, es: tuple[Entry, ...], target: int) -> str:
+    texts, usage = ExtractiveSummarizer().summarize([Group("g", tier, es, target)])
+    assert usage.backend == "extractive" and usage.cost_usd == 0 and usage.requests == 0
+    return texts[0]
+
+
+def source_tokens(es) -> int:
+    return sum(e.tokens for e in es)
+
+
+@pytest.mark.parametrize("tier,ratio", [("L1", 3), ("L2", 10), ("L3", 50), ("L4", 50)])
+def test_reaches_the_tier_ratio(tier, ratio):
+    target = source_tokens(DIALOG) // ratio
+    text = summarize(tier, DIALOG, target)
+    assert 0 < count_tokens(text) <= max(target, MIN_TOKENS)
+    if tier in ("L3", "L4"):
+        assert "\n" not in text
+
+
+def test_l1_keeps_the_decision_with_its_name_date_number_and_tag():
+    text = summarize("L1", DIALOG, source_tokens(DIALOG) // 3)
+    assert "[D1:7] I decided to study counseling at Portland State from 2023-09-01" in text
+    assert "$4,200" in text
+    # Chatter goes first.
+    assert "ok thanks" not in text and "lol" not in text
+
+
+def test_lines_name_their_speaker_and_keep_chronological_order():
+    text = summarize("L1", DIALOG, source_tokens(DIALOG) // 2)
+    lines = text.splitlines()
+    assert all(re.match(r"^(Caroline|Melanie): \S", line) for line in lines)
+    tags = [int(n) for n in re.findall(r"\[D1:(\d+)\]", text)]
+    assert tags == sorted(tags) and len(tags) >= 3
+    # Consecutive lines never repeat a speaker: they are merged into one line.
+    speakers = [line.split(":")[0] for line in lines]
+    assert all(a != b for a, b in zip(speakers, speakers[1:], strict=False))
+
+
+def test_every_kept_sentence_carries_its_message_tag():
+    text = summarize("L1", DIALOG, source_tokens(DIALOG) // 3)
+    by_tag = {e.text.split("]")[0] + "]": e.text for e in DIALOG}
+    for tag, body in re.findall(r"(\[D1:\d+\]) ([^\[\n]+)", text):
+        first = body.strip().split("!")[0].split(".")[0][:20]
+        assert first in by_tag[tag], (tag, body)
+
+
+def test_a_sentence_from_a_tagged_message_keeps_the_tag_even_if_its_first_sentence_goes():
+    es = entries(("Ann", "[D3:4] Hmm. Well. We moved the launch of Orion to 2024-07-15 in Berlin."))
+    text = summarize("L1", es, 17)
+    assert text.startswith("Ann: [D3:4] ") and "2024-07-15" in text and "Hmm" not in text
+
+
+def test_near_duplicates_are_kept_once():
+    es = entries(
+        ("bob", "We agreed to ship version 2.1 on Friday."),
+        ("alice", "Right, we agreed to ship version 2.1 on Friday!"),
+        ("bob", "Dana will write the release notes for 2.1."),
+    )
+    text = summarize("L1", es, 40)
+    assert text.lower().count("ship version 2.1") == 1
+    assert "Dana will write the release notes" in text
+
+
+def test_russian_decisions_outrank_chatter():
+    es = entries(
+        ("user", "Привет! Как дела?"),
+        ("user", "Спасибо!"),
+        ("user", "Мы решили перенести релиз на 15 мая, Анна согласна."),
+        ("user", "Ну ладно, посмотрим потом как-нибудь ещё раз на это всё."),
+    )
+    text = summarize("L2", es, 16)
+    assert "решили перенести релиз на 15 мая" in text
+
+
+def test_high_importance_entry_wins_a_tie():
+    es = (
+        *entries(("a", "The blue folder sits on the shelf near the window."), importance=0.1),
+        Entry(id="e-x", ts=T0 + timedelta(minutes=5), role="a",
+              text="The green folder sits on the shelf near the door.", importance=0.95,
+              neuro=("acetylcholine",), type="decision"),
+    )
+    assert "green folder" in summarize("L1", es, 15)
+
+
+def test_one_liner_has_speakers_phrases_and_date_range():
+    es = entries(
+        ("Caroline", "I went to the LGBTQ support group on Sunday."),
+        ("Melanie", "I painted a sunrise over the lake with my kids last week."),
+        step_minutes=60 * 30,
+    )
+    text = summarize("L3", es, 40)
+    assert re.fullmatch(r"(Caroline, Melanie|Caroline|Melanie): .+ \(2023-05-08–09\)", text), text
+    assert "LGBTQ" in text and ";" in text
+
+
+def test_l4_from_l3_one_liners_merges_their_date_ranges():
+    l3 = (
+        Entry(id="s-000000000001", ts=T0, role="summary", tier="L3", sources=("e-1",),
+              text="Caroline: went to the LGBTQ support group (2023-05-08–10)"),
+        Entry(id="s-000000000002", ts=T0, role="summary", tier="L3", sources=("e-2",),
+              text="Melanie: painted a sunrise with her kids; ran a charity 5K (2023-06-02)"),
+    )
+    text = summarize("L4", l3, 60)
+    assert "(2023-05-08–06-02)" in text and "Caroline" in text and "\n" not in text
+
+
+def test_l1_summaries_as_input_keep_their_speakers():
+    l1 = (Entry(id="s-000000000003", ts=T0, role="summary", tier="L1", sources=("e-1",),
+                text="Caroline: [D1:3] I went to a support group in Boston on 2023-05-07.\n"
+                     "Melanie: [D1:4] Wow, that's cool!"),)
+    text = summarize("L2", l1, 20)
+    assert text.startswith("Caroline: [D1:3] I went to a support group in Boston")
+
+
+@pytest.mark.parametrize("target", [0, 1, 2, 3])
+def test_tiny_budget_still_says_a_few_words(target):
+    text = summarize("L3", DIALOG, target)
+    assert count_tokens(text) <= MIN_TOKENS
+    assert len(text.split()) >= 2, text
+
+
+def test_whitespace_only_group_is_not_empty():
+    es = entries(("user", "   "), ("bot", "\n"))
+    assert summarize("L1", es, 10)
+
+
+def test_same_input_same_bytes():
+    groups = [Group(f"g{i}", t, DIALOG[i:], 12 + i) for i, t in enumerate(["L1", "L2", "L3"])]
+    first, _ = ExtractiveSummarizer().summarize(groups)
+    second, _ = get_summarizer({"summarizer": {"backend": "extractive"}}).summarize(groups)
+    assert first == second and len(first) == 3
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(PamdError, match="unknown summarizer backend 'gpt9'"):
+        get_summarizer({"summarizer": {"backend": "gpt9"}})
+
+
+WORDS = st.sampled_from(
+    "Alice met Bob in Paris on 2024-03-02 and we decided to ship 3 builds ok thanks "
+    "Москва решили вчера [D1:2] because the cache failed. really? yes! no".split()
+)
+TEXTS = st.lists(WORDS, min_size=0, max_size=40).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(TEXTS, min_size=1, max_size=12),
+    tier=st.sampled_from(["L1", "L2", "L3", "L4", "lesson"]),
+    target=st.integers(min_value=0, max_value=200),
+)
+def test_any_group_fits_its_budget_and_is_never_empty(texts, tier, target):
+    es = entries(*[("user", t) for t in texts])
+    group = Group("g", tier, es, target)
+    text = ExtractiveSummarizer().summarize([group])[0][0]
+    assert text.strip()
+    assert count_tokens(text) <= group.budget
+    if tier in ("L3", "L4", "lesson"):
+        assert "\n" not in text
+    assert ExtractiveSummarizer().summarize([group])[0][0] == text
+
+
+def test_lesson_names_the_failed_action_and_what_to_check():
+    es = entries(
+        ("assistant", "Deploy of api to prod failed with 502 at 14:10."),
+        ("assistant", "Root cause: the migration 0042 was not applied before the restart."),
+        neuro=("cortisol",),
+    )
+    text = lesson(es)
+    assert text.startswith("before deploy of api to prod, check ")
+    assert "migration 0042 was applied" in text and "\n" not in text
+
+
+def test_lesson_in_russian_and_with_no_cause():
+    ru = entries(("user", "Бэкап упал из-за нехватки места на диске /var."), neuro=("cortisol",))
+    assert lesson(ru) == "before бэкап, check нехватки места на диске /var"
+    bare = entries(("user", "The nightly export crashed again."), neuro=("cortisol",))
+    assert lesson(bare) == "before the nightly export, check why it failed"

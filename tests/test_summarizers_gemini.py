@@ -1,0 +1,249 @@
+"""Gemini backend through the real google-genai client against a stub on 127.0.0.1."""
+
+from __future__ import annotations
+
+import math
+import socket
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("google.genai")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gemini_stub import GeminiStub, answer, error  # noqa: E402
+
+from pamd.consolidate.summarizers import (  # noqa: E402
+    ExtractiveSummarizer,
+    Group,
+    get_summarizer,
+    lesson,
+)
+from pamd.consolidate.summarizers.gemini import GeminiSummarizer  # noqa: E402
+from pamd.core.entry import Entry, count_tokens  # noqa: E402
+from pamd.errors import PamdError  # noqa: E402
+
+T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+PRICES = {"gemini-2.5-flash": {"input": 0.30, "output": 2.50}}
+KEY = "stub-key-123"
+
+
+def group(i: int, tier: str = "L1", target: int = 30) -> Group:
+    es = tuple(
+        Entry(id=f"e-{i:06d}{j:06d}", ts=T0 + timedelta(minutes=j), role="user",
+              text=f"group {i} message {j}: Alice moved the launch of Orion to 2024-07-{j + 10}.")
+        for j in range(3)
+    )
+    return Group(f"g{i}", tier, es, target)
+
+
+@pytest.fixture
+def stub():
+    with GeminiStub() as s:
+        yield s
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+def make(stub, sleeps, **kw) -> GeminiSummarizer:
+    options = dict(api_key=KEY, base_url=stub.base_url, batch_size=2, max_retries=2,
+                   retry_base_delay=0.01, prices=PRICES, sleep=sleeps.append)
+    options.update(kw)
+    return GeminiSummarizer(**options)
+
+
+def test_batches_groups_and_sends_key_model_and_json_schema(stub, sleeps):
+    groups = [group(i) for i in range(5)]
+    texts, usage = make(stub, sleeps, batch_size=2).summarize(groups)
+
+    assert len(stub.requests) == math.ceil(5 / 2)
+    assert [len(r.groups) for r in stub.requests] == [2, 2, 1]
+    for r in stub.requests:
+        assert r.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+        assert r.headers["x-goog-api-key"] == KEY
+        config = r.body["generationConfig"]
+        assert config["responseMimeType"] == "application/json"
+        assert config["responseSchema"]["type"] == "ARRAY"
+        assert "JSON array" in r.body["systemInstruction"]["parts"][0]["text"]
+    sent = [g for r in stub.requests for g in r.groups]
+    assert [g["messages"][0]["text"] for g in sent] == [g.entries[0].text for g in groups]
+    assert all(g["max_chars"] == 30 * 4 and g["tier"] == "L1" for g in sent)
+    # One text per group, in order (the stub names each group's first message).
+    assert texts == [f"summary of {g.entries[0].text}"[:120] for g in groups]
+    assert usage.backend == "gemini" and usage.model == "gemini-2.5-flash"
+    assert usage.requests == 3 and usage.fallbacks == 0 and usage.notes == []
+
+
+def test_usage_and_cost_come_from_usage_metadata(stub, sleeps):
+    _, usage = make(stub, sleeps).summarize([group(i) for i in range(3)])
+    assert len(stub.replies) == 2
+    prompt = sum(r.prompt_tokens for r in stub.replies)
+    output = sum(r.output_tokens for r in stub.replies)
+    assert prompt > 0 and output > 0
+    assert (usage.input_tokens, usage.output_tokens) == (prompt, output)
+    assert usage.cost_usd == pytest.approx(prompt * 0.30e-6 + output * 2.50e-6)
+
+
+def test_thinking_tokens_are_billed_as_output(stub, sleeps):
+    reply = answer(["a short summary"], prompt_tokens=1000, output_tokens=10)
+    reply.body["usageMetadata"]["thoughtsTokenCount"] = 90
+    stub.script.append(reply)
+    _, usage = make(stub, sleeps).summarize([group(0)])
+    assert (usage.input_tokens, usage.output_tokens) == (1000, 100)
+    assert usage.cost_usd == pytest.approx(1000 * 0.30e-6 + 100 * 2.50e-6)
+
+
+def test_unknown_price_costs_zero_and_says_so(stub, sleeps):
+    _, usage = make(stub, sleeps, model="gemini-9-ultra", prices=PRICES).summarize([group(0)])
+    assert stub.requests[0].path == "/v1beta/models/gemini-9-ultra:generateContent"
+    assert usage.cost_usd == 0 and any("no price for gemini-9-ultra" in n for n in usage.notes)
+
+
+def test_429_and_500_are_retried_with_growing_backoff(stub, sleeps):
+    stub.script += [error(429, "RESOURCE_EXHAUSTED"), error(503, "UNAVAILABLE")]
+    texts, usage = make(stub, sleeps, max_retries=3).summarize([group(0)])
+    assert len(stub.requests) == 3 and usage.requests == 3
+    assert sleeps == [0.01, 0.02]
+    assert texts[0].startswith("summary of group 0") and usage.fallbacks == 0
+
+
+def test_retry_info_delay_is_honoured_up_to_the_cap(stub, sleeps):
+    info = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"}]
+    stub.script.append(error(429, "RESOURCE_EXHAUSTED", details=info))
+    make(stub, sleeps, retry_max_delay=5.0).summarize([group(0)])
+    assert sleeps == [5.0]
+
+
+def test_persistent_errors_fall_back_to_extractive_and_say_so(stub, sleeps):
+    groups = [group(i) for i in range(4)]
+    # First batch: 500 on every attempt (1 + 2 retries); second batch answers.
+    stub.script += [error(500, "INTERNAL")] * 3
+    texts, usage = make(stub, sleeps, batch_size=2, max_retries=2).summarize(groups)
+    assert len(stub.requests) == 3 + 1
+    extractive, _ = ExtractiveSummarizer().summarize(groups[:2])
+    assert texts[:2] == extractive
+    assert texts[2].startswith("summary of group 2")
+    assert usage.fallbacks == 2 and usage.requests == 4
+    assert usage.notes == [
+        "gemini: 500 INTERNAL after 2 retries; fell back to extractive for 2 groups"
+    ]
+
+
+@pytest.mark.parametrize(
+    "reply,why",
+    [
+        (answer("this is not json"), "not JSON"),
+        (answer(["only one"]), "1 summaries for 2 groups"),
+        (answer(["fine", "  "]), "empty"),
+        (answer('{"a": 1}'), "not a JSON array"),
+        (answer([]), "0 summaries"),
+    ],
+)
+def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, why):
+    stub.script.append(reply)
+    groups = [group(i) for i in range(3)]
+    texts, usage = make(stub, sleeps, batch_size=2).summarize(groups)
+    assert len(stub.requests) == 2  # malformed is not retried
+    assert texts[:2] == ExtractiveSummarizer().summarize(groups[:2])[0]
+    assert texts[2].startswith("summary of group 2")
+    assert usage.fallbacks == 2
+    assert len(usage.notes) == 1 and why in usage.notes[0] and "malformed" in usage.notes[0]
+    assert usage.input_tokens > 0  # a malformed answer was still billed
+
+
+def test_broken_http_body_falls_back(stub, sleeps):
+    from gemini_stub import Reply
+
+    stub.script.append(Reply(200, "<html>oops</html>"))
+    texts, usage = make(stub, sleeps).summarize([group(0)])
+    assert usage.fallbacks == 1 and "malformed" in usage.notes[0]
+    assert texts == ExtractiveSummarizer().summarize([group(0)])[0]
+
+
+def test_over_budget_and_multiline_one_liners_are_fitted(stub, sleeps):
+    long = "Alice: " + "very " * 200 + "long"
+    stub.script.append(answer([long, "Alice: first\nBob: second"]))
+    groups = [group(0, "L1", target=10), group(1, "L3", target=10)]
+    texts, usage = make(stub, sleeps).summarize(groups)
+    assert count_tokens(texts[0]) <= 10 and texts[0].startswith("Alice: very")
+    assert texts[1] == "Alice: first Bob: second"
+    assert usage.notes == ["gemini: trimmed 1 over-budget summaries"]
+
+
+def test_unreachable_endpoint_is_transient(sleeps):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    summarizer = GeminiSummarizer(api_key=KEY, base_url=f"http://127.0.0.1:{port}",
+                                  max_retries=1, retry_base_delay=0.01, sleep=sleeps.append)
+    texts, usage = summarizer.summarize([group(0)])
+    assert texts == ExtractiveSummarizer().summarize([group(0)])[0]
+    assert usage.requests == 2 and usage.fallbacks == 1 and sleeps == [0.01]
+    assert "network error" in usage.notes[0]
+
+
+@pytest.mark.parametrize(
+    "reply,message",
+    [
+        (error(400, "INVALID_ARGUMENT", "API key not valid",
+               details=[{"reason": "API_KEY_INVALID"}]), "rejected the API key"),
+        (error(403, "PERMISSION_DENIED"), "rejected the API key"),
+        (error(404, "NOT_FOUND", "models/x is not found"), "not found"),
+    ],
+)
+def test_misconfiguration_raises_pamd_error(stub, sleeps, reply, message):
+    stub.script.append(reply)
+    with pytest.raises(PamdError, match=message):
+        make(stub, sleeps).summarize([group(0)])
+    assert len(stub.requests) == 1
+
+
+def test_fallback_fail_raises_after_retries(stub, sleeps):
+    stub.script += [error(429, "RESOURCE_EXHAUSTED")] * 2
+    with pytest.raises(PamdError, match="429 RESOURCE_EXHAUSTED after 1 retries"):
+        make(stub, sleeps, max_retries=1, fallback="fail").summarize([group(0)])
+
+
+def test_get_summarizer_reads_config_and_environment(stub, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "env-key")
+    monkeypatch.setenv("PAMD_GEMINI_BASE_URL", stub.base_url)
+    config = {"summarizer": {"backend": "gemini", "model": "gemini-2.5-flash-lite",
+                             "batch_size": 3, "thinking_budget": 0, "prices": PRICES,
+                             "base_url": "http://127.0.0.1:9/ignored"}}
+    summarizer = get_summarizer(config)
+    texts, usage = summarizer.summarize([group(i) for i in range(4)])
+    assert [len(r.groups) for r in stub.requests] == [3, 1]
+    assert stub.requests[0].path == "/v1beta/models/gemini-2.5-flash-lite:generateContent"
+    assert stub.requests[0].headers["x-goog-api-key"] == "env-key"
+    # google-genai 3.x sends this one field in snake_case; the API accepts both spellings.
+    thinking = stub.requests[0].body["generationConfig"]["thinkingConfig"]
+    assert thinking in ({"thinkingBudget": 0}, {"thinking_budget": 0})
+    assert len(texts) == 4 and usage.model == "gemini-2.5-flash-lite"
+
+
+def test_missing_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with pytest.raises(PamdError, match="GEMINI_API_KEY is not set"):
+        get_summarizer({"summarizer": {"backend": "gemini"}})
+
+
+def test_bad_fallback_is_a_clear_error():
+    with pytest.raises(PamdError, match="fallback 'none'"):
+        GeminiSummarizer(api_key=KEY, fallback="none")
+
+
+def test_lesson_written_by_gemini_is_one_line(stub, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("PAMD_GEMINI_BASE_URL", stub.base_url)
+    stub.script.append(answer(["before deploying,\ncheck migrations ran"]))
+    failures = (Entry(id="e-1", ts=T0, role="assistant", neuro=("cortisol",),
+                      text="Deploy failed: migration 0042 was not applied."),)
+    text = lesson(failures, {"summarizer": {"backend": "gemini"}})
+    assert text == "before deploying, check migrations ran"
+    assert stub.requests[0].groups[0]["tier"] == "lesson"

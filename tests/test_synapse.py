@@ -1,0 +1,291 @@
+"""synapse between two real local brains: publish, add, pull, attribution, bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import Pamd, git, head_count
+
+FACT = "Invoices are kept for seven years in cold storage on the archive bucket."
+L3_FACT = "Anna owns the Q3 revenue report; exports fail on staging above 1,200 rows."
+
+
+def entry(eid: str, text: str, sources: str = "e-0123456789ab") -> str:
+    return (
+        f"### {eid} · 2026-11-20T09:00:00Z · pamd\n"
+        f"type=decision importance=0.90 neuro=acetylcholine session=- recalls=0 from={sources}\n"
+        f"> {text}\n"
+    )
+
+
+@pytest.fixture
+def alice(tmp_path, capsys) -> Pamd:
+    """A brain whose MEMORY.md and L3 hold knowledge (written by hand, committed by git)."""
+    p = Pamd(tmp_path, capsys)
+    assert p("init", "--name", "alice", str(tmp_path / "alice"))[0] == 0
+    p.cwd = root = tmp_path / "alice"
+    mem = root / "MEMORY.md"
+    mem.write_text(mem.read_text() + "\n" + entry("s-aaaaaaaaaaa1", FACT))
+    (root / "memory" / "L3").mkdir(parents=True, exist_ok=True)
+    (root / "memory" / "L3" / "2026-11.md").write_text(
+        "---\ntier: L3\n---\n# L3\n\n" + entry("s-aaaaaaaaaaa2", L3_FACT)
+    )
+    (root / "memory" / "L0").mkdir(parents=True, exist_ok=True)
+    (root / "memory" / "L0" / "2026-11-20.md").write_text("# L0\n")  # raw tiers never leave
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "alice knows things")
+    assert p("check")[0] == 0
+    return p
+
+
+@pytest.fixture
+def bob(tmp_path, capsys) -> Pamd:
+    p = Pamd(tmp_path, capsys)
+    assert p("init", "--name", "bob", str(tmp_path / "bob"))[0] == 0
+    p.cwd = tmp_path / "bob"
+    return p
+
+
+def frontmatter(text: str) -> dict:
+    import yaml
+
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_publish_puts_only_shared_files_on_a_branch_and_leaves_the_checkout(alice):
+    pytest.importorskip("pamd.encode.redact")  # publish scans for secrets first
+    root = alice.cwd
+    head = git(root, "rev-parse", "HEAD").strip()
+    code, out, err = alice("synapse", "publish")
+    assert code == 0, err
+    files = git(root, "ls-tree", "-r", "--name-only", "pamd/publish").split()
+    assert files == ["DNA.md", "MEMORY.md", "memory/L3/2026-11.md", "synapse.toml"]
+    assert f'source_commit = "{head}"' in git(root, "show", "pamd/publish:synapse.toml")
+    assert (
+        git(root, "rev-parse", "HEAD").strip() == head and git(root, "status", "--porcelain") == ""
+    )
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    # unchanged knowledge: no new publish commit, even though HEAD moves
+    git(root, "commit", "-q", "--allow-empty", "-m", "unrelated")
+    code, out, _ = alice("synapse", "publish")
+    assert code == 0 and "already holds" in out
+    assert git(root, "rev-list", "--count", "pamd/publish").strip() == "1"
+
+
+def test_two_brains_share_through_synapse(alice, bob):
+    alice_head = git(alice.cwd, "rev-parse", "HEAD").strip()
+    root = bob.cwd
+    n = head_count(root)
+    code, out, err = bob("synapse", "add", "alice", str(alice.cwd))
+    assert code == 0, err
+    assert head_count(root) == n + 1
+    assert f'[synapse.alice]\nurl = "{alice.cwd.resolve()}"' in (root / "pamd.toml").read_text()
+    code, out, err = bob("synapse", "pull")
+    assert code == 0, err
+    assert head_count(root) == n + 2  # the pull is one commit
+    shared = git(root, "show", "--name-only", "--format=", "HEAD").split()
+    assert shared == [
+        "synapse/alice/DNA.md",
+        "synapse/alice/L3/2026-11.md",
+        "synapse/alice/MEMORY.md",
+    ]
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Pamd-Run: synapse-pull" in body and f"Pamd-Source-Commit: {alice_head}" in body
+    mem = (root / "synapse" / "alice" / "MEMORY.md").read_text()
+    meta = frontmatter(mem)
+    assert meta["source"] == str(alice.cwd.resolve()) and meta["commit"] == alice_head
+    assert meta["read_only"] is True and meta["synapse"] == "alice"
+    assert meta["source_path"] == "MEMORY.md" and meta["kind"] == "memory"  # theirs kept after ours
+    assert FACT in mem and L3_FACT in (root / "synapse" / "alice" / "L3" / "2026-11.md").read_text()
+    assert "memory/L0" not in git(root, "ls-files", "synapse")  # raw tiers never travel
+    # never mixed into bob's own tiers
+    from pamd.edge.brain import Brain
+    from pamd.edge.synapse import synapse_files
+
+    b = Brain(root)
+    assert not any(r.startswith("synapse/") for r in b.entry_files())
+    assert FACT not in "".join(e.text for e in b.load().entries)
+    assert synapse_files(b) == shared
+    assert bob("fsck")[0] == 0 and bob("check")[0] == 0
+    code, out, _ = bob("synapse", "list")
+    assert out.startswith("alice\t") and "3 files" in out
+    # again, nothing new: nothing committed
+    code, out, _ = bob("synapse", "pull", "alice")
+    assert code == 0 and "already up to date" in out and head_count(root) == n + 2
+
+
+def test_pull_prefers_the_published_branch(alice, bob):
+    pytest.importorskip("pamd.encode.redact")  # publish scans for secrets first
+    assert alice("synapse", "publish")[0] == 0
+    publish_sha = git(alice.cwd, "rev-parse", "pamd/publish").strip()
+    alice_head = git(alice.cwd, "rev-parse", "HEAD").strip()
+    git(alice.cwd, "commit", "-q", "--allow-empty", "-m", "later, unpublished")
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    code, _, err = bob("synapse", "pull")
+    assert code == 0, err
+    meta = frontmatter((bob.cwd / "synapse" / "alice" / "MEMORY.md").read_text())
+    assert meta["commit"] == publish_sha and meta["published_from"] == alice_head
+    assert f"Pamd-Source-Commit: {publish_sha}" in git(bob.cwd, "log", "-1", "--format=%B")
+
+
+def test_pull_follows_changes_and_removals_at_the_source(alice, bob):
+    bob("synapse", "add", "alice", str(alice.cwd))
+    assert bob("synapse", "pull")[0] == 0
+    a = alice.cwd
+    git(a, "rm", "-q", "memory/L3/2026-11.md")
+    mem = a / "MEMORY.md"
+    mem.write_text(
+        mem.read_text() + "\n" + entry("s-aaaaaaaaaaa3", "Friday deploys need two reviewers.")
+    )
+    git(a, "commit", "-q", "-am", "more")
+    # alice never published: bob reads her HEAD
+    code, out, err = bob("synapse", "pull", "alice")
+    assert code == 0, err
+    root = bob.cwd
+    assert not (root / "synapse" / "alice" / "L3" / "2026-11.md").exists()
+    assert "synapse/alice/L3/2026-11.md" not in git(root, "ls-files")
+    assert "two reviewers" in (root / "synapse" / "alice" / "MEMORY.md").read_text()
+    assert (
+        frontmatter((root / "synapse" / "alice" / "MEMORY.md").read_text())["commit"]
+        == git(a, "rev-parse", "HEAD").strip()
+    )
+
+
+def test_compaction_never_touches_synapse(alice, bob):
+    bob("synapse", "add", "alice", str(alice.cwd))
+    bob("synapse", "pull")
+    before = git(bob.cwd, "rev-parse", "HEAD:synapse")
+    assert bob("remember", "ok")[0] == 0
+    for cmd in ("compact", "defrag"):
+        assert bob(cmd, now="2026-12-30T12:00:00Z")[0] == 0
+    assert git(bob.cwd, "rev-parse", "HEAD:synapse") == before
+
+
+def test_recall_finds_shared_knowledge_with_its_attribution(alice, bob):
+    api = pytest.importorskip("pamd.recall.api")
+    bob("synapse", "add", "alice", str(alice.cwd))
+    bob("synapse", "pull")
+    from pamd.edge.brain import Brain
+
+    b = Brain(bob.cwd)
+    hits = api.recall(b, "how long are invoices kept in cold storage", k=3, log=False)
+    top = hits[0]
+    path = getattr(top, "path", None) or top["path"]
+    assert path == "synapse/alice/MEMORY.md"
+    assert frontmatter((bob.cwd / path).read_text())["source"] == str(alice.cwd.resolve())
+
+
+def test_publish_refuses_secrets(alice):
+    pytest.importorskip("pamd.encode.redact")
+    mem = alice.cwd / "MEMORY.md"
+    mem.write_text(
+        mem.read_text() + "\n" + entry("s-aaaaaaaaaaa4", "key AKIA" + "Q4XZ7RT2MB6KPL3N")
+    )
+    git(alice.cwd, "commit", "-q", "-am", "oops")
+    code, _, err = alice("synapse", "publish")
+    assert code == 1 and "refusing to publish secrets: MEMORY.md:" in err
+    assert (
+        subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "pamd/publish"], cwd=alice.cwd
+        ).returncode
+        != 0
+    )
+
+
+# ------------------------------------------------ bad input: one line, nothing written
+def unchanged(p: Pamd):
+    head, status = git(p.cwd, "rev-parse", "HEAD"), git(p.cwd, "status", "--porcelain")
+    cache = p.cwd / ".pamd" / "synapse"
+
+    def check():
+        assert (
+            git(p.cwd, "rev-parse", "HEAD") == head
+            and git(p.cwd, "status", "--porcelain") == status
+        )
+        assert not cache.exists() or not any(cache.iterdir())
+
+    return check
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", "/abs", "..", ".hidden", "a\0b", "", "x" * 65])
+def test_names_with_path_tricks_are_refused(bob, alice, name):
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "add", name, str(alice.cwd))
+    assert code == 1 and err.startswith("pamd: error: bad synapse name") and err.count("\n") == 1
+    same()
+    code, _, err = bob("synapse", "pull", name)
+    assert code == 1 and err.startswith("pamd: error: bad synapse name")
+    same()
+
+
+def test_unreachable_and_non_brain_remotes_are_refused(bob, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    git(plain, "init", "-q")
+    (plain / "README.md").write_text("not a brain\n")
+    git(plain, "add", "-A")
+    git(plain, "commit", "-q", "-m", "x")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    same = unchanged(bob)
+    for url, says in (
+        (str(tmp_path / "nowhere"), "does not exist"),
+        ("file:///nonexistent/brain.git", "unreachable or not a git repository"),
+        (str(tmp_path), "unreachable or not a git repository"),
+        (str(plain), "is not a pamd brain"),
+        (str(empty), "has no commits"),
+        ("--upload-pack=touch /tmp/pwned", "bad synapse remote"),
+        (str(bob.cwd), "cannot pull from itself"),
+    ):
+        code, _, err = bob("synapse", "add", "x", url)
+        assert (
+            code == 1 and says in err and err.startswith("pamd: error: ") and err.count("\n") == 1
+        ), (url, err)
+        same()
+
+
+def test_a_remote_that_went_away_fails_the_pull_and_writes_nothing(alice, bob):
+    bob("synapse", "add", "alice", str(alice.cwd))
+    bob("synapse", "pull")
+    alice.cwd.rename(alice.cwd.with_name("gone"))
+    head = git(bob.cwd, "rev-parse", "HEAD")
+    code, _, err = bob("synapse", "pull")
+    assert code == 1 and "unreachable" in err and git(bob.cwd, "rev-parse", "HEAD") == head
+    assert git(bob.cwd, "status", "--porcelain") == ""
+
+
+def test_pull_into_a_conflicted_brain_is_refused(alice, bob):
+    bob("synapse", "add", "alice", str(alice.cwd))
+    root = bob.cwd
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "STATE.md").write_text("---\ncurrent_focus: a\n---\n")
+    git(root, "commit", "-q", "-am", "a")
+    git(root, "checkout", "-q", "main")
+    (root / "STATE.md").write_text("---\ncurrent_focus: b\n---\n")
+    git(root, "commit", "-q", "-am", "b")
+    subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True)
+    head = git(root, "rev-parse", "HEAD")
+    code, _, err = bob("synapse", "pull")
+    assert code == 1 and "pamd: error: the brain is in the middle of a merge" in err
+    assert git(root, "rev-parse", "HEAD") == head and not (root / "synapse").exists()
+    code, out, _ = bob("fsck")
+    assert code == 1 and "STATE.md:1: unresolved merge conflict" in out
+
+
+def test_synapse_outside_a_brain(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "pamd", "synapse", "pull"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
+    assert (
+        r.returncode == 1
+        and r.stderr.startswith("pamd: error: no pamd brain")
+        and r.stderr.count("\n") == 1
+    )

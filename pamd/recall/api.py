@@ -16,6 +16,9 @@ from pamd.recall.search import Filters, Hit, search
 from pamd.recall.sources import TIERS
 
 MAX_QUERY = 4000
+# Open indexes by state dir: a long-lived caller (benchmarks, a future `pamd serve`)
+# keeps the loaded graph between queries; a CLI process uses it once.
+_OPEN: dict[str, store.Index] = {}
 
 
 def embedder_for(config: dict) -> Embedder:
@@ -27,6 +30,9 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
           progress=None) -> store.Report:
     """Build or refresh the brain's index; `force` starts from empty (the vector cache stays)."""
     emb = embedder or embedder_for(brain.config)
+    cached = _OPEN.pop(str(brain.state_dir), None)
+    if cached is not None:
+        cached.close()
     with store.lock(brain.state_dir):
         rep, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, force, progress)
         idx.close()
@@ -52,12 +58,12 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         raise PamdError("--since is after --until", "swap them")
     emb = embedder or embedder_for(brain.config)
     with store.lock(brain.state_dir):
-        _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config)
-        try:
-            flt = Filters(tuple(tiers), since, until)
-            hits = search(idx, emb, query, k, brain.config, flt, now)
-        finally:
-            idx.close()
+        key = str(brain.state_dir)
+        _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
+                               idx=_OPEN.pop(key, None))
+        flt = Filters(tuple(tiers), since, until)
+        hits = search(idx, emb, query, k, brain.config, flt, now)
+        _OPEN[key] = idx
     if log:
         ids = [i for h in hits for i in h.ids]
         recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC))

@@ -85,6 +85,7 @@ class Index:
 
     def _connect(self) -> None:
         db = sqlite3.connect(self.dir / "index.sqlite")
+        self.ino = os.stat(self.dir / "index.sqlite").st_ino
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(
@@ -129,6 +130,7 @@ class Index:
         self.cols = cols
         if n == 0:
             self.hnsw = None
+            self.loaded_gen = self.meta.get("gen")
             return True
         path = self.dir / f"hnsw-{self.meta.get('gen', '0')}.bin"
         if _checksum(path) != self.meta.get("hnsw_sum"):
@@ -141,6 +143,7 @@ class Index:
         except (RuntimeError, ValueError, MemoryError, OSError):
             return False
         self.hnsw = index
+        self.loaded_gen = self.meta.get("gen")
         return True
 
     # ------------------------------------------------------------ reading
@@ -155,6 +158,13 @@ class Index:
         q = f"SELECT term, docs, tfs FROM terms WHERE term IN ({','.join('?' * len(terms))})"
         return {t: (np.frombuffer(d, np.int64), np.frombuffer(f, np.float32))
                 for t, d, f in self.db.execute(q, terms)}
+
+
+def _ino(idx: Index) -> int | None:
+    try:
+        return os.stat(idx.dir / "index.sqlite").st_ino
+    except OSError:
+        return None
 
 
 def _checksum(path: Path) -> str | None:
@@ -182,10 +192,24 @@ def lock(state_dir: Path) -> Lock:
 
 
 def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
-            force: bool = False, progress=None) -> tuple[Report, Index]:
-    """Bring .pamd/index up to date with the tree; the caller holds `lock` and closes the Index."""
-    idx = Index(state_dir)
-    idx.open()
+            force: bool = False, progress=None, idx: Index | None = None) -> tuple[Report, Index]:
+    """Bring .pamd/index up to date with the tree; the caller holds `lock` and closes the Index.
+
+    Passing the Index of an earlier call keeps its loaded graph when no other
+    process has changed the index since (a warm, long-lived caller).
+    """
+    if idx is not None and idx.db is not None and _ino(idx) != getattr(idx, "ino", None):
+        idx.close()  # another process rebuilt the index from scratch
+    if idx is None or idx.db is None:
+        idx = Index(state_dir)
+        idx.open()
+    else:
+        try:
+            idx.meta = dict(idx.db.execute("SELECT k, v FROM meta"))
+        except sqlite3.DatabaseError:
+            idx.close()
+            idx = Index(state_dir)
+            idx.open()
     try:
         return _refresh(idx, root, state_dir, embedder, config, force, progress), idx
     except BaseException:
@@ -197,7 +221,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
              force: bool, progress) -> Report:
     rep = Report()
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
-    fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not idx.load_state()
+    loaded = idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) and \
+        getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
+    fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not (
+        loaded or idx.load_state())
     if fresh:
         idx.wipe()
         idx.open()
@@ -296,6 +323,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 "hnsw_sum": hnsw_sum, "tree": tree, "live": str(int(idx.cols["alive"].sum()))}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
+    idx.loaded_gen = meta["gen"]
     if old_file.name != f"hnsw-{gen}.bin":
         old_file.unlink(missing_ok=True)
     rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])

@@ -67,3 +67,16 @@ def test_entry_chunks_match_the_parser(texts, with_meta):
     chunks = [c for c in chunk_file("f.md", text, "L1") if c.ids]
     assert [(c.ids[0], c.start, c.end) for c in chunks] == [
         (e.id, e.line_start, e.line_end) for e in parsed]
+
+
+def test_a_bare_heading_is_not_a_chunk():
+    from pamd.core.entry import Entry, parse_time
+    from pamd.core.fmt import render_doc
+    from pamd.recall.chunks import chunk_file
+
+    e = Entry(id="e-0123456789ab", ts=parse_time("2026-11-30T09:00:00Z"), role="user", text="the OOM incident")
+    text = render_doc({"tier": "L0", "date": "2026-11-30"}, "# L0 · 2026-11-30", [e])
+    chunks = chunk_file("memory/L0/2026-11-30.md", text, "L0")
+    assert [c.ids for c in chunks] == [("e-0123456789ab",)]
+    notes = chunk_file("MEMORY.md", "# MEMORY\n\n## Empty section\n\n## Facts\n\nThe cat is named Pixel.\n", "L4")
+    assert len(notes) == 1 and "Pixel" in notes[0].text

@@ -139,6 +139,8 @@ def _pack(path, tier, body, off, blocks, heading, ts, max_chars) -> list[Chunk]:
     def emit() -> None:
         a, b = run[0][0], run[-1][1]
         text = "\n".join(body[a:b]).strip()
+        if all(ln.startswith("#") for ln in text.split("\n") if ln.strip()):
+            return  # a heading with nothing under it (a tier file's title) answers no question
         if heading and not text.lstrip("#").strip().startswith(heading):
             text = f"{heading}\n{text}"
         if text:

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("google.genai")
-
 sys.path.insert(0, str(Path(__file__).parent))
 from gemini_stub import GeminiStub, answer, error  # noqa: E402
 

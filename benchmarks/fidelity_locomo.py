@@ -11,7 +11,6 @@ per question category, and writes the plot to docs/fidelity-locomo.png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

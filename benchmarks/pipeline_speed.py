@@ -26,7 +26,7 @@ from pamd.consolidate.compaction import run as run_compaction  # noqa: E402
 from pamd.core.entry import TIERS, count_tokens  # noqa: E402
 from pamd.edge.brain import Brain  # noqa: E402
 from pamd.edge.layout import init_brain  # noqa: E402
-from pamd.encode.ingest import _redactor, ingest_entries, make_entries  # noqa: E402
+from pamd.encode.ingest import ingest_entries, make_entries, redactor  # noqa: E402
 from pamd.encode.neurotag import Tagger  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def new_brain(tmp: Path, name: str) -> Brain:
 
 def ingest(brain: Brain, msgs, now) -> float:
     t = time.perf_counter()
-    entries, red = make_entries(msgs, Tagger.from_config(brain.config, brain.root), _redactor(brain.config), now)
+    entries, red = make_entries(msgs, Tagger.from_config(brain.config, brain.root), redactor(brain.config), now)
     ingest_entries(brain, entries, ["bench"], now, "ingest", red)
     return time.perf_counter() - t
 

@@ -179,3 +179,17 @@ def test_ingest_copies_nothing_outside_the_brain(brain, tmp_path):
     shutil.copy(DATA / "pamd.jsonl", evil)
     assert brain("ingest", str(evil))[0] == 0
     assert not (tmp_path / "evil").exists()
+
+
+def test_secrets_are_redacted_before_anything_is_written(brain, tmp_path):
+    aws = "AKIA" + "Q4XZ7RT2MB6KPL3N"  # split so this file is no secret itself
+    gh = "ghp_" + "x7Gk2mQp9LrT4vW8yB1nC5dF3hJ6sA0eZ2uK"
+    f = tmp_path / "leak.jsonl"
+    f.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "user",
+                             "text": f"deploy with {aws} and push with {gh}"}) + "\n")
+    assert brain("ingest", str(f))[0] == 0
+    history = git(brain.cwd, "log", "-p", "--all")
+    assert aws not in history and gh not in history
+    text = entries(brain.cwd)[0].text
+    assert "[REDACTED:" in text and "deploy with" in text
+    assert "Redacted:" in git(brain.cwd, "log", "-1", "--format=%B")

@@ -15,7 +15,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.edge.brain import Brain
-    from pamd.encode.ingest import _redactor, ingest_entries, make_entries
+    from pamd.encode.ingest import ingest_entries, make_entries, redactor
     from pamd.encode.neurotag import Tagger
     from pamd.encode.sources import Message, normalize_text
     from pamd.errors import PamdError
@@ -28,7 +28,7 @@ def run(args) -> int:
     brain = Brain.find(args.brain)
     msg = Message(args.role, text, args.now, args.session, 0)
     entries, redacted = make_entries([msg], Tagger.from_config(brain.config, brain.root),
-                                     _redactor(brain.config), args.now)
+                                     redactor(brain.config), args.now)
     e = entries[0]
     if args.type:
         e = e.with_(type=args.type)

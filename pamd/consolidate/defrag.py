@@ -28,7 +28,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     """Fold daily notes older than today into L0 and move them to memory/daily/."""
     from pamd.core.fmt import render_doc
     from pamd.encode import sources
-    from pamd.encode.ingest import _redactor, known_ids, ledger_path, make_entries
+    from pamd.encode.ingest import known_ids, ledger_path, make_entries, redactor
     from pamd.encode.neurotag import Tagger
 
     out = Prepared(docs=dict(docs))
@@ -48,7 +48,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
         rel = f"memory/{p.name}"
         text = brain.read(rel) or ""
         msgs = sources.read(text.encode("utf-8"), p.name, "markdown")
-        entries, _ = make_entries(msgs, tagger, _redactor(brain.config), now)
+        entries, _ = make_entries(msgs, tagger, redactor(brain.config), now)
         for e in entries:
             if e.id not in known:
                 known.add(e.id)

@@ -11,7 +11,6 @@ import json
 import logging
 import signal
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 from pamd.core.entry import parse_time
@@ -139,6 +138,3 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     log.info("pamd daemon stopped")
     return 0
 
-
-def sleep_until(t: float) -> None:  # pragma: no cover - kept tiny for tests to patch
-    time.sleep(max(0.0, t - time.time()))

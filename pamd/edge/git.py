@@ -128,8 +128,10 @@ class Repo:
             if gone:
                 self._exec(["rm", "--cached", "--quiet", "--", *gone], env=env)
             checkpoint("git:commit")
-            self._exec(["commit", "--only", "-q", "-F", "-", "--", *paths], env=env,
-                       istream=_Stdin(message))
+            with tempfile.TemporaryFile() as msg:  # GitPython takes stdin as a file
+                msg.write(message.encode("utf-8"))
+                msg.seek(0)
+                self._exec(["commit", "--only", "-q", "-F", "-", "--", *paths], env=env, istream=msg)
             checkpoint("git:committed")
         except git.GitCommandError as exc:
             raise PamdError(f"git commit failed: {_first(exc)}",
@@ -181,18 +183,6 @@ class Repo:
             return self._exec(list(args), strip_newline_in_stdout=strip)
         except git.GitCommandError as exc:
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
-
-
-class _Stdin:
-    """GitPython wants a file-like istream; a pipe-backed temp file keeps it simple."""
-
-    def __new__(cls, text: str):
-        import tempfile
-
-        f = tempfile.TemporaryFile()
-        f.write(text.encode("utf-8"))
-        f.seek(0)
-        return f
 
 
 def _first(exc: git.GitCommandError) -> str:

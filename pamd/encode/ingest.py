@@ -20,6 +20,7 @@ from pamd.core.fmt import render_doc
 from pamd.edge.brain import Brain, tier_path
 from pamd.encode import sources
 from pamd.encode.neurotag import Tagger
+from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
@@ -40,7 +41,7 @@ def ledger_path(ts: datetime) -> str:
     return f"{LEDGER_DIR}/{ts.strftime('%Y-%m')}.txt"
 
 
-def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Any, now: datetime
+def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Redactor | None, now: datetime
                  ) -> tuple[list[Entry], Counter]:
     entries, redacted = [], Counter()
     for m in messages:
@@ -135,11 +136,8 @@ def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime
     return "\n".join(lines) + "\n"
 
 
-def _redactor(config: dict[str, Any]):
-    try:
-        from pamd.encode.redact import Redactor
-    except ImportError:  # pragma: no cover - redaction lands with the encode rules
-        return None
+def redactor(config: dict[str, Any]) -> Redactor:
+    """Secrets are replaced before anything is written (built-ins + [[redact.patterns]])."""
     return Redactor.from_config(config)
 
 
@@ -163,5 +161,5 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     if not messages:
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
-                                     _redactor(brain.config), now)
+                                     redactor(brain.config), now)
     return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted)

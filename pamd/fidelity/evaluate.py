@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from pamd.core.entry import TIERS
 from pamd.fidelity.qa import TAG_RE, Conversation, Question
@@ -264,6 +263,3 @@ def summary_lines(report: Report) -> list[str]:
                    f"{last.tree['R@10'] / raw.prov['R@10']:.0%} of raw")
     return out
 
-
-def as_dict(report: Report) -> dict[str, Any]:
-    return asdict(report)

@@ -15,7 +15,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.core.entry import Entry, fmt_time
+from pamd.core.entry import Entry
 from pamd.core.fmt import Doc, FormatError, dump_yaml, split_frontmatter
 from pamd.errors import PamdError
 from pamd.myelin.recall_log import Pending
@@ -191,6 +191,3 @@ def dna_sources(text: str) -> set[str]:
             out.update(str(x) for x in i.get("from", []))
     return out
 
-
-def stamp(now: datetime) -> str:
-    return fmt_time(now)

@@ -1,6 +1,6 @@
 """Issue 7: what each compression tier loses, on LoCoMo, with the extractive summarizer.
 
-    python benchmarks/fidelity_locomo.py                  # all 10 conversations (~30 min on 2 cores)
+    python benchmarks/fidelity_locomo.py                  # all 10 conversations, USE embedder
     python benchmarks/fidelity_locomo.py --limit 2        # a quick look
 
 Runs `pamd eval` (pamd.fidelity.evaluate) on ../shared/bench/data/locomo/locomo10.json
@@ -27,12 +27,14 @@ def main() -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--plot", default=str(ROOT / "docs" / "fidelity-locomo.png"))
     ap.add_argument("--json", help="also write the full report here")
+    ap.add_argument("--embedder", default="use",
+                    help="embedder of the scratch brains (default use: fast; e5-small is ~10x slower here)")
     args = ap.parse_args()
     if not DATA.is_file():
         raise SystemExit(f"no LoCoMo data at {DATA}: set PAMD_SHARED")
     t = time.perf_counter()
     convs = qa.load_locomo(DATA, args.limit)
-    report = evaluate.eval_conversations(convs, 10, source=DATA.name,
+    report = evaluate.eval_conversations(convs, 10, source=DATA.name, embedder=args.embedder,
                                          progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(evaluate.table(report))
     for line in evaluate.summary_lines(report):

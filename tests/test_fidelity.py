@@ -77,3 +77,27 @@ def test_eval_ages_a_locomo_file_and_plots(brain, tmp_path):
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
     code, out, _ = brain("eval", str(qa), "--workdir", str(tmp_path / "w2"))
     assert "prov R@10" in out.splitlines()[0] and "at 8d:" in out
+
+
+def test_eval_of_a_users_own_brain_leaves_the_brain_alone(brain, tmp_path):
+    from conftest import DATA
+
+    assert brain("ingest", str(DATA / "pamd.jsonl"), now="2026-11-30T10:05:00Z")[0] == 0
+    from pamd.edge.brain import Brain
+
+    es = Brain(brain.cwd).load().entries
+    decision = next(e for e in es if "streaming writes" in e.text)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "how do large exports avoid running out of memory",
+                             "evidence_ids": [decision.id]}) + "\n")
+    head = git(brain.cwd, "rev-parse", "HEAD")
+    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["points"][0]["prov"]["R@10"] == 1.0
+    assert rep["points"][-1]["prov"]["R@10"] >= rep["points"][-1]["tree"]["R@10"]
+    assert git(brain.cwd, "rev-parse", "HEAD") == head and git(brain.cwd, "status", "--porcelain") == ""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "x"}\n')
+    code, _, err = brain("eval", str(bad))
+    assert code == 1 and "bad.jsonl:1:" in err

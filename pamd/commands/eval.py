@@ -13,6 +13,8 @@ def add_arguments(p) -> None:
     p.add_argument("--workdir", help="keep the scratch brains here")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png|svg", help="plot recall against compression")
+    p.add_argument("--embedder", choices=["auto", "e5-small", "use", "sentence-transformers"],
+                   help="embedder of the scratch brains (default: the brain's own, or auto)")
 
 
 def run(args) -> int:
@@ -32,12 +34,12 @@ def run(args) -> int:
     if qa.detect(path) == "locomo":
         convs = qa.load_locomo(path, args.limit)
         report = evaluate.eval_conversations(convs, args.k, workdir=args.workdir, progress=progress,
-                                             source=path.name)
+                                             source=path.name, embedder=args.embedder)
     else:
         from pamd.edge.brain import Brain
 
         report = evaluate.eval_brain(Brain.find(args.brain), qa.load_pamd(path), args.k,
-                                     workdir=args.workdir, progress=progress)
+                                     workdir=args.workdir, progress=progress, embedder=args.embedder)
     if args.json:
         print(report.to_json())
     else:

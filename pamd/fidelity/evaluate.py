@@ -143,8 +143,24 @@ def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> 
     return p
 
 
+def _set_embedder(brain, name: str | None) -> None:
+    """Scratch brains may use another embedder than `auto` (e.g. USE, for a fast benchmark)."""
+    if not name:
+        return
+    import re
+
+    from pamd.edge.brain import CONFIG
+
+    text = brain.read(CONFIG) or ""
+    text = re.sub(r'(?m)^embedder = .*$', f'embedder = "{name}"', text, count=1)
+    with brain.transaction() as tx:
+        tx.commit({CONFIG: text}, f"pamd eval: scratch brain uses the {name} embedder\n")
+    brain._config = None
+
+
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
-                       progress: Callable[[str], None] = lambda s: None, source: str = "") -> Report:
+                       progress: Callable[[str], None] = lambda s: None, source: str = "",
+                       embedder: str | None = None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
@@ -158,6 +174,7 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
     raw_tokens = 0
     for ci, conv in enumerate(convs):
         brain, _ = init_brain(workdir / f"{ci:02d}-{conv.name}")
+        _set_embedder(brain, embedder)
         gap = timedelta(hours=1) / max(len(conv.messages), 1)
         start = T0 - timedelta(hours=1)
         msgs = [Message(speaker, f"[{dia}] {speaker}: {text}", start + gap * i,
@@ -222,7 +239,7 @@ def plot(report: Report, out: Path) -> Path:
 
 
 def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir: Path | None = None,
-               progress: Callable[[str], None] = lambda s: None) -> Report:
+               progress: Callable[[str], None] = lambda s: None, embedder: str | None = None) -> Report:
     """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.brain import Brain
@@ -232,6 +249,7 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     clone = workdir / "brain"
     brain.repo.run("clone", "-q", str(brain.root), str(clone))
     scratch = Brain(clone)
+    _set_embedder(scratch, embedder)
     entries = scratch.load().entries
     raw_tokens = sum(e.tokens for e in entries if not e.sources)
     graph = {e.id: e.sources for e in entries if e.sources}

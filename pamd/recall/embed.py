@@ -147,9 +147,17 @@ def load(name: str = "auto", model: str = "") -> Embedder:
                         "or set [index] embedder = \"auto\"") from None
 
 
+_LOADED: dict[tuple[str, str], Embedder] = {}
+
+
 def _make(name: str, model: str) -> Embedder:
-    cls = BACKENDS[name]
-    return cls(model) if cls is SentenceTransformers else cls()
+    """One instance per backend and model per process: loading a model costs 0.1-5 s, and the
+    daemon, `pamd eval` and `pamd probe` recall many times in one process."""
+    key = (name, model)
+    if key not in _LOADED:
+        cls = BACKENDS[name]
+        _LOADED[key] = cls(model) if cls is SentenceTransformers else cls()
+    return _LOADED[key]
 
 
 def _normed(v: np.ndarray) -> np.ndarray:

@@ -104,7 +104,7 @@ def expected_entries(root: Path, name: str, data: bytes) -> list[Entry] | None:
     """What ingest must write for `data`, by pamd's own parse + normalisation (None: refused)."""
     from pamd.edge.brain import Brain
     from pamd.encode import sources
-    from pamd.encode.ingest import _redactor, make_entries
+    from pamd.encode.ingest import make_entries, redactor
     from pamd.encode.neurotag import Tagger
     from pamd.errors import PamdError
 
@@ -114,7 +114,7 @@ def expected_entries(root: Path, name: str, data: bytes) -> list[Entry] | None:
     except PamdError:
         return None
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)
-    return make_entries(msgs, Tagger.from_config(b.config, root), _redactor(b.config), now)[0]
+    return make_entries(msgs, Tagger.from_config(b.config, root), redactor(b.config), now)[0]
 
 
 def brain_entries(root: Path) -> dict[str, Entry]:

@@ -193,7 +193,21 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         if pend.marker:
             out.message += f"{recall_log.TRAILER}: {pend.marker}\n"
         out.sha = tx.commit(changes, out.message)
+        if summaries:
+            _record_leaves(brain, summaries, entries)
         return out
+
+
+def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -> None:
+    """Cache what each new summary stands for, so the index can find its raw messages."""
+    try:
+        from pamd.recall.deep import record
+    except ImportError:
+        return
+    try:
+        record(brain.state_dir, summaries, {e.id: e for e in entries})
+    except Exception:  # noqa: BLE001 - a cache: the next index refresh reads history instead
+        pass
 
 
 def plan_table(plan: policy.Plan) -> list[str]:

@@ -107,15 +107,18 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
         behind: set[str] = set()
         for rank, h in enumerate(hits, 1):
             lines += h.end - h.start + 1
-            for eid in h.ids:
+            # A hit on a summary's raw leaf (recall.deep) names the leaf: it stands for that
+            # entry alone. A hit on a summary's own words stands for everything it came from.
+            named = h.ids[1:] if len(h.ids) > 1 and h.ids[0].startswith("s-") else h.ids
+            for eid in named:
                 behind.update(_descend(eid, graph))
             if unit_of:  # LoCoMo: evidence is dialog ids, cited in the lines
                 seen_tree |= _cited_units(brain.root, h, cache) & ev
-                for eid in h.ids:
+                for eid in named:
                     seen_prov |= {unit_of.get(r, "") for r in _descend(eid, graph)} & ev
             else:  # a user's brain: evidence is entry ids
-                seen_tree |= set(h.ids) & ev
-                for eid in h.ids:
+                seen_tree |= set(h.ids[:1]) & ev
+                for eid in named:
                     seen_prov |= set(_descend(eid, graph)) & ev
             seen_prov |= seen_tree
             if rank in KS:

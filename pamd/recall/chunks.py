@@ -56,8 +56,11 @@ def _markdown():
 _MD = None
 
 
-def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS) -> list[Chunk]:
-    """All chunks of one brain file, in file order."""
+def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leaves=None) -> list[Chunk]:
+    """All chunks of one brain file, in file order.
+
+    `leaves(summary) -> [(raw id, time, role, text)]`, when given, adds a chunk per raw
+    message behind each summary, citing the summary's lines (see recall.deep)."""
     global _MD
     if _MD is None:
         _MD = _markdown()
@@ -98,6 +101,13 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS) -> l
             if e is not None:
                 chunks.append(Chunk(path, e.line_start, e.line_end, tier, f"{e.role}: {e.text}",
                                     (e.id,), e.ts, e.importance))
+                if e.sources and leaves is not None:
+                    seen = set()
+                    for raw_id, ts, role, raw in leaves(e):
+                        if raw not in seen:  # the same words twice cite the same lines once
+                            seen.add(raw)
+                            chunks.append(Chunk(path, e.line_start, e.line_end, tier, f"{role}: {raw}",
+                                                (e.id, raw_id), _time(ts), e.importance))
             else:
                 m = HEADER_RE.match(line)
                 rest = _strip_quote(body[a + 2:end_b]) if end_b > a + 2 else ""

@@ -119,11 +119,20 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     _boost(fused, cols, ix, now)
     rows = idx.chunk_rows(list(fused))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
-    hits = []
-    for lb, score in ranked[:k]:
+    hits: list[Hit] = []
+    at: dict[tuple[str, int, int], Hit] = {}
+    for lb, score in ranked:
         _, path, start, end, tier, ts, _imp, ids, text = rows[lb]
-        hits.append(Hit(path, start, end, score, tier, [i for i in ids.split(",") if i], text,
-                        _iso(ts) if ts is not None else None, lb))
+        ids_l = [i for i in ids.split(",") if i]
+        here = at.get((path, start, end))
+        if here is not None:  # a summary and the raw messages behind it cite the same lines
+            here.ids += [i for i in ids_l if i not in here.ids]
+            continue
+        if len(hits) == k:
+            break  # chunks ranked below the k-th place merge into nothing
+        h = Hit(path, start, end, score, tier, ids_l, text, _iso(ts) if ts is not None else None, lb)
+        at[(path, start, end)] = h
+        hits.append(h)
     return hits
 
 

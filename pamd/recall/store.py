@@ -33,12 +33,13 @@ import numpy as np
 
 from pamd.edge.lock import Lock
 from pamd.recall.chunks import Chunk, chunk_file
+from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "1"
+VERSION = "2"  # 2: summaries' raw leaves are indexed too (recall.deep)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
@@ -183,7 +184,8 @@ def _checksum(path: Path) -> str | None:
 def settings_id(config: dict) -> str:
     """What, besides the embedder, changes chunks: a different value means a fresh index."""
     ix = config.get("index", {})
-    return json.dumps({"v": VERSION, "max_chars": int(ix.get("max_chars", 800))})
+    return json.dumps({"v": VERSION, "max_chars": int(ix.get("max_chars", 800)),
+                       "deep": bool(ix.get("deep", True))})
 
 
 def lock(state_dir: Path) -> Lock:
@@ -265,13 +267,18 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     # 2. which chunks appear and disappear
     new_chunks: list[Chunk] = []
     dead: list[int] = []
-    for rel, tier, text in changed:
-        old = {key: label for label, key in
-               db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
-        for c in chunk_file(rel, text, tier, max_chars):
-            if old.pop(c.key, None) is None:
-                new_chunks.append(c)
-        dead += old.values()
+    deep = Lookup(root, state_dir) if config.get("index", {}).get("deep", True) else None
+    try:
+        for rel, tier, text in changed:
+            old = {key: label for label, key in
+                   db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
+            for c in chunk_file(rel, text, tier, max_chars, deep):
+                if old.pop(c.key, None) is None:
+                    new_chunks.append(c)
+            dead += old.values()
+    finally:
+        if deep is not None:
+            deep.close()
     for rel in gone:
         q = "SELECT label FROM chunks WHERE path=? AND alive=1"
         dead += [r[0] for r in db.execute(q, (rel,))]

@@ -1,0 +1,106 @@
+"""Deep recall: the raw messages behind each summary stay findable.
+
+Compaction removes raw text from the tree, never from history. So that a fact
+compressed out of a summary's words can still be found, the index also holds
+each summary's raw *leaves* (the L0 entries it stands for, through every tier)
+as chunks that cite the summary's own lines: a hit says where the memory
+lives now (`path:start-end` of the summary) and which raw entry matched
+(`ids`: the summary, then the leaf); `pamd expand` prints the raw text.
+
+Leaves are immutable per summary id, so they are cached in .pamd/deep.sqlite:
+compaction records them as it writes summaries (it holds the sources in
+memory), and anything missing — a fresh clone, a deleted .pamd/ — is read back
+from git history (pamd.consolidate.provenance), so `pamd index` on a clone
+reproduces the same index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from pamd.core.entry import Entry, fmt_time
+
+DB = "deep.sqlite"
+Leaf = tuple[str, str, str, str]  # (raw id, time, role, text)
+
+
+def _connect(state_dir: Path) -> sqlite3.Connection:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(state_dir / DB)
+    db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
+               " text TEXT, PRIMARY KEY (summary, pos))")
+    return db
+
+
+def _get(db: sqlite3.Connection, sid: str) -> list[Leaf] | None:
+    rows = db.execute("SELECT raw, ts, role, text FROM leaves WHERE summary=? ORDER BY pos", (sid,)).fetchall()
+    if rows:
+        return [tuple(r) for r in rows]
+    return [] if db.execute("SELECT 1 FROM leaves WHERE summary=? AND pos=-1", (sid,)).fetchone() else None
+
+
+def _put(db: sqlite3.Connection, sid: str, leaves: list[Leaf]) -> None:
+    rows = [(sid, i, *leaf) for i, leaf in enumerate(leaves)] or [(sid, -1, "", "", "", "")]
+    db.executemany("INSERT OR REPLACE INTO leaves VALUES (?,?,?,?,?,?)", rows)
+
+
+def _leaf(e: Entry) -> Leaf:
+    return (e.id, fmt_time(e.ts), e.role, e.text)
+
+
+def record(state_dir: Path, summaries: Iterable[Entry], known: dict[str, Entry]) -> None:
+    """Called by compaction with the summaries it just wrote and every entry it read."""
+    db = _connect(state_dir)
+    try:
+        with db:
+            for s in summaries:
+                leaves: list[Leaf] = []
+                for src in s.sources:
+                    e = known.get(src)
+                    if e is not None and not e.sources:
+                        leaves.append(_leaf(e))
+                    else:
+                        below = _get(db, src)
+                        if below is None:  # not cached: the history pass fills it in later
+                            leaves = []
+                            break
+                        leaves += below
+                else:
+                    _put(db, s.id, leaves)
+    finally:
+        db.close()
+
+
+class Lookup:
+    """Leaves of summaries for the chunker; missing ones are read from history once."""
+
+    def __init__(self, root: Path, state_dir: Path) -> None:
+        self.root = root
+        self.db = _connect(state_dir)
+        self._brain = None
+
+    def __call__(self, summary: Entry) -> list[Leaf]:
+        got = _get(self.db, summary.id)
+        if got is None:
+            got = self._from_history(summary.id)
+            with self.db:
+                _put(self.db, summary.id, got)
+        return got
+
+    def _from_history(self, sid: str) -> list[Leaf]:
+        from pamd.consolidate.provenance import expand_ids
+        from pamd.edge.brain import Brain
+        from pamd.errors import PamdError
+
+        if self._brain is None:
+            self._brain = Brain(self.root)
+        try:
+            found = expand_ids(self._brain, [sid])
+        except PamdError:
+            return []  # provenance broken (pamd fsck says where): the summary is still searchable itself
+        return [_leaf(f.entry) for f in found if not f.entry.sources]
+
+    def close(self) -> None:
+        self.db.close()

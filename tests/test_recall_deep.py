@@ -1,0 +1,54 @@
+"""Deep recall: a fact compressed out of a summary's words is still found, citing the summary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import git
+
+
+def _brain_with_a_compressed_fact(brain, tmp_path):
+    rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s",
+             "text": t} for i, t in enumerate([
+                 "The staging database listens on port 5433 since the migration.",
+                 "Reviewed the dashboard colours with Anna; she prefers the darker theme.",
+                 "The nightly backup job writes to the bucket named pamd-archive-eu.",
+                 "Lunch order placed for the team offsite on Thursday.",
+                 "The export runs in a single pod limited to 512 MB of memory.",
+                 "We talked about the weather in Lisbon and the new coffee machine.",
+             ])]
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T09:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
+
+
+def test_a_fact_compressed_out_of_the_summary_is_found_and_cites_the_summary(brain, tmp_path):
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    summary = next(p for p in (brain.cwd / "memory" / "L1").glob("*.md")).read_text()
+    assert "pamd-archive-eu" not in summary  # the 3:1 summary dropped those words
+    code, out, err = brain("recall", "which bucket does the nightly backup write to", "--json", "-k", "3")
+    assert code == 0, err
+    hits = json.loads(out)
+    top = hits[0]
+    assert top["path"].startswith("memory/L1/") and top["ids"][0].startswith("s-")
+    lines = (brain.cwd / top["path"]).read_text().split("\n")[top["lines"][0] - 1: top["lines"][1]]
+    assert lines[0].startswith(f"### {top['ids'][0]} ")  # the lines of the summary, as on disk
+    raw = top["ids"][1]
+    code, out, _ = brain("expand", raw, "--json")
+    assert "pamd-archive-eu" in json.loads(out)[0]["text"]
+
+
+def test_a_fresh_clone_rebuilds_the_deep_index_from_history(brain, tmp_path):
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    q = "which bucket does the nightly backup write to"
+    first = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(brain.cwd), str(clone))
+    brain.cwd = clone
+    assert brain("index")[0] == 0
+    again = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    assert [(h["path"], h["lines"], h["ids"]) for h in again] == [(h["path"], h["lines"], h["ids"]) for h in first]
+    shutil.rmtree(clone / ".pamd")
+    assert json.loads(brain("recall", q, "--json", "-k", "3")[1])[0]["ids"] == first[0]["ids"]

@@ -226,8 +226,11 @@ def plot(report: Report, out: Path) -> Path:
     xs = [p.ratio for p in report.points]
     ax.plot(xs, [p.prov["R@10"] for p in report.points], "o-", label="recall@10 through provenance")
     ax.plot(xs, [p.tree["R@10"] for p in report.points], "s--", label="recall@10 from the working tree")
-    for p in report.points:
-        ax.annotate(p.age, (p.ratio, p.tree["R@10"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
+    labels: dict[tuple[float, float], list[str]] = {}
+    for p in report.points:  # ages at the same point share one label ("raw, 1h")
+        labels.setdefault((p.ratio, p.tree["R@10"]), []).append(p.age)
+    for (x, y), ages in labels.items():
+        ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
     ax.set_ylabel("evidence recall@10")

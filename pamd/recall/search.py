@@ -119,12 +119,65 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     _boost(fused, cols, ix, now)
     rows = idx.chunk_rows(list(fused))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
+    per_hit = float(ix.get("hit_lines", 0.0))
+    if per_hit <= 0:
+        groups = [[lb] for lb, _ in ranked[:k]]
+    else:
+        spans = {lb: (r[2], r[3]) for lb, r in rows.items()}
+        groups = shape([lb for lb, _ in ranked], spans, cols["prev"], cols["next"], k,
+                       per_hit * k)
     hits = []
-    for lb, score in ranked[:k]:
-        _, path, start, end, tier, ts, _imp, ids, text = rows[lb]
-        hits.append(Hit(path, start, end, score, tier, [i for i in ids.split(",") if i], text,
-                        _iso(ts) if ts is not None else None, lb))
+    for g in groups:
+        best = max(g, key=lambda lb: fused[lb])
+        _, path, _s, _e, tier, ts, _imp, _ids, _t = rows[best]
+        ids = [i for lb in g for i in rows[lb][7].split(",") if i]
+        text = "\n".join(rows[lb][8] for lb in g)
+        hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
+                        _iso(ts) if ts is not None else None, best))
     return hits
+
+
+def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray,
+          nxt: np.ndarray, k: int, budget: float) -> list[list[int]]:
+    """Ranked chunks -> at most k hits, each a run of adjacent chunks of one file, in file order.
+
+    Candidates are taken best first. One next to a hit already chosen (the turn
+    before or after it) joins that hit, which then spans both, instead of taking
+    a slot of its own; so a question and its answer come back as one hit and the
+    freed slot goes to the next candidate. Lines are counted on disk (blank lines
+    between entries included) and the hits together cover at most
+    max(budget, lines of the plain top k): a joiner or a new hit that would pass
+    that is skipped, so shaping never makes the reader take more lines than the
+    budget or than plain chunk hits would. Hits keep the rank of their best chunk.
+    """
+    plain = ranked[:k]
+    cap = max(budget, sum(spans[lb][1] - spans[lb][0] + 1 for lb in plain))
+    groups: list[list[int]] = []
+    used = 0
+
+    def span(g: list[int]) -> int:
+        return spans[g[-1]][1] - spans[g[0]][0] + 1
+
+    for lb in ranked:
+        if len(groups) >= k and used >= cap:
+            break
+        joined = False
+        for g in groups:
+            if nxt[g[-1]] == lb or prev[g[0]] == lb:
+                ng = g + [lb] if nxt[g[-1]] == lb else [lb] + g
+                extra = span(ng) - span(g)
+                if used + extra <= cap:
+                    g[:] = ng
+                    used += extra
+                joined = True  # a neighbour that does not fit is still not a hit of its own
+                break
+        if joined or len(groups) >= k:
+            continue
+        size = spans[lb][1] - spans[lb][0] + 1
+        if used + size <= cap or not groups:
+            groups.append([lb])
+            used += size
+    return groups
 
 
 def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float) -> np.ndarray:

@@ -58,7 +58,8 @@ def test_hit_points_at_the_lines_that_hold_the_text(brain, capsys):
     loc, score, text = first.split("  ", 2)
     path, span = loc.rsplit(":", 1)
     a, b = map(int, span.split("-"))
-    assert code == 0 and len(out.splitlines()) == 2
+    # hit shaping (template hit_lines) may join a neighbour into one wider hit
+    assert code == 0 and len(out.splitlines()) in (1, 2)
     assert "migration failed" in text and float(score) > 0
     assert "migration failed" in "\n".join((brain / path).read_text().split("\n")[a - 1 : b])
 

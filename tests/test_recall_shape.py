@@ -81,3 +81,20 @@ def test_shape_keeps_to_the_budget_and_to_k():
     big = {i: (20 * i + 1, 20 * i + 18) for i in range(10)}
     groups = shape([1, 3, 5, 7], big, prev, nxt, k=3, budget=12)
     assert groups == [[1], [3], [5]]
+
+
+def test_role_boost_prefers_the_speaker_the_query_names(tmp_path, capsys):
+    talk = [
+        ("boris", "The offsite budget is tight: budget cuts took the travel budget."),
+        ("anna", "I would spend what is left of the money on the team dinner."),
+        ("boris", "Weather in Lisbon should be fine next week."),
+        ("anna", "The printer on the third floor is broken again."),
+    ]
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(talk))}
+    tops = {}
+    for rb in (0, 3):
+        cfg = f'[index]\nembedder = "e5-small"\nhit_lines = 0\nrole_boost = {rb}\n'
+        brain = make_brain(tmp_path / f"b{rb}", files, cfg)
+        tops[rb] = _recall(brain, "what did anna say about the budget", 1, capsys)[0]["text"]
+    assert tops[0].startswith("boris: ")  # the lexical match, said by the other speaker
+    assert tops[3].startswith("anna: ")

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from pamd.recall.embed import Embedder
-from pamd.recall.lexical import bm25, tokenize
+from pamd.recall.lexical import _WORD, bm25, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
 
@@ -118,6 +118,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         return []
     _boost(fused, cols, ix, now)
     rows = idx.chunk_rows(list(fused))
+    _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
     per_hit = float(ix.get("hit_lines", 0.0))
     if per_hit <= 0:
@@ -148,7 +149,9 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     between entries included) and the hits together cover at most
     max(budget, lines of the plain top k): a joiner or a new hit that would pass
     that is skipped, so shaping never makes the reader take more lines than the
-    budget or than plain chunk hits would. Hits keep the rank of their best chunk.
+    budget or than plain chunk hits would; a neighbour that does not fit may still
+    be a hit of its own. Joining spends the budget of the last slots, so there may
+    be fewer than k hits, each wider. Hits keep the rank of their best chunk.
     """
     plain = ranked[:k]
     cap = max(budget, sum(spans[lb][1] - spans[lb][0] + 1 for lb in plain))
@@ -169,8 +172,8 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
                 if used + extra <= cap:
                     g[:] = ng
                     used += extra
-                joined = True  # a neighbour that does not fit is still not a hit of its own
-                break
+                    joined = True
+                break  # a neighbour that does not fit may still be a hit of its own
         if joined or len(groups) >= k:
             continue
         size = spans[lb][1] - spans[lb][0] + 1
@@ -208,6 +211,22 @@ def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.nda
         r = frank.get(int(cols["fileid"][lb]))
         if r is not None:
             fused[lb] += w / (fk + r + 1)
+
+
+def _role_prior(fused: dict[int, float], rows: dict[int, tuple], query: str, w: float) -> None:
+    """x (1 + w) for entries whose speaker the query names ("what did Anna say about ...").
+
+    An entry chunk's text is `role: message`; a role counts as named when it is a
+    whole word of the query (case-insensitive). Plain sections have no role.
+    """
+    if w <= 0:
+        return
+    words = set(_WORD.findall(query.lower()))
+    for lb in fused:
+        row = rows[lb]
+        role, sep, _ = row[8].partition(": ")
+        if sep and row[7] and role.lower() in words:
+            fused[lb] *= 1.0 + w
 
 
 def _top(scores: np.ndarray, n: int) -> list[int]:

@@ -3,9 +3,9 @@
 The LoCoMo data (CC BY-NC 4.0) stays in ../shared/bench; nothing of it is
 written into this repository. The harness (`locomo_retrieval.py`) writes each
 conversation as Markdown session files; `PamdRecall.index` reads those back
-into messages, writes them into a fresh pamd brain (one L0 file per session
-day, one entry per message, speaker as role, the `[D1:3]` dia tag kept inside
-the text so the harness finds it in the cited lines), commits, indexes it, and
+into messages and writes them into a fresh pamd brain through `pamd ingest`
+(pamd JSONL: one entry per message, speaker as role, the `[D1:3]` dia tag kept
+inside the text so the harness finds it in the cited lines), indexes it, and
 `search` answers with `pamd.recall.api.recall`. Hits are brain file paths and
 line ranges, scored by the harness from the files on disk.
 
@@ -25,6 +25,7 @@ PAMD_LOCOMO_WORK (where brains are kept, so a rerun reuses cached vectors).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -39,7 +40,8 @@ HARNESS = Path(os.environ.get("PAMD_LOCOMO_HARNESS",
 if not HARNESS.is_file():
     HARNESS = Path("/work/shared/bench/locomo_retrieval.py")
 # The [index] values proposed as defaults (docs/benchmarks.md): measured on conv-26 first.
-PROPOSED = "fusion_k = 10\nneighbour_weight = 0.3"
+PROPOSED = ("fusion_k = 10\ndense_weight = 0.7\nneighbour_weight = 0.6\nfile_weight = 0.3\n"
+            "hit_lines = 4\nrole_boost = 0.5")
 LINE = re.compile(r"^- \[(D\d+:\d+)\] (.*)$")
 DATE = re.compile(r"^date: (.+)$", re.M)
 
@@ -65,34 +67,36 @@ def read_sessions(md_dir: Path) -> list[tuple[datetime, list[tuple[str, str, str
 
 
 def build_brain(md_dir: Path, root: Path, embedder: str, extra: str = "") -> Path:
-    """A committed pamd brain holding the conversation in md_dir (written with render_doc)."""
-    from pamd.core.entry import Entry, entry_id
-    from pamd.core.fmt import render_doc
+    """A pamd brain holding the conversation in md_dir, written by `pamd ingest`.
 
-    days: dict[str, list] = {}
+    The messages go in as pamd JSONL (`{"ts", "role", "text", "session"}`), the
+    speaker as role, the `[D1:3]` tag kept at the start of the text, 30 s apart
+    from the session's date-time; ingest tags, scores and commits them (one L0
+    file per day). Re-ingesting into a kept brain adds nothing (entry ids are
+    content hashes), so a rerun reuses the brain and its cached vectors.
+    """
+    from pamd.core.entry import fmt_time
+    from pamd.edge.brain import Brain
+    from pamd.encode.ingest import ingest
+
     conv = md_dir.name
+    rows, last = [], datetime(2023, 1, 1, tzinfo=UTC)
     for when, msgs in read_sessions(md_dir):
         for i, (dia, speaker, said) in enumerate(msgs):
-            e = Entry(id=entry_id("e", conv, dia), ts=when + timedelta(seconds=30 * i),
-                      role=speaker, text=f"[{dia}] {said}", session=f"{conv}-{dia.split(':')[0]}")
-            days.setdefault(when.strftime("%Y-%m-%d"), []).append(e)
+            last = when + timedelta(seconds=30 * i)
+            rows.append(json.dumps({"ts": fmt_time(last), "role": speaker, "text": f"[{dia}] {said}",
+                                    "session": f"{conv}-{dia.split(':')[0]}"}))
     root.mkdir(parents=True, exist_ok=True)
-    files = {f"memory/L0/{day}.md": render_doc({}, "", sorted(es, key=lambda e: e.ts))
-             for day, es in days.items()}
-    cfg = f'[index]\nembedder = "{embedder}"\n{extra}\n'
-    (root / "pamd.toml").write_text(cfg, "utf-8")
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if not p.exists() or p.read_text("utf-8") != text:
-            p.write_text(text, "utf-8")
+    (root / "pamd.toml").write_text(f'[index]\nembedder = "{embedder}"\n{extra}\n', "utf-8")
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@b"}
     if not (root / ".git").exists():
         subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
+    (root / ".gitignore").write_text(".pamd/\n", "utf-8")
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
-    subprocess.run(["git", "commit", "-qm", "locomo", "--allow-empty"], cwd=root, check=True,
+    subprocess.run(["git", "commit", "-qm", "locomo brain", "--allow-empty"], cwd=root, check=True,
                    env=env)
+    ingest(Brain(root), [(f"{conv}.jsonl", "\n".join(rows).encode())], now=last, fmt="pamd")
     return root
 
 
@@ -104,7 +108,7 @@ class PamdRecall:
     def __init__(self) -> None:
         self.embedder_name = os.environ.get("PAMD_LOCOMO_EMBEDDER", "e5-small")
         self.extra = os.environ.get("PAMD_LOCOMO_INDEX", PROPOSED).replace("\\n", "\n")
-        tag = re.sub(r"\W+", "_", f"{self.embedder_name}")
+        tag = re.sub(r"\W+", "_", f"ingest-{self.embedder_name}")
         self.work = Path(os.environ.get("PAMD_LOCOMO_WORK", "/tmp/pamd-locomo-brains")) / tag
         self.brain = None
         self.embedder = None

@@ -58,7 +58,8 @@ def test_hit_points_at_the_lines_that_hold_the_text(brain, capsys):
     loc, score, text = first.split("  ", 2)
     path, span = loc.rsplit(":", 1)
     a, b = map(int, span.split("-"))
-    assert code == 0 and len(out.splitlines()) == 2
+    # hit shaping (template hit_lines) may join a neighbour into one wider hit
+    assert code == 0 and len(out.splitlines()) in (1, 2)
     assert "migration failed" in text and float(score) > 0
     assert "migration failed" in "\n".join((brain / path).read_text().split("\n")[a - 1 : b])
 
@@ -85,7 +86,7 @@ def test_recall_is_logged(brain, capsys):
 
     hits = recall_json(brain, "revenue report board", capsys, "-k", "3")
     p = pending(brain / ".pamd", None)
-    assert sorted(p.counts) == sorted(i for h in hits for i in h["ids"])
+    assert sorted(p.counts) == sorted(i for h in hits for i in h["ids"])  # no summaries here: ids are entries
     assert set(p.counts.values()) == {1}
     assert set(p.last_seen.values()) == {"2026-12-01"}
     recall_json(brain, "revenue", capsys, "--no-log")

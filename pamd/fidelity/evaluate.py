@@ -109,7 +109,9 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
             lines += h.end - h.start + 1
             # A hit on a summary's raw leaf (recall.deep) names the leaf: it stands for that
             # entry alone. A hit on a summary's own words stands for everything it came from.
-            named = h.ids[1:] if len(h.ids) > 1 and h.ids[0].startswith("s-") else h.ids
+            entries = h.entries or h.ids
+            leaves = [i for i in h.ids if i not in entries]
+            named = [e for e in entries if not (leaves and e.startswith("s-"))] + leaves
             for eid in named:
                 behind.update(_descend(eid, graph))
             if unit_of:  # LoCoMo: evidence is dialog ids, cited in the lines

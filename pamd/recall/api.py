@@ -65,6 +65,6 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         hits = search(idx, emb, query, k, brain.config, flt, now)
         _OPEN[key] = idx
     if log:
-        ids = [h.ids[0] for h in hits if h.ids]  # the entry in the tree; the rest are its raw leaves
+        ids = [i for h in hits for i in h.entries]  # entries in the tree, not the raw leaves behind them
         recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC))
     return hits

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from pamd.recall.embed import Embedder
-from pamd.recall.lexical import bm25, tokenize
+from pamd.recall.lexical import _WORD, bm25, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
 
@@ -41,6 +41,9 @@ class Hit:
     text: str
     ts: str | None = None
     label: int = field(default=-1, repr=False)
+    # The brain entries the hit covers (a recall counts for these); `ids` adds the raw
+    # leaves of summaries that matched (recall.deep), which are in history, not the tree.
+    entries: list[str] = field(default_factory=list, repr=False)
 
     def as_json(self) -> dict:
         return {"path": self.path, "lines": [self.start, self.end], "score": round(self.score, 6),
@@ -118,22 +121,92 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         return []
     _boost(fused, cols, ix, now)
     rows = idx.chunk_rows(list(fused))
+    _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
-    hits: list[Hit] = []
-    at: dict[tuple[str, int, int], Hit] = {}
-    for lb, score in ranked:
-        _, path, start, end, tier, ts, _imp, ids, text = rows[lb]
-        ids_l = [i for i in ids.split(",") if i]
-        here = at.get((path, start, end))
-        if here is not None:  # a summary and the raw messages behind it cite the same lines
-            here.ids += [i for i in ids_l if i not in here.ids]
-            continue
-        if len(hits) == k:
-            break  # chunks ranked below the k-th place merge into nothing
-        h = Hit(path, start, end, score, tier, ids_l, text, _iso(ts) if ts is not None else None, lb)
-        at[(path, start, end)] = h
-        hits.append(h)
+    # A summary and the raw messages behind it (recall.deep) cite the same lines: one
+    # place, one candidate, ranked by its best chunk; the others only lend their ids.
+    first: dict[tuple[str, int, int], int] = {}
+    same: dict[int, list[int]] = {}
+    places: list[int] = []
+    for lb, _ in ranked:
+        r = rows[lb]
+        loc = (r[1], r[2], r[3])
+        if loc in first:
+            same[first[loc]].append(lb)
+        else:
+            first[loc] = lb
+            same[lb] = []
+            places.append(lb)
+    per_hit = float(ix.get("hit_lines", 0.0))
+    if per_hit <= 0:
+        groups = [[lb] for lb in places[:k]]
+    else:
+        spans = {lb: (rows[lb][2], rows[lb][3]) for lb in places}
+        groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k)
+    # Chunks ranked below the last place used lend nothing.
+    order = {lb: i for i, (lb, _) in enumerate(ranked)}
+    cut = max((order[lb] for g in groups for lb in g), default=-1)
+    hits = []
+    for g in groups:
+        best = max(g, key=lambda lb: fused[lb])
+        _, path, _s, _e, tier, ts, _imp, _ids, _t = rows[best]
+        ids: list[str] = []
+        entries: list[str] = []
+        for lb in g:
+            for x in [lb, *(m for m in same[lb] if order[m] < cut)]:
+                own = [i for i in rows[x][7].split(",") if i]
+                if own and own[0] not in entries:
+                    entries.append(own[0])
+                ids += [i for i in own if i not in ids]
+        text = "\n".join(rows[lb][8] for lb in g)
+        hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
+                        _iso(ts) if ts is not None else None, best, entries))
     return hits
+
+
+def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray,
+          nxt: np.ndarray, k: int, budget: float) -> list[list[int]]:
+    """Ranked chunks -> at most k hits, each a run of adjacent chunks of one file, in file order.
+
+    Candidates are taken best first. One next to a hit already chosen (the turn
+    before or after it) joins that hit, which then spans both, instead of taking
+    a slot of its own; so a question and its answer come back as one hit and the
+    freed slot goes to the next candidate. Lines are counted on disk (blank lines
+    between entries included) and the hits together cover at most
+    max(budget, lines of the plain top k): a joiner or a new hit that would pass
+    that is skipped, so shaping never makes the reader take more lines than the
+    budget or than plain chunk hits would; a neighbour that does not fit may still
+    be a hit of its own. Joining spends the budget of the last slots, so there may
+    be fewer than k hits, each wider. Hits keep the rank of their best chunk.
+    """
+    plain = ranked[:k]
+    cap = max(budget, sum(spans[lb][1] - spans[lb][0] + 1 for lb in plain))
+    groups: list[list[int]] = []
+    used = 0
+
+    def span(g: list[int]) -> int:
+        return spans[g[-1]][1] - spans[g[0]][0] + 1
+
+    for lb in ranked:
+        if len(groups) >= k and used >= cap:
+            break
+        joined = False
+        for g in groups:
+            if nxt[g[-1]] == lb or prev[g[0]] == lb:
+                ng = g + [lb] if nxt[g[-1]] == lb else [lb] + g
+                extra = span(ng) - span(g)
+                if used + extra <= cap:
+                    g[:] = ng
+                    used += extra
+                    joined = True
+                break  # a neighbour that does not fit may still be a hit of its own
+        if joined or len(groups) >= k:
+            continue
+        size = spans[lb][1] - spans[lb][0] + 1
+        if used + size <= cap or not groups:
+            groups.append([lb])
+            used += size
+    return groups
 
 
 def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float) -> np.ndarray:
@@ -164,6 +237,22 @@ def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.nda
         r = frank.get(int(cols["fileid"][lb]))
         if r is not None:
             fused[lb] += w / (fk + r + 1)
+
+
+def _role_prior(fused: dict[int, float], rows: dict[int, tuple], query: str, w: float) -> None:
+    """x (1 + w) for entries whose speaker the query names ("what did Anna say about ...").
+
+    An entry chunk's text is `role: message`; a role counts as named when it is a
+    whole word of the query (case-insensitive). Plain sections have no role.
+    """
+    if w <= 0:
+        return
+    words = set(_WORD.findall(query.lower()))
+    for lb in fused:
+        row = rows[lb]
+        role, sep, _ = row[8].partition(": ")
+        if sep and row[7] and role.lower() in words:
+            fused[lb] *= 1.0 + w
 
 
 def _top(scores: np.ndarray, n: int) -> list[int]:

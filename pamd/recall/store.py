@@ -39,7 +39,7 @@ from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "2"  # 2: summaries' raw leaves are indexed too (recall.deep)
+VERSION = "3"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
@@ -418,13 +418,23 @@ def file_id(path: str) -> int:
 def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
     """prev/next label of each live chunk in file order (conversation context for ranking)."""
     for rel in paths:
-        labels = [r[0] for r in db.execute(
-            "SELECT label FROM chunks WHERE path=? AND alive=1 ORDER BY start", (rel,))]
-        if not labels:
+        rows = db.execute("SELECT label, start, end FROM chunks WHERE path=? AND alive=1"
+                          " ORDER BY start, label", (rel,)).fetchall()
+        if not rows:
             continue
-        arr = np.asarray(labels, np.int64)
-        cols["prev"][arr] = np.concatenate([[-1], arr[:-1]])
-        cols["next"][arr] = np.concatenate([arr[1:], [-1]])
+        # Neighbours are places, not chunks: a summary's raw leaves (recall.deep) share its
+        # lines and its neighbours; the place's first chunk (the entry itself) stands for it.
+        places: list[list[int]] = []
+        last = None
+        for label, start, end in rows:
+            if (start, end) != last:
+                places.append([])
+                last = (start, end)
+            places[-1].append(label)
+        for i, labels in enumerate(places):
+            arr = np.asarray(labels, np.int64)
+            cols["prev"][arr] = places[i - 1][0] if i > 0 else -1
+            cols["next"][arr] = places[i + 1][0] if i + 1 < len(places) else -1
 
 
 def _write_cols(idx: Index) -> None:

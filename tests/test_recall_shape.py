@@ -1,0 +1,100 @@
+"""Hit shaping: a chunk next to a hit joins it, within the line budget (real brain, real model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from recall_helpers import MESSAGES, entries, make_brain
+
+from pamd.cli import main
+from pamd.core.fmt import render_doc
+from pamd.recall import api
+from pamd.recall.search import shape
+
+DIALOGUE = [
+    ("user", "What did the plumber say about the leaking kitchen sink?"),
+    ("assistant", "He will replace the corroded pipe under it on Tuesday morning."),
+    *MESSAGES,
+]
+DAY = "memory/L0/2026-11-30.md"
+
+
+def _brain(tmp_path, hit_lines: int):
+    cfg = f'[index]\nembedder = "e5-small"\nhit_lines = {hit_lines}\nneighbour_weight = 0.6\n'
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(DIALOGUE))}
+    return make_brain(tmp_path / f"brain{hit_lines}", files, cfg)
+
+
+def _recall(brain, query: str, k: int, capsys) -> list[dict]:
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()
+    code = main(["recall", "--brain", str(brain), "--json", "-k", str(k), query])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)
+
+
+def _lines(brain, hit) -> list[str]:
+    a, b = hit["lines"]
+    return (brain / hit["path"]).read_text("utf-8").split("\n")[a - 1 : b]
+
+
+def test_question_and_its_answer_come_back_as_one_hit(tmp_path, capsys):
+    brain = _brain(tmp_path, 4)
+    hits = _recall(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
+    top = hits[0]
+    got = _lines(brain, top)
+    assert got[0].startswith("### " + top["ids"][0])  # starts at the first entry's header
+    assert got[-1].startswith("> ")  # ends on the last entry's text
+    assert len(top["ids"]) >= 2
+    assert any("leaking kitchen sink" in ln for ln in got)
+    assert any("corroded pipe" in ln for ln in got)
+    assert "corroded pipe" in top["text"] and "leaking kitchen sink" in top["text"]
+    total = sum(h["lines"][1] - h["lines"][0] + 1 for h in hits)
+    assert len(hits) <= 3 and total <= 4 * 3
+    for h in hits:  # every hit still points at whole entries
+        ln = _lines(brain, h)
+        assert ln[0].startswith("### ") and ln[-1].startswith("> ")
+
+
+def test_hit_lines_zero_gives_one_chunk_per_hit(tmp_path, capsys):
+    brain = _brain(tmp_path, 0)
+    hits = _recall(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
+    assert len(hits) == 3
+    assert all(len(h["ids"]) == 1 and h["lines"][1] - h["lines"][0] == 2 for h in hits)
+
+
+def test_shape_keeps_to_the_budget_and_to_k():
+    # ten 3-line entries, one blank line apart: entry i covers lines 4i+1 .. 4i+3
+    spans = {i: (4 * i + 1, 4 * i + 3) for i in range(10)}
+    prev = np.array([-1, *range(9)])
+    nxt = np.array([*range(1, 10), -1])
+    ranked = [5, 6, 0, 9, 4, 2, 7]
+    groups = shape(ranked, spans, prev, nxt, k=3, budget=12)
+    assert groups[0] == [5, 6]  # 6 joins 5: one hit of 7 lines
+    lines = sum(spans[g[-1]][1] - spans[g[0]][0] + 1 for g in groups)
+    assert len(groups) <= 3 and lines <= 12
+    assert all(g == sorted(g) for g in groups)
+    # chunks larger than the budget still give k hits: never fewer lines than plain top k
+    big = {i: (20 * i + 1, 20 * i + 18) for i in range(10)}
+    groups = shape([1, 3, 5, 7], big, prev, nxt, k=3, budget=12)
+    assert groups == [[1], [3], [5]]
+
+
+def test_role_boost_prefers_the_speaker_the_query_names(tmp_path, capsys):
+    talk = [
+        ("boris", "The offsite budget is tight: budget cuts took the travel budget."),
+        ("anna", "I would spend what is left of the money on the team dinner."),
+        ("boris", "Weather in Lisbon should be fine next week."),
+        ("anna", "The printer on the third floor is broken again."),
+    ]
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(talk))}
+    tops = {}
+    for rb in (0, 3):
+        cfg = f'[index]\nembedder = "e5-small"\nhit_lines = 0\nrole_boost = {rb}\n'
+        brain = make_brain(tmp_path / f"b{rb}", files, cfg)
+        tops[rb] = _recall(brain, "what did anna say about the budget", 1, capsys)[0]["text"]
+    assert tops[0].startswith("boris: ")  # the lexical match, said by the other speaker
+    assert tops[3].startswith("anna: ")

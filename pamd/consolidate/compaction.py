@@ -17,7 +17,6 @@ from pamd.consolidate.summarizers import Group, Usage, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, render_doc
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
-from pamd.encode.hippocampus import DROP
 from pamd.myelin import myelin, recall_log, snapshot
 
 
@@ -213,6 +212,5 @@ def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -
 def plan_table(plan: policy.Plan) -> list[str]:
     rows = [f"{'id':<15}{'tier':<5}{'retention':>10}  {'decision':<9}{'to':<4} why"]
     for d in plan.decisions:
-        action = d.action if d.action != DROP else "drop"
-        rows.append(f"{d.entry.id:<15}{d.entry.tier:<5}{d.retention:>10.2f}  {action:<9}{d.target:<4} {d.why}")
+        rows.append(f"{d.entry.id:<15}{d.entry.tier:<5}{d.retention:>10.2f}  {d.action:<9}{d.target:<4} {d.why}")
     return rows

@@ -52,3 +52,9 @@ def test_a_fresh_clone_rebuilds_the_deep_index_from_history(brain, tmp_path):
     assert [(h["path"], h["lines"], h["ids"]) for h in again] == [(h["path"], h["lines"], h["ids"]) for h in first]
     shutil.rmtree(clone / ".pamd")
     assert json.loads(brain("recall", q, "--json", "-k", "3")[1])[0]["ids"] == first[0]["ids"]
+
+
+def test_the_text_output_says_a_hit_matched_words_behind_a_summary(brain, tmp_path):
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    code, out, _ = brain("recall", "which bucket does the nightly backup write to", "-k", "1")
+    assert code == 0 and out.startswith("memory/L1/") and "[via e-" in out and "behind the summary]" in out

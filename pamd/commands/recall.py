@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for h in hits:
         text = " ".join(h.text.split())
+        leaves = [i for i in h.ids if i not in h.entries]
+        if leaves:  # matched raw words a summary compressed away (deep recall)
+            text = f"[via {', '.join(leaves[:2])}{'…' if len(leaves) > 2 else ''} behind the summary] {text}"
         if len(text) > WIDTH:
             text = text[: WIDTH - 1] + "…"
         print(f"{h.path}:{h.start}-{h.end}  {h.score:.4f}  {text}")

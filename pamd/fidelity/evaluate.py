@@ -119,7 +119,7 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
                 for eid in named:
                     seen_prov |= {unit_of.get(r, "") for r in _descend(eid, graph)} & ev
             else:  # a user's brain: evidence is entry ids
-                seen_tree |= set(h.ids[:1]) & ev
+                seen_tree |= set(entries) & ev  # the entries in the tree a hit covers
                 for eid in named:
                     seen_prov |= set(_descend(eid, graph)) & ev
             seen_prov |= seen_tree

@@ -73,11 +73,12 @@ def test_stale_index_refreshes_itself_and_embeds_only_new_chunks(brain, capsys):
     assert hits[0]["ids"] == [new[0].id]
     code, out, _ = run(brain, "index", capsys=capsys)
     assert "+0 -0" in out  # already fresh
-    # an edit of one entry re-embeds that entry only (the others come from the cache)
+    # an edit of one entry re-embeds that entry and, through the template's dense_context = 1,
+    # the two embedded with it (the others come from the cache)
     p = brain / DAY
     p.write_text(p.read_text().replace("green tea", "jasmine tea"), "utf-8")
     code, out, _ = run(brain, "index", capsys=capsys)
-    assert code == 0 and "1 embedded" in out and "+1 -1" in out
+    assert code == 0 and "3 embedded" in out and "+3 -3" in out
     assert any("jasmine" in h["text"] for h in recall_json(brain, "jasmine", capsys)[:1])
 
 
@@ -208,3 +209,38 @@ def test_a_long_lived_caller_sees_changes_made_by_another_process(brain, capsys)
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "espresso" in api.recall(b, "espresso machine", log=False)[0].text
+
+
+def test_dense_context_embeds_neighbouring_turns_and_rebuilds(brain, capsys):
+    from pamd.recall.chunks import text_hash
+    from pamd.recall.vcache import VectorCache
+
+    (brain / "pamd.toml").write_text('[index]\nembedder = "e5-small"\ndense_context = 0\n')
+    plain = recall_json(brain, "green tea", capsys)
+    assert "dense_context" not in _meta(brain)["settings"]
+    (brain / "pamd.toml").write_text('[index]\nembedder = "e5-small"\ndense_context = 1\n')
+    code, out, _ = run(brain, "index", capsys=capsys)
+    assert code == 0 and "rebuilt" in out and "6 embedded" in out  # a setting change rebuilds
+    assert json.loads(_meta(brain)["settings"])["dense_context"] == 1
+    texts = [f"{r}: {t}" for r, t in MESSAGES]
+    cache = VectorCache(brain / ".pamd/vectors.sqlite")
+    try:  # keyed by the text embedded: previous turn, the turn, next turn
+        want = [text_hash("\n".join(texts[max(0, i - 1):i + 2])) for i in range(len(texts))]
+        assert len(cache.get(_meta(brain)["model"], want)) == len(texts)
+    finally:
+        cache.close()
+    hits = recall_json(brain, "green tea", capsys)
+    assert hits[0]["ids"][0] == plain[0]["ids"][0]
+    assert any("green tea" in ln for ln in lines_of(brain, hits[0]))
+    code, out, _ = run(brain, "recall", "-k", "1", "Friday", capsys=capsys)  # BM25: own text only
+    assert "ship v2" in out
+    # a new last turn changes the context of the old last turn: both are embedded
+    p = brain / DAY
+    new = entries([("user", "The espresso machine in the kitchen is broken again.")],
+                  start=entries()[-1].ts.replace(hour=15))
+    p.write_text(render_doc({"day": "2026-11-30"}, "# 30 Nov", entries() + new), "utf-8")
+    code, out, _ = run(brain, "index", capsys=capsys)
+    assert code == 0 and "2 embedded" in out and "+2 -1" in out
+    (brain / "pamd.toml").write_text('[index]\nembedder = "e5-small"\ndense_context = 0\n')
+    code, out, _ = run(brain, "index", capsys=capsys)  # off again: rebuilt, vectors cached
+    assert code == 0 and "rebuilt" in out and "1 embedded" in out

@@ -80,3 +80,17 @@ def test_a_bare_heading_is_not_a_chunk():
     assert [c.ids for c in chunks] == [("e-0123456789ab",)]
     notes = chunk_file("MEMORY.md", "# MEMORY\n\n## Empty section\n\n## Facts\n\nThe cat is named Pixel.\n", "L4")
     assert len(notes) == 1 and "Pixel" in notes[0].text
+
+
+def test_with_context_only_changes_what_entries_embed():
+    from pamd.recall.chunks import Chunk, with_context
+
+    cs = [Chunk("f.md", 1, 2, "daily", "# Notes\nplain"), Chunk("f.md", 4, 6, "L0", "a: one", ("1",)),
+          Chunk("f.md", 8, 10, "L1", "s: sum", ("2",)), Chunk("f.md", 8, 10, "L1", "a: leaf", ("2", "0")),
+          Chunk("f.md", 12, 14, "L0", "b: three", ("3",))]
+    out = with_context(cs, 1)
+    assert [c.embed for c in out] == [None, "a: one\ns: sum", "a: one\ns: sum\nb: three", None,
+                                      "s: sum\nb: three"]
+    assert [(c.text, c.hash, c.start, c.end) for c in out] == [(c.text, c.hash, c.start, c.end) for c in cs]
+    assert out[1].vhash != cs[1].vhash and out[1].key != cs[1].key and cs[1].vhash == cs[1].hash
+    assert with_context(cs, 0) == cs

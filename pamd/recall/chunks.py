@@ -12,7 +12,7 @@ inclusive, counted in the file as it is on disk (frontmatter included).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pamd.core.entry import parse_time
@@ -31,16 +31,23 @@ class Chunk:
     ids: tuple[str, ...] = ()
     ts: datetime | None = None
     importance: float | None = None
+    embed: str | None = None  # what the embedder reads when not `text` ([index] dense_context)
 
     @property
     def hash(self) -> str:
-        """Content hash: the vector cache key (same text, same vector, wherever it sits)."""
+        """Content hash of the searchable text."""
         return text_hash(self.text)
 
     @property
+    def vhash(self) -> str:
+        """Hash of the text actually embedded: the vector cache key (same text, same vector)."""
+        return self.hash if self.embed is None else text_hash(self.embed)
+
+    @property
     def key(self) -> str:
-        """Identity in the index: content plus where it sits."""
-        return f"{self.path}:{self.start}-{self.end}:{self.hash}"
+        """Identity in the index: content plus where it sits (plus its context, if embedded)."""
+        key = f"{self.path}:{self.start}-{self.end}:{self.hash}"
+        return key if self.embed is None else f"{key}:{self.vhash}"
 
 
 def text_hash(text: str) -> str:
@@ -123,6 +130,25 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
         i += 1
     flush()
     return chunks
+
+
+def with_context(chunks: list[Chunk], n: int) -> list[Chunk]:
+    """Entry chunks embedded together with up to n entries before and after them in the file.
+
+    Dialogue turns answer each other: "what did X do?" is often answered by a reply
+    whose own words never name X. Only the dense side reads this (`embed`); BM25,
+    the searchable text and the lines stay the chunk's own. Raw leaves of summaries
+    (recall.deep) and plain sections keep their own text.
+    """
+    if n <= 0:
+        return chunks
+    turns = [i for i, c in enumerate(chunks) if len(c.ids) == 1]
+    out = list(chunks)
+    for j, i in enumerate(turns):
+        ctx = [chunks[t].text for t in turns[max(0, j - n):j + n + 1]]
+        if len(ctx) > 1:
+            out[i] = replace(chunks[i], embed="\n".join(ctx))
+    return out
 
 
 def _blocks(tokens) -> list[tuple[str, int, int]]:

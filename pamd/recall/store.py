@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from pamd.edge.lock import Lock
-from pamd.recall.chunks import Chunk, chunk_file
+from pamd.recall.chunks import Chunk, chunk_file, with_context
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder
 from pamd.recall.lexical import term_counts
@@ -184,8 +184,11 @@ def _checksum(path: Path) -> str | None:
 def settings_id(config: dict) -> str:
     """What, besides the embedder, changes chunks: a different value means a fresh index."""
     ix = config.get("index", {})
-    return json.dumps({"v": VERSION, "max_chars": int(ix.get("max_chars", 800)),
-                       "deep": bool(ix.get("deep", True))})
+    out = {"v": VERSION, "max_chars": int(ix.get("max_chars", 800)),
+           "deep": bool(ix.get("deep", True))}
+    if int(ix.get("dense_context", 0)):  # absent when off: existing indexes stay valid
+        out["dense_context"] = int(ix.get("dense_context", 0))
+    return json.dumps(out)
 
 
 def lock(state_dir: Path) -> Lock:
@@ -237,6 +240,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
+    context = int(config.get("index", {}).get("dense_context", 0))
 
     # 1. which files changed (stat first; bytes only when the stat moved)
     rows = db.execute("SELECT path, size, mtime_ns, sha FROM files")
@@ -272,7 +276,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         for rel, tier, text in changed:
             old = {key: label for label, key in
                    db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
-            for c in chunk_file(rel, text, tier, max_chars, deep):
+            for c in with_context(chunk_file(rel, text, tier, max_chars, deep), context):
                 if old.pop(c.key, None) is None:
                     new_chunks.append(c)
             dead += old.values()
@@ -343,12 +347,12 @@ def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Repo
         return np.zeros((0, embedder.dims), np.float32)
     cache = VectorCache(state_dir / "vectors.sqlite")
     try:
-        hashes = [c.hash for c in chunks]
+        hashes = [c.vhash for c in chunks]
         have = cache.get(embedder.identity, sorted(set(hashes)))
         todo: dict[str, str] = {}
         for c in chunks:
-            if c.hash not in have:
-                todo.setdefault(c.hash, c.text)
+            if c.vhash not in have:
+                todo.setdefault(c.vhash, c.text if c.embed is None else c.embed)
         items = list(todo.items())
         for i in range(0, len(items), EMBED_BATCH):
             part = items[i : i + EMBED_BATCH]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_compaction import START, iso, write_week
+from test_compaction import START, iso, week  # noqa: F401 - the shared fixture
 
 from pamd.core.fmt import parse_doc
 
@@ -84,14 +84,6 @@ def all_ids(root: Path) -> set[str]:
     for p in root.glob("memory/ledger/*.txt"):
         ids.update(p.read_text().split())
     return ids
-
-
-@pytest.fixture
-def week(brain, tmp_path):
-    f = write_week(tmp_path / "week.jsonl")
-    code, _, err = brain("ingest", str(f), now=iso(START + timedelta(days=2)))
-    assert code == 0, err
-    return brain
 
 
 def more_messages(tmp_path: Path, n: int = 5, day: int = 1) -> Path:

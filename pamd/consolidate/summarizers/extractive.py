@@ -8,7 +8,6 @@ with the same 4-characters-per-token rule as `pamd.core.entry.count_tokens`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import date
 
@@ -283,6 +282,3 @@ def _fallback(msgs: list[_Msg], units: list[_Unit], budget: int) -> str:
     room = max(budget - len(prefix), 1)
     return prefix + tx.trim(_tagged(msgs, best, True, room), room)
 
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)

@@ -8,6 +8,7 @@ already indexed where they live.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pamd.edge.brain import DAILY_DIR, DNA, MEMORY, SYNAPSE_DIR, TIER_DIRS
@@ -37,17 +38,39 @@ def tier_for(rel: str) -> str | None:
 
 
 def source_files(root: Path) -> list[tuple[str, str]]:
-    """(brain-relative path, tier) of every searchable file, sorted."""
+    """(brain-relative path, tier) of every searchable file, sorted.
+
+    Runs before every recall (is the index fresh?), so it walks with os.scandir rather
+    than Path.rglob: same files (symlinked directories are not entered, symlinked files
+    count, nothing hidden), a fraction of the time.
+    """
     out = []
     for name in (MEMORY, DNA):
         if (root / name).is_file():
             out.append((name, tier_for(name)))
     for top in ("memory", SYNAPSE_DIR):
         base = root / top
-        if base.is_dir():
-            for p in base.rglob("*.md"):
-                rel = p.relative_to(root).as_posix()
-                tier = tier_for(rel)
-                if tier and p.is_file() and not any(part.startswith(".") for part in p.parts):
-                    out.append((rel, tier))
+        if base.is_dir() and not any(part.startswith(".") for part in base.parts):
+            _walk(str(base), top, out)
     return sorted(out)
+
+
+def _walk(path: str, rel: str, out: list[tuple[str, str]]) -> None:
+    try:
+        with os.scandir(path) as it:
+            entries = list(it)
+    except OSError:
+        return
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        sub = f"{rel}/{e.name}"
+        try:
+            if e.is_dir(follow_symlinks=False):
+                _walk(e.path, sub, out)
+            elif e.name.endswith(".md") and e.is_file():
+                tier = tier_for(sub)
+                if tier:
+                    out.append((sub, tier))
+        except OSError:
+            continue

@@ -148,6 +148,15 @@ class Index:
         return True
 
     # ------------------------------------------------------------ reading
+    def files(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct file ids, each label's index in them), kept until the columns change."""
+        fid = self.cols["fileid"]
+        cached = getattr(self, "_files", None)
+        if cached is None or cached[0] is not fid:
+            uniq, inv = np.unique(fid, return_inverse=True)
+            cached = self._files = (fid, uniq, inv.reshape(-1))
+        return cached[1], cached[2]
+
     def chunk_rows(self, labels: list[int]) -> dict[int, tuple]:
         q = (f"SELECT label, path, start, end, tier, ts, importance, ids, text FROM chunks "
              f"WHERE label IN ({','.join('?' * len(labels))})")
@@ -248,10 +257,11 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     on_disk = source_files(root)
     seen = set()
     file_rows, changed = [], []
+    base = str(root)
     for rel, tier in on_disk:
         seen.add(rel)
         try:
-            st = (root / rel).stat()
+            st = os.stat(os.path.join(base, rel))  # every recall stats every file: no pathlib here
         except OSError:
             continue
         old = known.get(rel)

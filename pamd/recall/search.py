@@ -101,7 +101,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
         wf = float(ix.get("file_weight", 0.0))
         if wf > 0:
-            _file_prior(fused, lex, cols, wf, fk)
+            _file_prior(fused, lex, cols, wf, fk, idx.files())
 
     if wd > 0 and idx.hnsw is not None:
         q = embedder.query(query).reshape(1, -1)
@@ -223,19 +223,23 @@ def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float) -> np.ndarr
 
 
 def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.ndarray], w: float,
-                fk: float) -> None:
-    """RRF term for the rank of the chunk's file by summed BM25: the session a question is about."""
+                fk: float, files: tuple[np.ndarray, np.ndarray]) -> None:
+    """RRF term for the rank of the chunk's file by summed BM25: the session a question is about.
+
+    `files` is (sorted distinct file ids, each label's index among them) — Index.files().
+    """
     pos = np.flatnonzero(lex > 0)
     if pos.shape[0] == 0:
         return
-    files, inv = np.unique(cols["fileid"][pos], return_inverse=True)
-    total = np.bincount(inv, weights=lex[pos])
-    rank = np.empty(files.shape[0], np.int64)
-    rank[np.lexsort((files, -total))] = np.arange(files.shape[0])
-    frank = dict(zip(files.tolist(), rank.tolist(), strict=True))
-    for lb in fused:
-        r = frank.get(int(cols["fileid"][lb]))
-        if r is not None:
+    fids, of_label = files
+    inv = of_label[pos]
+    total = np.bincount(inv, weights=lex[pos], minlength=fids.shape[0])
+    present = np.flatnonzero(np.bincount(inv, minlength=fids.shape[0]))
+    rank = np.full(fids.shape[0], -1, np.int64)
+    rank[present[np.lexsort((fids[present], -total[present]))]] = np.arange(present.shape[0])
+    lbs = np.fromiter(fused, np.int64, len(fused))
+    for lb, r in zip(lbs.tolist(), rank[of_label[lbs]].tolist(), strict=True):
+        if r >= 0:
             fused[lb] += w / (fk + r + 1)
 
 

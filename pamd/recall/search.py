@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from pamd.recall.embed import Embedder
+from pamd.recall.embed import Background, Embedder
 from pamd.recall.lexical import _WORD, bm25, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
@@ -73,7 +73,10 @@ class Filters:
 
 
 def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
-           filters: Filters | None = None, now: datetime | None = None) -> list[Hit]:
+           filters: Filters | None = None, now: datetime | None = None,
+           qvec: Background | None = None) -> list[Hit]:
+    """The k best hits; `qvec` is the query's embedding already under way (api.recall starts it
+    before the index check), else the query is embedded here, alongside the BM25 side."""
     ix = config.get("index", {})
     fk = float(ix.get("fusion_k", 60))
     wl, wd = float(ix.get("lexical_weight", 1.0)), float(ix.get("dense_weight", 1.0))
@@ -88,6 +91,9 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         return []
     cand = max(CANDIDATES, 5 * k)
     fused: dict[int, float] = {}
+    dense = wd > 0 and idx.hnsw is not None
+    if dense and qvec is None:
+        qvec = Background(embedder.query, query)
 
     if wl > 0:
         terms = tokenize(query)
@@ -103,8 +109,8 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         if wf > 0:
             _file_prior(fused, lex, cols, wf, fk, idx.files())
 
-    if wd > 0 and idx.hnsw is not None:
-        q = embedder.query(query).reshape(1, -1)
+    if dense:
+        q = qvec.result().reshape(1, -1)
         kk = min(cand, n_allowed)
         idx.hnsw.set_ef(max(2 * kk, 64))
         flt = None if mask is None else (lambda lb: bool(allowed[lb]))

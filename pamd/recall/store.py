@@ -364,8 +364,10 @@ def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Repo
             if c.vhash not in have:
                 todo.setdefault(c.vhash, c.text if c.embed is None else c.embed)
         items = list(todo.items())
-        for i in range(0, len(items), EMBED_BATCH):
-            part = items[i : i + EMBED_BATCH]
+        # equal batches (100 texts: 4 x 25, not 3 x 32 + 4): the embedder spreads each over cores
+        size = -(-len(items) // -(-len(items) // EMBED_BATCH)) if items else 1
+        for i in range(0, len(items), size):
+            part = items[i : i + size]
             vecs = embedder.passages([t for _, t in part])
             fresh = {h: v for (h, _), v in zip(part, vecs, strict=False)}
             cache.put(embedder.identity, fresh)

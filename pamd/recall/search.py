@@ -109,7 +109,9 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         if wf > 0:
             _file_prior(fused, lex, cols, wf, fk, idx.files())
 
+    rows: dict[int, tuple] = {}
     if dense:
+        rows = idx.chunk_rows(list(fused))  # the BM25 candidates' rows, while the query embeds
         q = qvec.result().reshape(1, -1)
         kk = min(cand, n_allowed)
         idx.hnsw.set_ef(max(2 * kk, 64))
@@ -126,7 +128,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     if not fused:
         return []
     _boost(fused, cols, ix, now)
-    rows = idx.chunk_rows(list(fused))
+    rows.update(idx.chunk_rows([lb for lb in fused if lb not in rows]))
     _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one

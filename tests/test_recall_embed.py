@@ -41,3 +41,16 @@ def test_unknown_backend_is_a_clear_error():
         load("word2vec")
     with pytest.raises(PamdError, match="cannot load"):
         load("sentence-transformers", "/nonexistent/model/dir")
+
+
+def test_e5_passages_are_the_same_in_any_calls_and_on_any_number_of_threads():
+    emb = load("e5-small")
+    texts = [f"{d}\n{r}" * (1 + i % 7) for i, (d, r) in enumerate(zip(DOCS * 4, RU * 4, strict=True))]
+    one_by_one = np.stack([emb.passages([t])[0] for t in texts])
+    workers = emb.workers
+    try:
+        for n in (1, 2, 3):
+            emb.workers = n
+            assert np.array_equal(emb.passages(texts), one_by_one)
+    finally:
+        emb.workers = workers

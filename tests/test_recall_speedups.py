@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from recall_helpers import entries, make_brain
 
+from pamd.core.fmt import render_doc
+from pamd.edge.brain import Brain
+from pamd.recall import api
+from pamd.recall.lexical import bm25
 from pamd.recall.search import _file_prior
 from pamd.recall.sources import source_files, tier_for
 
@@ -70,3 +75,33 @@ def test_file_prior_gives_the_same_scores_as_np_unique_over_the_positives():
         uniq, inv = np.unique(cols["fileid"], return_inverse=True)
         _file_prior(got, lex, cols, 0.3, 10.0, (uniq, inv))
         assert got == want
+
+
+def test_bm25_with_a_memo_scores_exactly_as_without():
+    rng = np.random.default_rng(5)
+    n = 5000
+    doc_len = rng.integers(1, 40, n).astype(np.float32)
+    alive = rng.random(n) < 0.9
+    posts = []
+    for df in (3, 200, 4000):  # rare, middling, common (kept as a full row)
+        docs = np.sort(rng.choice(n, df, replace=False)).astype(np.int64)
+        posts.append((docs, rng.integers(1, 4, df).astype(np.float32)))
+    weights = [1.0, 2.0, 3.0]
+    want = bm25(posts, doc_len, alive, weights)
+    memo: dict = {}
+    keys = [("a", 1.0), ("b", 2.0), ("c", 3.0)]
+    for _ in range(2):  # the second time from the memo
+        assert np.array_equal(bm25(posts, doc_len, alive, weights, memo, keys), want)
+
+
+def test_a_warm_index_sees_what_a_refresh_added(tmp_path):
+    brain = Brain(make_brain(tmp_path / "brain"))
+    api.recall(brain, "espresso machine broken", log=False)  # warm: index and memo kept in api._OPEN
+    new = entries([("user", "The espresso machine in the kitchen is broken again.")],
+                  start=entries()[-1].ts.replace(hour=15))
+    (brain.root / "memory/L0/2026-12-01.md").write_text(render_doc({}, "", new), "utf-8")
+    hits = api.recall(brain, "espresso machine broken", log=False)
+    assert hits[0].ids == [new[0].id]
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()

@@ -83,23 +83,49 @@ def bm25(
     doc_len: np.ndarray,
     alive: np.ndarray,
     query_weights: list[float] | None = None,
+    memo: dict | None = None,
+    keys: list | None = None,
 ) -> np.ndarray:
-    """BM25 scores of all labels for the query terms whose postings are given (dead = 0)."""
+    """BM25 scores of all labels for the query terms whose postings are given (dead = 0).
+
+    With `memo` (valid while the index is unchanged, e.g. Index.memo()) and a key per
+    posting list (term, weight), each term's live labels and scores are computed once.
+    """
     scores = np.zeros(doc_len.shape[0], dtype=np.float32)
     n = int(alive.sum())
     if n == 0:
         return scores
-    avgdl = float(doc_len[alive].mean()) or 1.0
+    avgdl = None
     for i, (docs, tfs) in enumerate(postings):
-        live = alive[docs]
-        docs, tfs = docs[live], tfs[live]
-        df = docs.shape[0]
-        if df == 0:
+        key = ("bm25", keys[i]) if memo is not None and keys is not None else None
+        got = memo.get(key) if key is not None else None
+        if got is None:
+            if avgdl is None:
+                avgdl = float(doc_len[alive].mean()) or 1.0
+            live = alive[docs]
+            docs, tfs = docs[live], tfs[live]
+            df = docs.shape[0]
+            if df == 0:
+                got = (docs, None)
+            else:
+                idf = np.log1p((n - df + 0.5) / (df + 0.5))
+                w = query_weights[i] if query_weights else 1.0
+                dl = doc_len[docs]
+                got = (docs, (w * idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avgdl))).astype(
+                    np.float32
+                ))
+            if key is not None:
+                if got[1] is not None and 8 * got[0].shape[0] > scores.shape[0]:
+                    # a common term: kept as a full row, added without a scatter (x + 0.0 == x)
+                    row = np.zeros_like(scores)
+                    row[got[0]] = got[1]
+                    got = (None, row)
+                memo[key] = got
+                memo["bytes"] = memo.get("bytes", 0) + (got[1].nbytes * 3 if got[1] is not None else 0)
+        if got[1] is None:
             continue
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        w = query_weights[i] if query_weights else 1.0
-        dl = doc_len[docs]
-        scores[docs] += (w * idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avgdl))).astype(
-            np.float32
-        )
+        if got[0] is None:
+            scores += got[1]
+        else:
+            scores[got[0]] += got[1]
     return scores

@@ -99,8 +99,10 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         terms = tokenize(query)
         uniq = sorted(set(terms))
         posts = idx.postings(uniq)
-        weights = [float(terms.count(t)) for t in uniq if t in posts]
-        lex = bm25([posts[t] for t in uniq if t in posts], cols["dl"], alive, weights)
+        have = [t for t in uniq if t in posts]
+        weights = [float(terms.count(t)) for t in have]
+        lex = bm25([posts[t] for t in have], cols["dl"], alive, weights, idx.memo(),
+                   list(zip(have, weights, strict=True)))
         lex = _context(lex, cols, float(ix.get("neighbour_weight", 0.0)))
         lex[~allowed] = 0.0
         for r, lb in enumerate(_top(lex, cand)):

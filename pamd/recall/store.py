@@ -43,6 +43,7 @@ VERSION = "3"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neig
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
+POSTINGS_CACHE = 64 << 20  # bytes of decoded postings a warm Index keeps
 # Rebuild from scratch when more than this share of labels are retired chunks.
 MAX_DEAD = 0.5
 
@@ -105,6 +106,7 @@ class Index:
         self.db = db
 
     def wipe(self) -> None:
+        self._memo = None
         if self.db is not None:
             self.db.close()
             self.db = None
@@ -162,12 +164,30 @@ class Index:
              f"WHERE label IN ({','.join('?' * len(labels))})")
         return {r[0]: r for r in self.db.execute(q, labels)} if labels else {}
 
+    def memo(self) -> dict:
+        """A dict for values derived from the index (postings, BM25 terms), emptied when the
+        index changes or holds more than POSTINGS_CACHE bytes (counted in memo["bytes"])."""
+        key = (self.meta.get("labels"), self.meta.get("gen"))
+        memo = getattr(self, "_memo", None)
+        if memo is None or memo["key"] != key or memo["bytes"] > POSTINGS_CACHE:
+            memo = self._memo = {"key": key, "bytes": 0}
+        return memo
+
     def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Postings of the terms that have any. Kept in memory while the index does not change:
+        a common term's postings are megabytes at 100k chunks, read again by every query."""
         if not terms:
             return {}
-        q = f"SELECT term, docs, tfs FROM terms WHERE term IN ({','.join('?' * len(terms))})"
-        return {t: (np.frombuffer(d, np.int64), np.frombuffer(f, np.float32))
-                for t, d, f in self.db.execute(q, terms)}
+        memo = self.memo()
+        missing = [t for t in terms if ("post", t) not in memo]
+        if missing:
+            q = f"SELECT term, docs, tfs FROM terms WHERE term IN ({','.join('?' * len(missing))})"
+            for t in missing:
+                memo["post", t] = None  # not in the index
+            for t, d, f in self.db.execute(q, missing):
+                memo["post", t] = (np.frombuffer(d, np.int64), np.frombuffer(f, np.float32))
+                memo["bytes"] += len(d) + len(f)
+        return {t: memo["post", t] for t in terms if memo["post", t] is not None}
 
 
 def _ino(idx: Index) -> int | None:

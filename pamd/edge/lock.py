@@ -39,8 +39,10 @@ class Lock:
                         exit_code=75,
                     ) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        mine = f"{os.getpid()}\n".encode()
+        if os.pread(fd, 32, 0) != mine:  # a warm process relocks often: no rewrite of the same pid
+            os.ftruncate(fd, 0)
+            os.write(fd, mine)
         self._fd = fd
         return self
 

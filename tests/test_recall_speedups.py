@@ -11,7 +11,7 @@ from pamd.core.fmt import render_doc
 from pamd.edge.brain import Brain
 from pamd.recall import api
 from pamd.recall.lexical import bm25
-from pamd.recall.search import _file_prior
+from pamd.recall.search import _context, _file_prior, neighbour_plan
 from pamd.recall.sources import source_files, tier_for
 
 
@@ -105,3 +105,34 @@ def test_a_warm_index_sees_what_a_refresh_added(tmp_path):
     for idx in api._OPEN.values():
         idx.close()
     api._OPEN.clear()
+
+
+def _context_reference(lex, cols, w):
+    hit = np.flatnonzero(lex > 0)
+    out = lex.copy()
+    for side in ("prev", "next"):
+        nb = cols[side][hit]
+        ok = nb >= 0
+        np.add.at(out, nb[ok], w * lex[hit[ok]])
+    return out
+
+
+def test_context_adds_the_neighbours_share_exactly_as_one_by_one():
+    rng = np.random.default_rng(7)
+    n = 3000
+    # places in file order; some places are summaries whose raw leaves share their neighbours
+    labels = rng.permutation(n)
+    places, i = [], 0
+    while i < n:
+        size = 1 if rng.random() < 0.8 else int(rng.integers(2, 6))
+        places.append(labels[i : i + size])
+        i += size
+    cols = {"prev": np.full(n, -1, np.int64), "next": np.full(n, -1, np.int64)}
+    for j, place in enumerate(places):
+        if j % 50:  # a new file every 50 places
+            cols["prev"][place] = places[j - 1][0]
+        if (j + 1) % 50 and j + 1 < len(places):
+            cols["next"][place] = places[j + 1][0]
+    lex = np.where(rng.random(n) < 0.4, rng.random(n) * 9, 0).astype(np.float32)
+    assert np.array_equal(_context(lex, cols, 0.6), _context_reference(lex, cols, 0.6))
+    assert np.array_equal(_context(lex, cols, 0.6, neighbour_plan(cols)), _context_reference(lex, cols, 0.6))

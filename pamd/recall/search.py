@@ -103,7 +103,13 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         weights = [float(terms.count(t)) for t in have]
         lex = bm25([posts[t] for t in have], cols["dl"], alive, weights, idx.memo(),
                    list(zip(have, weights, strict=True)))
-        lex = _context(lex, cols, float(ix.get("neighbour_weight", 0.0)))
+        wn = float(ix.get("neighbour_weight", 0.0))
+        if wn > 0:
+            memo = idx.memo()
+            if "neighbours" not in memo:
+                memo["neighbours"] = neighbour_plan(cols)
+                memo["bytes"] += 16 * cols["prev"].shape[0]
+            lex = _context(lex, cols, wn, memo["neighbours"])
         lex[~allowed] = 0.0
         for r, lb in enumerate(_top(lex, cand)):
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
@@ -219,17 +225,41 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     return groups
 
 
-def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float) -> np.ndarray:
-    """Add w x the neighbours' BM25: an answer often shares words only with the turn before it."""
+def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float, plan=None) -> np.ndarray:
+    """Add w x the neighbours' BM25: an answer often shares words only with the turn before it.
+
+    `plan` is neighbour_plan(cols) (kept in Index.memo()): a label with one neighbour per side
+    gets its addition by a gather; only labels several chunks point at (a summary's raw leaves
+    share its neighbours) take np.add.at, in label order, so every float32 sum is the same as
+    adding each hit's share one by one, prev side first.
+    """
     if w <= 0:
         return lex
-    hit = np.flatnonzero(lex > 0)
+    plan = plan or neighbour_plan(cols)
     out = lex.copy()
-    for side in ("prev", "next"):
-        nb = cols[side][hit]
-        ok = nb >= 0
-        np.add.at(out, nb[ok], w * lex[hit[ok]])
+    padded = np.append(lex, np.float32(0))  # index n: no neighbour there, adds 0.0 (x + 0.0 == x)
+    for gather, src, tgt in plan:
+        out += w * padded[gather]
+        if src.shape[0]:
+            ok = lex[src] > 0
+            np.add.at(out, tgt[ok], w * lex[src[ok]])
     return out
+
+
+def neighbour_plan(cols: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per side (prev, next): for each label, the one label whose side-neighbour it is (n: none),
+    and the (source, target) pairs of targets with more than one such label, sources ascending."""
+    plan = []
+    for side in ("prev", "next"):
+        nb = cols[side]
+        n = nb.shape[0]
+        src = np.flatnonzero(nb >= 0)
+        tgt = nb[src]
+        many = np.bincount(tgt, minlength=n)[tgt] > 1
+        gather = np.full(n, n, np.int64)
+        gather[tgt[~many]] = src[~many]
+        plan.append((gather, src[many], tgt[many]))
+    return plan
 
 
 def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.ndarray], w: float,

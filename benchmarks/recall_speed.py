@@ -103,6 +103,8 @@ def main() -> int:
 
     print(f"load average at start: {os.getloadavg()}")
     emb = load(a.embedder)
+    print(f"embedder {emb.identity}, passage threads {getattr(emb, 'workers', '?')}, "
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     tmp = Path(tempfile.mkdtemp(prefix="pamd-speed-"))
 
     # throughput on ~200-token and short texts

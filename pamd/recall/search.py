@@ -1,4 +1,7 @@
-"""Hybrid ranking: BM25 and dense (hnswlib) candidate lists fused by reciprocal rank.
+"""Hybrid ranking: a BM25 list and a dense (hnswlib) list of candidates, fused.
+
+`[index] fusion = "learned"` (the template's default) scores the candidates by
+the small linear model of pamd.recall.fusion. `fusion = "rrf"` fuses ranks:
 
     fused(c) = lexical_weight / (fusion_k + rank_bm25(c))
              + dense_weight   / (fusion_k + rank_dense(c))
@@ -6,7 +9,7 @@
 A chunk missing from a list gets nothing from it. Ranks, not raw scores, are
 fused because BM25 and cosine live on unrelated scales (BASELINES.md: BM25
 alone beats every dense model on LoCoMo, so neither side may drown the other).
-Optional boosts multiply the fused score:
+Optional boosts multiply the fused score (both ways of fusing):
 
     * (1 + recency_boost * 0.5 ** (age_days / recency_half_life_days))
     * (1 + importance_boost * importance)
@@ -22,6 +25,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from pamd.recall import fusion
 from pamd.recall.embed import Embedder
 from pamd.recall.lexical import _WORD, bm25, tokenize
 from pamd.recall.sources import TIERS
@@ -87,41 +91,31 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     if n_allowed == 0:
         return []
     cand = max(CANDIDATES, 5 * k)
-    fused: dict[int, float] = {}
-
-    if wl > 0:
-        terms = tokenize(query)
-        uniq = sorted(set(terms))
-        posts = idx.postings(uniq)
-        weights = [float(terms.count(t)) for t in uniq if t in posts]
-        lex = bm25([posts[t] for t in uniq if t in posts], cols["dl"], alive, weights)
-        lex = _context(lex, cols, float(ix.get("neighbour_weight", 0.0)))
-        lex[~allowed] = 0.0
-        for r, lb in enumerate(_top(lex, cand)):
+    learned = str(ix.get("fusion", "rrf")) == "learned"
+    nw = fusion.NEIGHBOUR if learned else float(ix.get("neighbour_weight", 0.0))
+    ls = lists(idx, embedder, query, cand, mask, allowed, n_allowed, nw, lexical=wl > 0, dense=wd > 0)
+    rows: dict[int, tuple] = {}
+    if learned:
+        labels = sorted(set(ls.lex_top) | set(ls.dense_top))
+        rows = idx.chunk_rows(labels)
+        fused = fusion.scores(*fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims,
+                                               cols, rows, query))
+    else:
+        fused = {}
+        for r, lb in enumerate(ls.lex_top):
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
         wf = float(ix.get("file_weight", 0.0))
-        if wf > 0:
-            _file_prior(fused, lex, cols, wf, fk)
-
-    if wd > 0 and idx.hnsw is not None:
-        q = embedder.query(query).reshape(1, -1)
-        kk = min(cand, n_allowed)
-        idx.hnsw.set_ef(max(2 * kk, 64))
-        flt = None if mask is None else (lambda lb: bool(allowed[lb]))
-        try:
-            labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
-        except RuntimeError:  # fewer reachable elements than asked for
-            labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
-        # rank by exact similarity, ties by label order below: same order in every rebuild
-        order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
-        for r, (_, lb) in enumerate(order):
+        if wf > 0 and ls.lex_top:
+            _file_prior(fused, ls.lex, cols, wf, fk)
+        for r, lb in enumerate(ls.dense_top):
             fused[lb] = fused.get(lb, 0.0) + wd / (fk + r + 1)
 
     if not fused:
         return []
     _boost(fused, cols, ix, now)
-    rows = idx.chunk_rows(list(fused))
-    _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
+    if not learned:
+        rows = idx.chunk_rows(list(fused))
+        _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one
     # place, one candidate, ranked by its best chunk; the others only lend their ids.
@@ -162,6 +156,54 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
                         _iso(ts) if ts is not None else None, best, entries))
     return hits
+
+
+@dataclass
+class Lists:
+    """What each side found: BM25 of every label (own and with neighbours), the BM25
+    candidate list, the dense candidate list and its cosines, best first."""
+
+    own: np.ndarray
+    lex: np.ndarray
+    lex_top: list[int]
+    dense_top: list[int]
+    sims: list[float]
+
+
+def lists(idx: Index, embedder: Embedder, query: str, cand: int, mask: np.ndarray | None,
+          allowed: np.ndarray, n_allowed: int, neighbour_weight: float, lexical: bool = True,
+          dense: bool = True) -> Lists:
+    cols = idx.cols
+    n = cols["alive"].shape[0]
+    own = lex = np.zeros(n, np.float32)
+    lex_top: list[int] = []
+    if lexical:
+        terms = tokenize(query)
+        uniq = sorted(set(terms))
+        posts = idx.postings(uniq)
+        weights = [float(terms.count(t)) for t in uniq if t in posts]
+        own = bm25([posts[t] for t in uniq if t in posts], cols["dl"], cols["alive"], weights)
+        lex = _context(own, cols, neighbour_weight)
+        if lex is own:
+            lex = own.copy()
+        lex[~allowed] = 0.0
+        lex_top = _top(lex, cand)
+    dense_top: list[int] = []
+    sims: list[float] = []
+    if dense and idx.hnsw is not None:
+        q = embedder.query(query).reshape(1, -1)
+        kk = min(cand, n_allowed)
+        idx.hnsw.set_ef(max(2 * kk, 64))
+        flt = None if mask is None else (lambda lb: bool(allowed[lb]))
+        try:
+            labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
+        except RuntimeError:  # fewer reachable elements than asked for
+            labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
+        # rank by exact similarity, ties by label order: same order in every rebuild
+        order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
+        dense_top = [lb for _, lb in order]
+        sims = [1.0 - dd for dd, _ in order]  # hnswlib "ip" distance is 1 - inner product
+    return Lists(own, lex, lex_top, dense_top, sims)
 
 
 def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray,

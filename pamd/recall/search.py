@@ -187,6 +187,8 @@ def lists(idx: Index, embedder: Embedder, query: str, cand: int, mask: np.ndarra
         if lex is own:
             lex = own.copy()
         lex[~allowed] = 0.0
+        if mask is not None:  # neighbours outside a filter still lend their words; only to `lex`
+            own = np.where(allowed, own, np.float32(0.0))
         lex_top = _top(lex, cand)
     dense_top: list[int] = []
     sims: list[float] = []

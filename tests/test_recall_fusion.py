@@ -27,7 +27,7 @@ def test_features_follow_the_lists():
     own = np.array([2.0, 1.0, 0.0, 0.0, 0.0], np.float32)
     lex = np.array([3.0, 1.5, 0.5, 0.0, 0.0], np.float32)
     cols = _cols(5, [7, 7, 9, 9, 9])
-    rows = {0: _row("anna: the budget is tight " * 20), 1: _row("boris: ok"),
+    rows = {0: _row("anna: the budget is tight"), 1: _row("boris: ok"),
             2: _row("anna: money for the dinner"), 3: _row("anna: a plain section", ids="")}
     cand, X = fusion.features(own, lex, [0, 1, 2], [2, 0, 3], [0.9, 0.8, 0.5], cols, rows,
                               "What did Anna say?")
@@ -45,7 +45,6 @@ def test_features_follow_the_lists():
     assert f["file_dense"].tolist() == [1 / 11, 1 / 11, 1 / 10, 1 / 10]
     # the query names anna; a plain section (no ids) has no speaker even if its text has a colon
     assert f["role"].tolist() == [1.0, 0.0, 1.0, 0.0]
-    assert f["length"][0] == 2.0 and 0 < f["length"][1] < f["length"][2] < 1
     s = fusion.scores(cand, X)
     assert max(s.values()) == 1.0 and all(v > 0 for v in s.values())
     assert len(fusion.WEIGHTS) == len(fusion.FEATURES)

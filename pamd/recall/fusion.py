@@ -6,17 +6,16 @@ candidate — the top 100 of BM25 and the top 100 of the dense index — by a
 weighted sum of the FEATURES below, and ranks by that sum. The features are
 plain and generic: how strongly and how high each list matches the chunk
 (BM25 also through its neighbours in the file: a reply answers the turn
-before it), how high its file (a session, a day) ranks as a whole, whether
-the query names the chunk's speaker, and how long the chunk is (one-word
-turns rarely hold a fact). Scores enter normalised (BM25 by the best, cosine
-by the spread of the dense list), so the weights carry over between
-embedders: fitted with e5-small, they lift USE as much as e5-small.
+before it), how high its file (a session, a day) ranks as a whole, and
+whether the query names the chunk's speaker. Scores enter normalised (BM25
+by the best, cosine by the spread of the dense list), so the weights carry
+over between embedders: fitted with e5-small, they lift USE as much.
 
 The WEIGHTS are a logistic regression ("does this chunk hold evidence for
 the question?") fitted on three LoCoMo conversations (conv-26, conv-30,
 conv-41) and checked on the other seven, which it never saw:
 `python benchmarks/locomo_fusion.py fit` reproduces them, docs/benchmarks.md
-("Learned fusion") has the numbers. Nine weights on ranks and normalised
+("Learned fusion") has the numbers. Eight weights on ranks and normalised
 scores carry no text of the data set.
 
 Cosines are known for the dense top 100 only (what hnswlib returned); a BM25
@@ -43,20 +42,18 @@ FEATURES = (
     "file_lex",     # 1 / (10 + rank of its file by summed BM25), 0 when the file has none
     "file_dense",   # 1 / (10 + rank of its file by its best cosine), 0 when not in the dense list
     "role",         # 1 when the query names the entry's speaker
-    "length",       # characters of the chunk's text / 200, at most 2
 )
 
 # Fitted by benchmarks/locomo_fusion.py (see the module docstring); per feature, in order.
 WEIGHTS = np.array([
-    0.7745,   # lex
-    12.8513,  # lex_rank
-    1.8129,   # own
-    1.5250,   # dense
-    10.3208,  # dense_rank
-    8.4425,   # file_lex
-    16.1609,  # file_dense
-    2.5739,   # role
-    0.9122,   # length
+    0.5860,   # lex
+    13.5917,  # lex_rank
+    1.9175,   # own
+    1.6772,   # dense
+    10.4010,  # dense_rank
+    7.8108,   # file_lex
+    15.7446,  # file_dense
+    2.7331,   # role
 ])
 
 
@@ -111,14 +108,11 @@ def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: li
 
     words = set(_WORD.findall(query.lower()))
     role = np.zeros(len(cand))
-    length = np.zeros(len(cand))
     for j, lb in enumerate(cand):
         row = rows.get(lb)
         if row is None:
             continue
-        text = row[8]
-        length[j] = min(len(text) / 200.0, 2.0)
-        name, sep, _ = text.partition(": ")
+        name, sep, _ = row[8].partition(": ")
         role[j] = 1.0 if sep and row[7] and name.lower() in words else 0.0
 
     X = np.column_stack([
@@ -130,7 +124,6 @@ def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: li
         file_lex,
         file_dense,
         role,
-        length,
     ])
     return cand, X
 

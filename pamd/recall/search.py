@@ -137,9 +137,11 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     else:
         spans = {lb: (rows[lb][2], rows[lb][3]) for lb in places}
         groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k)
-    # Chunks ranked below the last place used lend nothing.
+    # Chunks ranked below the last place used lend nothing, and only the k best chunks lend:
+    # with few places (a brain compressed to a handful of summaries) the last place may rank
+    # far down, and everything above it would lend its ids.
     order = {lb: i for i, (lb, _) in enumerate(ranked)}
-    cut = max((order[lb] for g in groups for lb in g), default=-1)
+    cut = min(k, max((order[lb] for g in groups for lb in g), default=-1))
     hits = []
     for g in groups:
         best = max(g, key=lambda lb: fused[lb])

@@ -40,7 +40,7 @@ HARNESS = Path(os.environ.get("PAMD_LOCOMO_HARNESS",
 if not HARNESS.is_file():
     HARNESS = Path("/work/shared/bench/locomo_retrieval.py")
 # The [index] values proposed as defaults (docs/benchmarks.md): measured on conv-26 first.
-PROPOSED = ("fusion_k = 10\ndense_weight = 0.7\nneighbour_weight = 0.6\nfile_weight = 0.3\n"
+PROPOSED = ("fusion = \"learned\"\nfusion_k = 10\ndense_weight = 0.7\nneighbour_weight = 0.6\nfile_weight = 0.3\n"
             "hit_lines = 4\nrole_boost = 0.5\ndense_context = 1")
 LINE = re.compile(r"^- \[(D\d+:\d+)\] (.*)$")
 DATE = re.compile(r"^date: (.+)$", re.M)
@@ -157,8 +157,25 @@ class DenseLines:
                 if LINE.match(line):
                     self.rows.append((str(f), i))
                     texts.append(line)
-        self.m = np.concatenate([self.emb.passages(texts[i:i + 32])
-                                 for i in range(0, len(texts), 32)])
+        # vectors cached by text under PAMD_LOCOMO_WORK, like a brain's: a rerun embeds nothing
+        from pamd.recall.chunks import text_hash
+        from pamd.recall.vcache import VectorCache
+
+        work = Path(os.environ.get("PAMD_LOCOMO_WORK", "/tmp/pamd-locomo-brains"))
+        cache = VectorCache(work / "dense-lines.sqlite")
+        try:
+            keys = [text_hash(t) for t in texts]
+            got = cache.get(self.emb.identity, keys)
+            todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in got}.items())
+            for i in range(0, len(todo), 32):
+                part = todo[i:i + 32]
+                vecs = self.emb.passages([t for _, t in part])
+                new = {k: v for (k, _), v in zip(part, vecs, strict=True)}
+                cache.put(self.emb.identity, new)
+                got.update(new)
+        finally:
+            cache.close()
+        self.m = np.stack([got[k] for k in keys]) if keys else np.zeros((0, self.emb.dims), np.float32)
 
     def search(self, query: str, k: int):
         import numpy as np

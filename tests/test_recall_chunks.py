@@ -87,10 +87,14 @@ def test_with_context_only_changes_what_entries_embed():
 
     cs = [Chunk("f.md", 1, 2, "daily", "# Notes\nplain"), Chunk("f.md", 4, 6, "L0", "a: one", ("1",)),
           Chunk("f.md", 8, 10, "L1", "s: sum", ("2",)), Chunk("f.md", 8, 10, "L1", "a: leaf", ("2", "0")),
-          Chunk("f.md", 12, 14, "L0", "b: three", ("3",))]
+          Chunk("f.md", 8, 10, "L1", "b: leaf two", ("2", "9")),
+          Chunk("f.md", 12, 14, "L0", "b: three", ("3",)), Chunk("f.md", 12, 14, "L0", "c: alone", ("3", "7"))]
     out = with_context(cs, 1)
-    assert [c.embed for c in out] == [None, "a: one\ns: sum", "a: one\ns: sum\nb: three", None,
-                                      "s: sum\nb: three"]
+    # entries with the entries around them; a summary's raw leaves with the leaves around
+    # them (not with other summaries' leaves); plain sections and a lone leaf as they are
+    assert [c.embed for c in out] == [None, "a: one\ns: sum", "a: one\ns: sum\nb: three",
+                                      "a: leaf\nb: leaf two", "a: leaf\nb: leaf two",
+                                      "s: sum\nb: three", None]
     assert [(c.text, c.hash, c.start, c.end) for c in out] == [(c.text, c.hash, c.start, c.end) for c in cs]
     assert out[1].vhash != cs[1].vhash and out[1].key != cs[1].key and cs[1].vhash == cs[1].hash
     assert with_context(cs, 0) == cs

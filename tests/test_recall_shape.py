@@ -93,7 +93,7 @@ def test_role_boost_prefers_the_speaker_the_query_names(tmp_path, capsys):
     files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(talk))}
     tops = {}
     for rb in (0, 3):
-        cfg = f'[index]\nembedder = "e5-small"\nhit_lines = 0\nrole_boost = {rb}\n'
+        cfg = f'[index]\nembedder = "e5-small"\nfusion = "rrf"\nhit_lines = 0\nrole_boost = {rb}\n'
         brain = make_brain(tmp_path / f"b{rb}", files, cfg)
         tops[rb] = _recall(brain, "what did anna say about the budget", 1, capsys)[0]["text"]
     assert tops[0].startswith("boris: ")  # the lexical match, said by the other speaker

@@ -137,17 +137,25 @@ def with_context(chunks: list[Chunk], n: int) -> list[Chunk]:
 
     Dialogue turns answer each other: "what did X do?" is often answered by a reply
     whose own words never name X. Only the dense side reads this (`embed`); BM25,
-    the searchable text and the lines stay the chunk's own. Raw leaves of summaries
-    (recall.deep) and plain sections keep their own text.
+    the searchable text and the lines stay the chunk's own. The raw leaves of a
+    summary (recall.deep) are embedded with the leaves next to them, in the order
+    they were said: the turns they were embedded with when they were raw, so their
+    vectors usually come from the cache. Plain sections keep their own text.
     """
     if n <= 0:
         return chunks
-    turns = [i for i, c in enumerate(chunks) if len(c.ids) == 1]
+    runs: list[list[int]] = [[i for i, c in enumerate(chunks) if len(c.ids) == 1]]
+    for i, c in enumerate(chunks):
+        if len(c.ids) == 2:  # (summary, raw leaf): one run per summary
+            if i == 0 or len(chunks[i - 1].ids) != 2 or chunks[i - 1].ids[0] != c.ids[0]:
+                runs.append([])
+            runs[-1].append(i)
     out = list(chunks)
-    for j, i in enumerate(turns):
-        ctx = [chunks[t].text for t in turns[max(0, j - n):j + n + 1]]
-        if len(ctx) > 1:
-            out[i] = replace(chunks[i], embed="\n".join(ctx))
+    for run in runs:
+        for j, i in enumerate(run):
+            ctx = [chunks[t].text for t in run[max(0, j - n):j + n + 1]]
+            if len(ctx) > 1:
+                out[i] = replace(chunks[i], embed="\n".join(ctx))
     return out
 
 

@@ -1,4 +1,7 @@
-"""Hybrid ranking: BM25 and dense (hnswlib) candidate lists fused by reciprocal rank.
+"""Hybrid ranking: a BM25 list and a dense (hnswlib) list of candidates, fused.
+
+`[index] fusion = "learned"` (the template's default) scores the candidates by
+the small linear model of pamd.recall.fusion. `fusion = "rrf"` fuses ranks:
 
     fused(c) = lexical_weight / (fusion_k + rank_bm25(c))
              + dense_weight   / (fusion_k + rank_dense(c))
@@ -6,7 +9,7 @@
 A chunk missing from a list gets nothing from it. Ranks, not raw scores, are
 fused because BM25 and cosine live on unrelated scales (BASELINES.md: BM25
 alone beats every dense model on LoCoMo, so neither side may drown the other).
-Optional boosts multiply the fused score:
+Optional boosts multiply the fused score (both ways of fusing):
 
     * (1 + recency_boost * 0.5 ** (age_days / recency_half_life_days))
     * (1 + importance_boost * importance)
@@ -22,6 +25,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from pamd.recall import fusion
 from pamd.recall.embed import Background, Embedder
 from pamd.recall.lexical import _WORD, bm25, tokenize
 from pamd.recall.sources import TIERS
@@ -90,54 +94,34 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     if n_allowed == 0:
         return []
     cand = max(CANDIDATES, 5 * k)
-    fused: dict[int, float] = {}
+    learned = str(ix.get("fusion", "rrf")) == "learned"
+    nw = fusion.NEIGHBOUR if learned else float(ix.get("neighbour_weight", 0.0))
     dense = wd > 0 and idx.hnsw is not None
     if dense and qvec is None:
         qvec = Background(embedder.query, query)
-
-    if wl > 0:
-        terms = tokenize(query)
-        uniq = sorted(set(terms))
-        posts = idx.postings(uniq)
-        have = [t for t in uniq if t in posts]
-        weights = [float(terms.count(t)) for t in have]
-        lex = bm25([posts[t] for t in have], cols["dl"], alive, weights, idx.memo(),
-                   list(zip(have, weights, strict=True)))
-        wn = float(ix.get("neighbour_weight", 0.0))
-        if wn > 0:
-            memo = idx.memo()
-            if "neighbours" not in memo:
-                memo["neighbours"] = neighbour_plan(cols)
-                memo["bytes"] += 16 * cols["prev"].shape[0]
-            lex = _context(lex, cols, wn, memo["neighbours"])
-        lex[~allowed] = 0.0
-        for r, lb in enumerate(_top(lex, cand)):
+    ls = lists(idx, query, cand, mask, allowed, n_allowed, nw, lexical=wl > 0,
+               qvec=qvec if dense else None)
+    rows = ls.rows
+    if learned:
+        rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
+        fused = fusion.scores(*fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims,
+                                               cols, rows, query, idx.files()))
+    else:
+        fused = {}
+        for r, lb in enumerate(ls.lex_top):
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
         wf = float(ix.get("file_weight", 0.0))
-        if wf > 0:
-            _file_prior(fused, lex, cols, wf, fk, idx.files())
-
-    rows: dict[int, tuple] = {}
-    if dense:
-        rows = idx.chunk_rows(list(fused))  # the BM25 candidates' rows, while the query embeds
-        q = qvec.result().reshape(1, -1)
-        kk = min(cand, n_allowed)
-        idx.hnsw.set_ef(max(2 * kk, 64))
-        flt = None if mask is None else (lambda lb: bool(allowed[lb]))
-        try:
-            labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
-        except RuntimeError:  # fewer reachable elements than asked for
-            labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
-        # rank by exact similarity, ties by label order below: same order in every rebuild
-        order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
-        for r, (_, lb) in enumerate(order):
+        if wf > 0 and ls.lex_top:
+            _file_prior(fused, ls.lex, cols, wf, fk, idx.files())
+        for r, lb in enumerate(ls.dense_top):
             fused[lb] = fused.get(lb, 0.0) + wd / (fk + r + 1)
 
     if not fused:
         return []
     _boost(fused, cols, ix, now)
     rows.update(idx.chunk_rows([lb for lb in fused if lb not in rows]))
-    _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
+    if not learned:
+        _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one
     # place, one candidate, ranked by its best chunk; the others only lend their ids.
@@ -159,9 +143,11 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     else:
         spans = {lb: (rows[lb][2], rows[lb][3]) for lb in places}
         groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k)
-    # Chunks ranked below the last place used lend nothing.
+    # Chunks ranked below the last place used lend nothing, and only the k best chunks lend:
+    # with few places (a brain compressed to a handful of summaries) the last place may rank
+    # far down, and everything above it would lend its ids.
     order = {lb: i for i, (lb, _) in enumerate(ranked)}
-    cut = max((order[lb] for g in groups for lb in g), default=-1)
+    cut = min(k, max((order[lb] for g in groups for lb in g), default=-1))
     hits = []
     for g in groups:
         best = max(g, key=lambda lb: fused[lb])
@@ -178,6 +164,69 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
                         _iso(ts) if ts is not None else None, best, entries))
     return hits
+
+
+@dataclass
+class Lists:
+    """What each side found: BM25 of every label (own, and with neighbours), the BM25
+    candidate list, the dense candidate list and its cosines (best first), and the rows
+    of the BM25 candidates (fetched while the query was still embedding)."""
+
+    own: np.ndarray
+    lex: np.ndarray
+    lex_top: list[int]
+    dense_top: list[int]
+    sims: list[float]
+    rows: dict[int, tuple]
+
+
+def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: np.ndarray,
+          n_allowed: int, neighbour_weight: float, lexical: bool = True,
+          qvec: Background | None = None) -> Lists:
+    """Both candidate lists; the dense one only with `qvec` (the query's embedding under way)."""
+    cols = idx.cols
+    n = cols["alive"].shape[0]
+    own = lex = np.zeros(n, np.float32)
+    lex_top: list[int] = []
+    if lexical:
+        terms = tokenize(query)
+        uniq = sorted(set(terms))
+        posts = idx.postings(uniq)
+        have = [t for t in uniq if t in posts]
+        weights = [float(terms.count(t)) for t in have]
+        own = bm25([posts[t] for t in have], cols["dl"], cols["alive"], weights, idx.memo(),
+                   list(zip(have, weights, strict=True)))
+        lex = own
+        if neighbour_weight > 0:
+            memo = idx.memo()
+            if "neighbours" not in memo:
+                memo["neighbours"] = neighbour_plan(cols)
+                memo["bytes"] += 16 * cols["prev"].shape[0]
+            lex = _context(own, cols, neighbour_weight, memo["neighbours"])
+        if lex is own:
+            lex = own.copy()
+        lex[~allowed] = 0.0
+        if mask is not None:  # neighbours outside a filter still lend their words; only to `lex`
+            own = np.where(allowed, own, np.float32(0.0))
+        lex_top = _top(lex, cand)
+    dense_top: list[int] = []
+    sims: list[float] = []
+    rows: dict[int, tuple] = {}
+    if qvec is not None and idx.hnsw is not None:
+        rows = idx.chunk_rows(lex_top)  # the BM25 candidates' rows, while the query embeds
+        q = qvec.result().reshape(1, -1)
+        kk = min(cand, n_allowed)
+        idx.hnsw.set_ef(max(2 * kk, 64))
+        flt = None if mask is None else (lambda lb: bool(allowed[lb]))
+        try:
+            labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
+        except RuntimeError:  # fewer reachable elements than asked for
+            labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
+        # rank by exact similarity, ties by label order: same order in every rebuild
+        order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
+        dense_top = [lb for _, lb in order]
+        sims = [1.0 - dd for dd, _ in order]  # hnswlib "ip" distance is 1 - inner product
+    return Lists(own, lex, lex_top, dense_top, sims, rows)
 
 
 def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray,

@@ -39,7 +39,8 @@ from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "3"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places
+VERSION = "4"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
+# 4: raw leaves are embedded with their neighbouring leaves (dense_context)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32

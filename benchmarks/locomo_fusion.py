@@ -1,0 +1,119 @@
+"""Fit the weights of learned fusion (pamd.recall.fusion) on LoCoMo, the way they were fitted.
+
+    PAMD_THREADS=2 python benchmarks/locomo_fusion.py fit            # conv-26, conv-30, conv-41
+
+Each conversation is written into a pamd brain by `pamd ingest`, exactly as
+benchmarks/locomo_recall.py does (the same brains: set PAMD_LOCOMO_WORK to
+reuse their cached vectors), and indexed with the template's settings. For
+every question the real candidate lists of `pamd.recall.search.lists` give one
+row of `fusion.features` per candidate, labelled 1 when the chunk holds one of
+the question's evidence turns. An L2-regularised logistic regression (Newton's
+method in numpy, C = 0.1 as in scikit-learn) on standardised features gives
+the weights; printed back on the raw scale, ready for fusion.WEIGHTS. The
+questions of the other seven conversations stay unseen: benchmarks/locomo_recall.py
+reports them apart ("held out"). The data (CC BY-NC 4.0) stays in ../shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo_recall import HARNESS, PROPOSED, build_brain  # noqa: E402
+
+TUNE = "conv-26,conv-30,conv-41"
+TAG = re.compile(r"\[(D\d+:\d+)\]")
+
+
+def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: str):
+    from pamd.edge.brain import Brain
+    from pamd.recall import api, fusion
+    from pamd.recall.embed import Background
+    from pamd.recall.search import CANDIDATES, lists
+    from pamd.recall.store import Index
+
+    root = build_brain(conv_dir, work / conv_dir.name, embedder_name, PROPOSED)
+    brain = Brain(root)
+    emb = api.embedder_for(brain.config)
+    api.index(brain, embedder=emb)
+    idx = Index(brain.state_dir)
+    idx.open()
+    assert idx.load_state()
+    alive = idx.cols["alive"]
+    Xs, ys = [], []
+    for q in questions:
+        ls = lists(idx, q["question"], CANDIDATES, None, alive, int(alive.sum()), fusion.NEIGHBOUR,
+                   qvec=Background(emb.query, q["question"]))
+        rows = idx.chunk_rows(sorted(set(ls.lex_top) | set(ls.dense_top)))
+        cand, X = fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims, idx.cols, rows,
+                                  q["question"], idx.files())
+        ev = set(q["evidence"])
+        Xs.append(X)
+        ys.append(np.array([1.0 if ev & set(TAG.findall(rows[lb][8])) else 0.0 for lb in cand]))
+    idx.close()
+    return np.concatenate(Xs), np.concatenate(ys)
+
+
+def logistic(X: np.ndarray, y: np.ndarray, C: float) -> tuple[np.ndarray, float]:
+    """min C * sum(log-loss) + |w|^2 / 2 (intercept free), by Newton's method."""
+    A = np.hstack([X, np.ones((X.shape[0], 1))])
+    w = np.zeros(A.shape[1])
+    reg = np.ones(A.shape[1]) / C
+    reg[-1] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(A @ w)))
+        grad = A.T @ (p - y) + reg * w
+        H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(reg)
+        step = np.linalg.solve(H, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="locomo_fusion.py")
+    p.add_argument("what", choices=["fit"])
+    p.add_argument("--convs", default=TUNE)
+    p.add_argument("--C", type=float, default=0.1)
+    args = p.parse_args(argv)
+    from pamd.recall import fusion
+
+    embedder_name = os.environ.get("PAMD_LOCOMO_EMBEDDER", "e5-small")
+    tag = re.sub(r"\W+", "_", f"ingest-{embedder_name}")
+    work = Path(os.environ.get("PAMD_LOCOMO_WORK", "/tmp/pamd-locomo-brains")) / tag
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, str(HARNESS), "export", tmp], check=True,
+                       stdout=subprocess.DEVNULL)
+        qs = [json.loads(line) for line in open(Path(tmp) / "questions.jsonl", encoding="utf-8")]
+        Xs, ys = [], []
+        for conv in args.convs.split(","):
+            mine = [q for q in qs if q["conv_id"] == conv and q["evidence"] and q["category"] != 5]
+            X, y = rows_for(Path(tmp) / "markdown" / conv, mine, work, embedder_name)
+            print(f"{conv}: {len(mine)} questions, {X.shape[0]} candidates, {int(y.sum())} with evidence",
+                  file=sys.stderr)
+            Xs.append(X)
+            ys.append(y)
+    X, y = np.concatenate(Xs), np.concatenate(ys)
+    mu, sd = X.mean(0), X.std(0)
+    sd[sd == 0] = 1.0
+    w, _ = logistic((X - mu) / sd, y, args.C)
+    raw = w / sd
+    print("WEIGHTS = np.array([")
+    for name, v in zip(fusion.FEATURES, raw, strict=True):
+        print(f"    {v: .4f},  # {name}")
+    print("])")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""Learned fusion: BM25 and dense evidence combined by a small linear model.
+
+Reciprocal rank fusion (`fusion = "rrf"`, pamd.recall.search) keeps only each
+list's ranks. `fusion = "learned"` (the template's default) scores every
+candidate — the top 100 of BM25 and the top 100 of the dense index — by a
+weighted sum of the FEATURES below, and ranks by that sum. The features are
+plain and generic: how strongly and how high each list matches the chunk
+(BM25 also through its neighbours in the file: a reply answers the turn
+before it), how high its file (a session, a day) ranks as a whole, and
+whether the query names the chunk's speaker. Scores enter normalised (BM25
+by the best, cosine by the spread of the dense list), so the weights carry
+over between embedders: fitted with e5-small, they lift USE as much.
+
+The WEIGHTS are a logistic regression ("does this chunk hold evidence for
+the question?") fitted on three LoCoMo conversations (conv-26, conv-30,
+conv-41) and checked on the other seven, which it never saw:
+`python benchmarks/locomo_fusion.py fit` reproduces them, docs/benchmarks.md
+("Learned fusion") has the numbers. Eight weights on ranks and normalised
+scores carry no text of the data set.
+
+Cosines are known for the dense top 100 only (what hnswlib returned); a BM25
+candidate outside it gets the 100th cosine, a bound on its own. Everything
+here is a function of the candidate lists, so the same index gives the same
+order every time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pamd.recall.lexical import _WORD
+
+# BM25 of the previous/next chunk counted into a chunk's own (the `lex` list).
+NEIGHBOUR = 0.6
+
+FEATURES = (
+    "lex",          # BM25 with neighbours, / the best
+    "lex_rank",     # 1 / (10 + rank in the BM25 list), 0 when not in it
+    "own",          # the chunk's own BM25, / the best
+    "dense",        # (cosine - the best) / (the best - the 100th): -1 .. 0
+    "dense_rank",   # 1 / (10 + rank in the dense list), 0 when not in it
+    "file_lex",     # 1 / (10 + rank of its file by summed BM25), 0 when the file has none
+    "file_dense",   # 1 / (10 + rank of its file by its best cosine), 0 when not in the dense list
+    "role",         # 1 when the query names the entry's speaker
+)
+
+# Fitted by benchmarks/locomo_fusion.py (see the module docstring); per feature, in order.
+WEIGHTS = np.array([
+    0.5860,   # lex
+    13.5917,  # lex_rank
+    1.9175,   # own
+    1.6772,   # dense
+    10.4010,  # dense_rank
+    7.8108,   # file_lex
+    15.7446,  # file_dense
+    2.7331,   # role
+])
+
+
+def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: list[int],
+             sims: list[float], cols: dict[str, np.ndarray], rows: dict[int, tuple],
+             query: str, files: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[int], np.ndarray]:
+    """(candidates, X): one row of FEATURES per candidate, candidates in label order.
+
+    own/lex: BM25 of every label without/with neighbours; lex_top: the BM25 list
+    (labels, best first); dense_top/sims: the dense list and its cosines, best
+    first; rows: `Index.chunk_rows` of the candidates (text at 8, ids at 7); files:
+    `Index.files()` (sorted distinct file ids, each label's index among them), else computed.
+    """
+    cand = sorted(set(lex_top) | set(dense_top))
+    if not cand:
+        return [], np.zeros((0, len(FEATURES)))
+    c = np.asarray(cand, np.int64)
+    n = own.shape[0]
+    fileid = cols["fileid"]
+    lmax = float(lex.max()) or 1.0
+    omax = float(own.max()) or 1.0
+
+    def rank_of(top: list[int]) -> np.ndarray:
+        """1 / (10 + rank) per label of the list, 0 for the rest."""
+        out = np.zeros(n)
+        if top:
+            out[np.asarray(top, np.int64)] = 1.0 / (10 + np.arange(len(top)))
+        return out
+
+    dmax = float(sims[0]) if sims else 0.0
+    floor = float(sims[-1]) if sims else 0.0
+    sim = np.full(n, floor)  # outside the dense list: the floor
+    # cosines differ in scale between models: measured against the list's own spread
+    spread = (dmax - floor) or 1.0
+    if dense_top:
+        sim[np.asarray(dense_top, np.int64)] = sims
+
+    f = fileid[c]
+    file_lex = np.zeros(len(cand))
+    pos = np.flatnonzero(lex > 0)
+    if pos.shape[0]:
+        if files is None:
+            fids, of_label = np.unique(fileid, return_inverse=True)
+            of_label = of_label.reshape(-1)
+        else:
+            fids, of_label = files
+        inv = of_label[pos]
+        total = np.bincount(inv, weights=lex[pos], minlength=fids.shape[0])
+        present = np.flatnonzero(np.bincount(inv, minlength=fids.shape[0]))
+        rank = np.full(fids.shape[0], -1, np.int64)  # files by summed BM25; -1: none
+        rank[present[np.lexsort((fids[present], -total[present]))]] = np.arange(present.shape[0])
+        r = rank[of_label[c]]
+        file_lex[r >= 0] = 1.0 / (10 + r[r >= 0])
+    file_rank: dict[int, int] = {}
+    for lb in dense_top:  # best first: a file ranks as its best chunk
+        file_rank.setdefault(int(fileid[lb]), len(file_rank))
+    file_dense = np.array([1.0 / (10 + file_rank[x]) if x in file_rank else 0.0 for x in f.tolist()])
+
+    words = set(_WORD.findall(query.lower()))
+    role = np.zeros(len(cand))
+    for j, lb in enumerate(cand):
+        row = rows.get(lb)
+        if row is None:
+            continue
+        name, sep, _ = row[8].partition(": ")
+        role[j] = 1.0 if sep and row[7] and name.lower() in words else 0.0
+
+    X = np.column_stack([
+        lex[c] / lmax,
+        rank_of(lex_top)[c],
+        own[c] / omax,
+        (sim[c] - dmax) / spread,
+        rank_of(dense_top)[c],
+        file_lex,
+        file_dense,
+        role,
+    ])
+    return cand, X
+
+
+def scores(cand: list[int], X: np.ndarray, weights: np.ndarray | None = None) -> dict[int, float]:
+    """label -> exp(w·x - best): positive, in (0, 1], so the boosts of [index] still multiply."""
+    if not cand:
+        return {}
+    s = X @ (WEIGHTS if weights is None else weights)
+    s = np.exp(s - s.max())
+    return dict(zip(cand, s.tolist(), strict=True))

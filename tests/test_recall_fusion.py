@@ -1,0 +1,97 @@
+"""Learned fusion (pamd.recall.fusion): its features, and that it is the default (real brains)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from recall_helpers import entries, make_brain
+
+from pamd.cli import main
+from pamd.core.fmt import render_doc
+from pamd.recall import api, fusion
+
+DAY = "memory/L0/2026-11-30.md"
+
+
+def _cols(n: int, files: list[int]) -> dict[str, np.ndarray]:
+    return {"fileid": np.array(files, np.int64), "prev": np.full(n, -1), "next": np.full(n, -1)}
+
+
+def _row(text: str, ids: str = "e-1") -> tuple:
+    return (0, "p.md", 1, 3, "L0", None, None, ids, text)
+
+
+def test_features_follow_the_lists():
+    # five chunks in two files; BM25 finds 0 and 1, the dense list returns 2, 0, 3
+    own = np.array([2.0, 1.0, 0.0, 0.0, 0.0], np.float32)
+    lex = np.array([3.0, 1.5, 0.5, 0.0, 0.0], np.float32)
+    cols = _cols(5, [7, 7, 9, 9, 9])
+    rows = {0: _row("anna: the budget is tight"), 1: _row("boris: ok"),
+            2: _row("anna: money for the dinner"), 3: _row("anna: a plain section", ids="")}
+    cand, X = fusion.features(own, lex, [0, 1, 2], [2, 0, 3], [0.9, 0.8, 0.5], cols, rows,
+                              "What did Anna say?")
+    assert cand == [0, 1, 2, 3]  # the union of both lists, in label order; 4 is in neither
+    f = {name: X[:, i] for i, name in enumerate(fusion.FEATURES)}
+    assert np.allclose(f["lex"], [1.0, 0.5, 0.5 / 3, 0.0])
+    assert f["lex_rank"].tolist() == [1 / 10, 1 / 11, 1 / 12, 0.0]
+    assert f["own"].tolist() == [1.0, 0.5, 0.0, 0.0]
+    # cosines against the list's spread: the best 0, the 100th (here the 3rd) -1; 1 is not in
+    # the dense list and gets the floor
+    assert np.allclose(f["dense"], [-0.25, -1.0, 0.0, -1.0])
+    assert f["dense_rank"].tolist() == [1 / 11, 0.0, 1 / 10, 1 / 12]
+    # file 7 has the most BM25 (4.5 against 0.5); file 9 holds the best cosine
+    assert f["file_lex"].tolist() == [1 / 10, 1 / 10, 1 / 11, 1 / 11]
+    assert f["file_dense"].tolist() == [1 / 11, 1 / 11, 1 / 10, 1 / 10]
+    # the query names anna; a plain section (no ids) has no speaker even if its text has a colon
+    assert f["role"].tolist() == [1.0, 0.0, 1.0, 0.0]
+    s = fusion.scores(cand, X)
+    assert max(s.values()) == 1.0 and all(v > 0 for v in s.values())
+    assert len(fusion.WEIGHTS) == len(fusion.FEATURES)
+
+
+def test_features_without_a_dense_list_or_a_lexical_match():
+    own = lex = np.zeros(3, np.float32)
+    cand, X = fusion.features(own, lex, [], [], [], _cols(3, [1, 1, 1]), {}, "anything")
+    assert cand == [] and X.shape == (0, len(fusion.FEATURES))
+    cand, X = fusion.features(own, lex, [], [1, 2], [0.7, 0.7], _cols(3, [1, 1, 1]),
+                              {1: _row("x"), 2: _row("y")}, "q")
+    assert cand == [1, 2] and np.isfinite(X).all()  # equal cosines: no division by zero
+
+
+def _recall(brain, query: str) -> list[dict]:
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main(["recall", "--brain", str(brain), "--json", "--no-log", "-k", "3", query])
+    assert code == 0
+    return json.loads(buf.getvalue())
+
+
+def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path):
+    talk = [
+        ("boris", "The offsite budget is tight: budget cuts took the travel budget."),
+        ("anna", "I would spend what is left of the money on the team dinner."),
+        ("boris", "Weather in Lisbon should be fine next week."),
+        ("anna", "The printer on the third floor is broken again."),
+        ("boris", "ok"),
+    ]
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(talk))}
+    tops = {}
+    for how in ("", 'fusion = "rrf"\nrole_boost = 0\n'):
+        cfg = f'[index]\nembedder = "e5-small"\nhit_lines = 0\n{how}'
+        brain = make_brain(tmp_path / f"b{len(how)}", files, cfg)
+        hits = _recall(brain, "what did anna say about the budget")
+        for h in hits:  # both ways point at whole entries that hold the text
+            lines = (brain / h["path"]).read_text("utf-8").split("\n")[h["lines"][0] - 1:h["lines"][1]]
+            assert lines[0].startswith("### " + h["ids"][0]) and h["text"].split(": ", 1)[1] in lines[-1]
+        tops[how] = hits[0]["text"]
+    # ranks alone put the lexical match first; the learned weights also hear that the
+    # question names a speaker and find anna's answer
+    assert tops['fusion = "rrf"\nrole_boost = 0\n'].startswith("boris: ")
+    assert tops[""].startswith("anna: ")

@@ -244,3 +244,12 @@ def test_dense_context_embeds_neighbouring_turns_and_rebuilds(brain, capsys):
     (brain / "pamd.toml").write_text('[index]\nembedder = "e5-small"\ndense_context = 0\n')
     code, out, _ = run(brain, "index", capsys=capsys)  # off again: rebuilt, vectors cached
     assert code == 0 and "rebuilt" in out and "1 embedded" in out
+
+
+def test_a_brain_inside_a_hidden_directory_is_searched(tmp_path, capsys):
+    """~/.agent/brain is a normal place for a brain: only hidden names inside it are skipped."""
+    b = make_brain(tmp_path / ".agent" / "brain")
+    (b / "memory/L0/.draft.md").write_text("### not indexed\n", "utf-8")
+    hits = recall_json(b, "what does Anna drink in the morning", capsys)
+    assert hits and any("green tea" in h["text"] for h in hits[:1])
+    assert all(".draft" not in h["path"] for h in hits)

@@ -50,7 +50,7 @@ def source_files(root: Path) -> list[tuple[str, str]]:
             out.append((name, tier_for(name)))
     for top in ("memory", SYNAPSE_DIR):
         base = root / top
-        if base.is_dir() and not any(part.startswith(".") for part in base.parts):
+        if base.is_dir():  # hidden names inside the brain are skipped; where the brain lives is not
             _walk(str(base), top, out)
     return sorted(out)
 

@@ -58,3 +58,36 @@ def test_the_text_output_says_a_hit_matched_words_behind_a_summary(brain, tmp_pa
     _brain_with_a_compressed_fact(brain, tmp_path)
     code, out, _ = brain("recall", "which bucket does the nightly backup write to", "-k", "1")
     assert code == 0 and out.startswith("memory/L1/") and "[via e-" in out and "behind the summary]" in out
+
+
+def test_a_summary_s_leaves_count_the_words_of_the_leaves_said_around_them(brain, tmp_path):
+    """Raw leaves keep their conversation: BM25 context (cprev/cnext) runs from leaf to leaf in
+    the order they were said, while hit shaping still sees places (prev/next)."""
+    from pamd.recall.store import Index
+
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    assert brain("index")[0] == 0
+    idx = Index(brain.cwd / ".pamd")
+    idx.open()
+    try:
+        assert idx.load_state()
+        rows = idx.db.execute("SELECT label, start, ids, ts FROM chunks WHERE alive=1").fetchall()
+        leaves = sorted((ts, label) for label, _, ids, ts in rows if ids.count(",") == 1)
+        assert len(leaves) >= 2
+        by_place: dict[int, list[int]] = {}
+        for label, start, ids, _ in rows:
+            by_place.setdefault(start, []).append(label)
+        c = idx.cols
+        linked = 0
+        for (_, a), (_, b) in zip(leaves, leaves[1:]):
+            place_a = next(s for s, ls in by_place.items() if a in ls)
+            if b in by_place[place_a]:  # the next leaf of the same summary, in time order
+                assert c["cnext"][a] == b and c["cprev"][b] == a
+                linked += 1
+        assert linked >= 1
+        for _, lb in leaves:  # shaping still sees the summary's neighbouring places
+            place = next(s for s, ls in by_place.items() if lb in ls)
+            entry = min(by_place[place])
+            assert c["prev"][lb] == c["prev"][entry] and c["next"][lb] == c["next"][entry]
+    finally:
+        idx.close()

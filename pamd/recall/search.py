@@ -199,8 +199,9 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         lex = own
         if neighbour_weight > 0:
             memo = idx.memo()
-            if "neighbours" not in memo:
-                memo["neighbours"] = neighbour_plan(cols)
+            if "neighbours" not in memo:  # words count across cprev/cnext (store.COLS)
+                memo["neighbours"] = neighbour_plan(cols, ("cprev", "cnext") if "cprev" in cols
+                                                    else ("prev", "next"))
                 memo["bytes"] += 16 * cols["prev"].shape[0]
             lex = _context(own, cols, neighbour_weight, memo["neighbours"])
         if lex is own:
@@ -295,11 +296,12 @@ def _context(lex: np.ndarray, cols: dict[str, np.ndarray], w: float, plan=None) 
     return out
 
 
-def neighbour_plan(cols: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def neighbour_plan(cols: dict[str, np.ndarray], sides: tuple[str, str] = ("prev", "next")
+                   ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per side (prev, next): for each label, the one label whose side-neighbour it is (n: none),
     and the (source, target) pairs of targets with more than one such label, sources ascending."""
     plan = []
-    for side in ("prev", "next"):
+    for side in sides:
         nb = cols[side]
         n = nb.shape[0]
         src = np.flatnonzero(nb >= 0)

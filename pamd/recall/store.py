@@ -40,7 +40,7 @@ from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
 VERSION = "4"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
-# 4: raw leaves are embedded with their neighbouring leaves (dense_context)
+# 4: raw leaves are embedded with, and count the words of, the leaves around them
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
@@ -48,7 +48,10 @@ POSTINGS_CACHE = 64 << 20  # bytes of decoded postings a warm Index keeps
 # Rebuild from scratch when more than this share of labels are retired chunks.
 MAX_DEAD = 0.5
 
-COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next")
+# prev/next: the neighbouring places in the file (hit shaping); cprev/cnext: the chunks whose
+# words a chunk's BM25 also counts — the same, except for a summary's raw leaves, whose
+# context is the leaves said before and after them (recall.deep)
+COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cprev", "cnext")
 
 
 @dataclass
@@ -266,7 +269,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         idx.cols = {"alive": np.zeros(0, bool), "tier": np.zeros(0, np.int8),
                     "ts": np.zeros(0, np.float64), "importance": np.zeros(0, np.float32),
                     "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
-                    "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64)}
+                    "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64),
+                    "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
@@ -443,8 +447,8 @@ def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     c["dl"] = np.concatenate([c["dl"], np.asarray(dl, np.float32)])
     fids = np.asarray([file_id(x.path) for x in chunks], np.int64)
     c["fileid"] = np.concatenate([c["fileid"], fids])
-    c["prev"] = np.concatenate([c["prev"], np.full(len(chunks), -1, np.int64)])
-    c["next"] = np.concatenate([c["next"], np.full(len(chunks), -1, np.int64)])
+    for side in ("prev", "next", "cprev", "cnext"):
+        c[side] = np.concatenate([c[side], np.full(len(chunks), -1, np.int64)])
 
 
 def file_id(path: str) -> int:
@@ -453,25 +457,34 @@ def file_id(path: str) -> int:
 
 
 def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
-    """prev/next label of each live chunk in file order (conversation context for ranking)."""
+    """prev/next and cprev/cnext label of each live chunk in file order (see COLS)."""
     for rel in paths:
-        rows = db.execute("SELECT label, start, end FROM chunks WHERE path=? AND alive=1"
+        rows = db.execute("SELECT label, start, end, ids, ts FROM chunks WHERE path=? AND alive=1"
                           " ORDER BY start, label", (rel,)).fetchall()
         if not rows:
             continue
         # Neighbours are places, not chunks: a summary's raw leaves (recall.deep) share its
         # lines and its neighbours; the place's first chunk (the entry itself) stands for it.
         places: list[list[int]] = []
+        leaves: list[list[tuple[float, int]]] = []
         last = None
-        for label, start, end in rows:
+        for label, start, end, ids, ts in rows:
             if (start, end) != last:
                 places.append([])
+                leaves.append([])
                 last = (start, end)
             places[-1].append(label)
+            if ids.count(",") == 1:  # (summary, raw leaf)
+                leaves[-1].append((ts if ts is not None else float("inf"), label))
         for i, labels in enumerate(places):
             arr = np.asarray(labels, np.int64)
-            cols["prev"][arr] = places[i - 1][0] if i > 0 else -1
-            cols["next"][arr] = places[i + 1][0] if i + 1 < len(places) else -1
+            cols["prev"][arr] = cols["cprev"][arr] = places[i - 1][0] if i > 0 else -1
+            cols["next"][arr] = cols["cnext"][arr] = places[i + 1][0] if i + 1 < len(places) else -1
+            said = [lb for _, lb in sorted(leaves[i])]  # in the order they were said
+            if said:
+                run = np.asarray(said, np.int64)
+                cols["cprev"][run] = [-1, *said[:-1]]
+                cols["cnext"][run] = [*said[1:], -1]
 
 
 def _write_cols(idx: Index) -> None:

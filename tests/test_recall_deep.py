@@ -75,11 +75,11 @@ def test_a_summary_s_leaves_count_the_words_of_the_leaves_said_around_them(brain
         leaves = sorted((ts, label) for label, _, ids, ts in rows if ids.count(",") == 1)
         assert len(leaves) >= 2
         by_place: dict[int, list[int]] = {}
-        for label, start, ids, _ in rows:
+        for label, start, _ids, _ in rows:
             by_place.setdefault(start, []).append(label)
         c = idx.cols
         linked = 0
-        for (_, a), (_, b) in zip(leaves, leaves[1:]):
+        for (_, a), (_, b) in zip(leaves, leaves[1:], strict=False):
             place_a = next(s for s, ls in by_place.items() if a in ls)
             if b in by_place[place_a]:  # the next leaf of the same summary, in time order
                 assert c["cnext"][a] == b and c["cprev"][b] == a

@@ -74,6 +74,8 @@ def _recall(brain, query: str) -> list[dict]:
 
 
 def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path):
+    from pamd.edge.brain import Brain
+
     talk = [
         ("boris", "The offsite budget is tight: budget cuts took the travel budget."),
         ("anna", "I would spend what is left of the money on the team dinner."),
@@ -82,16 +84,36 @@ def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path):
         ("boris", "ok"),
     ]
     files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(talk))}
-    tops = {}
-    for how in ("", 'fusion = "rrf"\nrole_boost = 0\n'):
+    got = {}
+    for name, how in (("default", ""), ("learned", 'fusion = "learned"\n'),
+                      ("rrf", 'fusion = "rrf"\nrole_boost = 0\n')):
         cfg = f'[index]\nembedder = "e5-small"\nhit_lines = 0\n{how}'
-        brain = make_brain(tmp_path / f"b{len(how)}", files, cfg)
+        brain = make_brain(tmp_path / name, files, cfg)
         hits = _recall(brain, "what did anna say about the budget")
         for h in hits:  # both ways point at whole entries that hold the text
             lines = (brain / h["path"]).read_text("utf-8").split("\n")[h["lines"][0] - 1:h["lines"][1]]
             assert lines[0].startswith("### " + h["ids"][0]) and h["text"].split(": ", 1)[1] in lines[-1]
-        tops[how] = hits[0]["text"]
+        got[name] = [(h["ids"], round(h["score"], 6)) for h in hits]
+        if name == "default":
+            assert Brain(brain).config["index"]["fusion"] == "learned"  # the template's
+    assert got["default"] == got["learned"]
     # ranks alone put the lexical match first; the learned weights also hear that the
-    # question names a speaker and find anna's answer
-    assert tops['fusion = "rrf"\nrole_boost = 0\n'].startswith("boris: ")
-    assert tops[""].startswith("anna: ")
+    # question names a speaker (a feature of their own) and find anna's answer
+    assert got["rrf"][0][0] != got["learned"][0][0]
+    assert [t for t, _ in talk][[e.id for e in entries(talk)].index(got["learned"][0][0][0])] == "anna"
+
+
+def test_places_lend_the_k_best_ids_from_above_the_last_place():
+    from pamd.recall.search import lenders
+
+    # ranked: S1, L1a, L1b, S2, L2a, S3, L1c, L3a (S = a summary's own words, L = its leaves)
+    order = {lb: i for i, lb in enumerate([10, 11, 12, 20, 21, 30, 13, 31])}
+    same = {10: [11, 12, 13], 20: [21], 30: [31]}
+    groups = [[10], [20], [30]]
+    # L1c and L3a rank below the last place (S3): they lend nothing, whatever k
+    assert lenders(groups, same, order, 10) == {10: [11, 12], 20: [21], 30: []}
+    assert lenders(groups, same, order, 3) == {10: [11, 12], 20: [21], 30: []}
+    # k = 2: the two best lenders, and S2 still shows the leaf that matched it
+    assert lenders(groups, same, order, 2) == {10: [11, 12], 20: [21], 30: []}
+    assert lenders(groups, same, order, 1) == {10: [11], 20: [21], 30: []}
+    assert lenders([[10]], same, order, 1) == {10: []}  # the place itself is the last used

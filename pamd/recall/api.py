@@ -57,9 +57,10 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     if since and until and since > until:
         raise PamdError("--since is after --until", "swap them")
     emb = embedder or embedder_for(brain.config)
-    # The query's vector does not depend on the index: embed it while the index is checked.
+    # The query's vector does not depend on the index: embed it while the index is checked
+    # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
     dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
-    qvec = Background(emb.query, query) if dense else None
+    qvec = Background(emb.query, query) if dense and getattr(emb, "concurrent", False) else None
     with store.lock(brain.state_dir):
         key = str(brain.state_dir)
         _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,

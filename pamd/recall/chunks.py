@@ -150,6 +150,8 @@ def with_context(chunks: list[Chunk], n: int) -> list[Chunk]:
             if i == 0 or len(chunks[i - 1].ids) != 2 or chunks[i - 1].ids[0] != c.ids[0]:
                 runs.append([])
             runs[-1].append(i)
+    for run in runs[1:]:  # leaves in the order they were said (as store._link_neighbours)
+        run.sort(key=lambda i: (chunks[i].ts is None, chunks[i].ts.timestamp() if chunks[i].ts else 0.0, i))
     out = list(chunks)
     for run in runs:
         for j, i in enumerate(run):

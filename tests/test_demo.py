@@ -1,0 +1,38 @@
+"""`pamd demo`, the README's first command: a working brain from the packaged sample week."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def _pamd(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pamd", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_demo_builds_a_brain_that_recalls_with_file_and_lines(tmp_path):
+    r = _pamd("demo", "brain", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    brain = tmp_path / "brain"
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=brain, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    runs = [s.split(":")[0] for s in log]
+    # one commit per run that changed something (the second compaction finds nothing to do)
+    assert runs.count("pamd ingest") == 1 and runs.count("pamd compact") >= 1 and runs.count("pamd defrag") == 2
+    # every recall in the demo prints hits as path:start-end that point into the brain
+    hits = re.findall(r"^(memory/\S+\.md|MEMORY\.md):(\d+)-(\d+)  ", r.stdout, re.M)
+    assert len(hits) >= 3
+    for path, a, b in hits:
+        lines = (brain / path).read_text("utf-8").split("\n")[int(a) - 1:int(b)]
+        assert lines[0].startswith("### ") and lines[-1].startswith(">")
+    out = r.stdout.splitlines()
+    ru = next(i for i, line in enumerate(out) if line.startswith("$ pamd recall дедлайн"))
+    assert re.search("[А-Яа-я]", out[ru + 1].split("  ", 2)[2])  # the Russian query's top hit is Russian memory
+    assert _pamd("check", "--brain", str(brain), cwd=tmp_path).returncode == 0
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=brain, capture_output=True, text=True,
+                          check=True).stdout.strip() in ("", "?? .pamd/")  # nothing left uncommitted
+    again = _pamd("demo", "brain", cwd=tmp_path)
+    assert again.returncode != 0 and "already exists" in again.stderr
+    assert len(again.stderr.strip().splitlines()) <= 2

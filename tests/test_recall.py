@@ -105,15 +105,19 @@ def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsy
     assert [recall_json(clone, q, capsys) for q in queries] == before
 
 
-@pytest.mark.parametrize("damage", ["hnsw", "sqlite", "cols", "vectors"])
+@pytest.mark.parametrize("damage", ["hnsw", "sqlite", "cols", "cols-truncated", "vectors"])
 def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
     before = recall_json(brain, "load test", capsys)
     ix = brain / ".pamd/index"
     target = {"hnsw": next(ix.glob("hnsw-*.bin")), "sqlite": ix / "index.sqlite",
-              "cols": ix / "cols.npz", "vectors": brain / ".pamd/vectors.sqlite"}[damage]
+              "cols": ix / "cols.npz", "cols-truncated": ix / "cols.npz",
+              "vectors": brain / ".pamd/vectors.sqlite"}[damage]
     for side in target.parent.glob(target.name + "-*"):
         side.unlink()  # sqlite WAL files: damage the database itself
-    target.write_bytes(b"\x00garbage" * 7)
+    if damage == "cols-truncated":  # a zip cut short (a crash mid-write): numpy raises BadZipFile
+        target.write_bytes(target.read_bytes()[:200])
+    else:
+        target.write_bytes(b"\x00garbage" * 7)
     code, out, err = run(brain, "recall", "--json", "load test", capsys=capsys)
     assert code == 0 and err == "" and json.loads(out) == before
 
@@ -253,3 +257,27 @@ def test_a_brain_inside_a_hidden_directory_is_searched(tmp_path, capsys):
     hits = recall_json(b, "what does Anna drink in the morning", capsys)
     assert hits and any("green tea" in h["text"] for h in hits[:1])
     assert all(".draft" not in h["path"] for h in hits)
+
+
+def test_only_a_thread_safe_embedder_embeds_the_query_beside_a_refresh(brain, monkeypatch):
+    """api.recall may refresh the index (embedding passages) while the query embeds on a
+    thread: only with e5-small; USE loads lazily and sentence-transformers shares a tokenizer."""
+    from pamd.edge.brain import Brain
+    from pamd.recall.embed import load
+
+    started = []
+    real = api.Background
+    monkeypatch.setattr(api, "Background", lambda fn, *a: started.append(fn) or real(fn, *a))
+    e5 = load("e5-small")
+
+    class Careful:  # the same model, declared unsafe to share
+        name, identity, dims = e5.name, e5.identity, e5.dims
+        concurrent = False
+        passages = staticmethod(e5.passages)
+        query = staticmethod(e5.query)
+
+    b = Brain(brain)
+    careful = api.recall(b, "green tea", embedder=Careful(), log=False)
+    assert started == []
+    assert [h.ids for h in api.recall(b, "green tea", embedder=e5, log=False)] == [h.ids for h in careful]
+    assert len(started) == 1

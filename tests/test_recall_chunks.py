@@ -98,3 +98,19 @@ def test_with_context_only_changes_what_entries_embed():
     assert [(c.text, c.hash, c.start, c.end) for c in out] == [(c.text, c.hash, c.start, c.end) for c in cs]
     assert out[1].vhash != cs[1].vhash and out[1].key != cs[1].key and cs[1].vhash == cs[1].hash
     assert with_context(cs, 0) == cs
+
+
+def test_with_context_takes_a_summary_s_leaves_in_the_order_they_were_said():
+    from datetime import UTC, datetime
+
+    from pamd.recall.chunks import Chunk, with_context
+
+    t = [datetime(2026, 11, 30, h, tzinfo=UTC) for h in (9, 10, 11)]
+    # history may hand the leaves over in another order than they were said
+    cs = [Chunk("f.md", 4, 6, "L1", "s: sum", ("s",)),
+          Chunk("f.md", 4, 6, "L1", "b: second", ("s", "2"), t[1]),
+          Chunk("f.md", 4, 6, "L1", "c: third", ("s", "3"), t[2]),
+          Chunk("f.md", 4, 6, "L1", "a: first", ("s", "1"), t[0])]
+    out = with_context(cs, 1)
+    assert [c.embed for c in out[1:]] == ["a: first\nb: second\nc: third", "b: second\nc: third",
+                                          "a: first\nb: second"]

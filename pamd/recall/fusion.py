@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pamd.recall.lexical import _WORD
+from pamd.recall.lexical import _WORD, file_rank
 
 # BM25 of the previous/next chunk counted into a chunk's own (the `lex` list).
 NEIGHBOUR = 0.6
@@ -93,24 +93,15 @@ def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: li
 
     f = fileid[c]
     file_lex = np.zeros(len(cand))
-    pos = np.flatnonzero(lex > 0)
-    if pos.shape[0]:
-        if files is None:
-            fids, of_label = np.unique(fileid, return_inverse=True)
-            of_label = of_label.reshape(-1)
-        else:
-            fids, of_label = files
-        inv = of_label[pos]
-        total = np.bincount(inv, weights=lex[pos], minlength=fids.shape[0])
-        present = np.flatnonzero(np.bincount(inv, minlength=fids.shape[0]))
-        rank = np.full(fids.shape[0], -1, np.int64)  # files by summed BM25; -1: none
-        rank[present[np.lexsort((fids[present], -total[present]))]] = np.arange(present.shape[0])
-        r = rank[of_label[c]]
-        file_lex[r >= 0] = 1.0 / (10 + r[r >= 0])
-    file_rank: dict[int, int] = {}
+    if files is None:
+        fids, of_label = np.unique(fileid, return_inverse=True)
+        files = (fids, of_label.reshape(-1))
+    r = file_rank(lex, files)[files[1][c]]
+    file_lex[r >= 0] = 1.0 / (10 + r[r >= 0])
+    by_cosine: dict[int, int] = {}
     for lb in dense_top:  # best first: a file ranks as its best chunk
-        file_rank.setdefault(int(fileid[lb]), len(file_rank))
-    file_dense = np.array([1.0 / (10 + file_rank[x]) if x in file_rank else 0.0 for x in f.tolist()])
+        by_cosine.setdefault(int(fileid[lb]), len(by_cosine))
+    file_dense = np.array([1.0 / (10 + by_cosine[x]) if x in by_cosine else 0.0 for x in f.tolist()])
 
     words = set(_WORD.findall(query.lower()))
     role = np.zeros(len(cand))

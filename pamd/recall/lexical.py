@@ -129,3 +129,18 @@ def bm25(
         else:
             scores[got[0]] += got[1]
     return scores
+
+
+def file_rank(scores: np.ndarray, files: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Rank (0 = best) of each file by its chunks' summed scores, ties by file id; -1 for a
+    file without any. `files` is (sorted distinct file ids, each label's index among them),
+    as Index.files() gives it: the session or day a question is about."""
+    fids, of_label = files
+    rank = np.full(fids.shape[0], -1, np.int64)
+    pos = np.flatnonzero(scores > 0)
+    if pos.shape[0]:
+        inv = of_label[pos]
+        total = np.bincount(inv, weights=scores[pos], minlength=fids.shape[0])
+        present = np.flatnonzero(np.bincount(inv, minlength=fids.shape[0]))
+        rank[present[np.lexsort((fids[present], -total[present]))]] = np.arange(present.shape[0])
+    return rank

@@ -27,7 +27,7 @@ import numpy as np
 
 from pamd.recall import fusion
 from pamd.recall.embed import Background, Embedder
-from pamd.recall.lexical import _WORD, bm25, tokenize
+from pamd.recall.lexical import _WORD, bm25, file_rank, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
 
@@ -327,21 +327,12 @@ def neighbour_plan(cols: dict[str, np.ndarray], sides: tuple[str, str] = ("prev"
 
 def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.ndarray], w: float,
                 fk: float, files: tuple[np.ndarray, np.ndarray]) -> None:
-    """RRF term for the rank of the chunk's file by summed BM25: the session a question is about.
-
-    `files` is (sorted distinct file ids, each label's index among them) — Index.files().
-    """
-    pos = np.flatnonzero(lex > 0)
-    if pos.shape[0] == 0:
+    """RRF term for the rank of the chunk's file by summed BM25 (lexical.file_rank)."""
+    if not (lex > 0).any():
         return
-    fids, of_label = files
-    inv = of_label[pos]
-    total = np.bincount(inv, weights=lex[pos], minlength=fids.shape[0])
-    present = np.flatnonzero(np.bincount(inv, minlength=fids.shape[0]))
-    rank = np.full(fids.shape[0], -1, np.int64)
-    rank[present[np.lexsort((fids[present], -total[present]))]] = np.arange(present.shape[0])
+    rank = file_rank(lex, files)
     lbs = np.fromiter(fused, np.int64, len(fused))
-    for lb, r in zip(lbs.tolist(), rank[of_label[lbs]].tolist(), strict=True):
+    for lb, r in zip(lbs.tolist(), rank[files[1][lbs]].tolist(), strict=True):
         if r >= 0:
             fused[lb] += w / (fk + r + 1)
 

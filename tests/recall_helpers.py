@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,3 +53,17 @@ def make_brain(root: Path, files: dict[str, str] | None = None, config: str = ""
     git(root, "add", "-A")
     git(root, "commit", "-qm", "test brain")
     return root
+
+
+def recall_cli(brain: Path, query: str, k: int, capsys, *extra: str) -> list[dict]:
+    """`pamd recall --json` as a fresh process would run it (no index kept open in between)."""
+    from pamd.cli import main
+    from pamd.recall import api
+
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()
+    code = main(["recall", "--brain", str(brain), "--json", "-k", str(k), *extra, query])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)

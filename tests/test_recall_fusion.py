@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-from recall_helpers import entries, make_brain
+from recall_helpers import entries, make_brain, recall_cli
 
-from pamd.cli import main
 from pamd.core.fmt import render_doc
-from pamd.recall import api, fusion
+from pamd.recall import fusion
 
 DAY = "memory/L0/2026-11-30.md"
 
@@ -59,21 +56,7 @@ def test_features_without_a_dense_list_or_a_lexical_match():
     assert cand == [1, 2] and np.isfinite(X).all()  # equal cosines: no division by zero
 
 
-def _recall(brain, query: str) -> list[dict]:
-    for idx in api._OPEN.values():
-        idx.close()
-    api._OPEN.clear()
-    import io
-    from contextlib import redirect_stdout
-
-    buf = io.StringIO()
-    with redirect_stdout(buf):
-        code = main(["recall", "--brain", str(brain), "--json", "--no-log", "-k", "3", query])
-    assert code == 0
-    return json.loads(buf.getvalue())
-
-
-def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path):
+def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path, capsys):
     from pamd.edge.brain import Brain
 
     talk = [
@@ -89,7 +72,7 @@ def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path):
                       ("rrf", 'fusion = "rrf"\nrole_boost = 0\n')):
         cfg = f'[index]\nembedder = "e5-small"\nhit_lines = 0\n{how}'
         brain = make_brain(tmp_path / name, files, cfg)
-        hits = _recall(brain, "what did anna say about the budget")
+        hits = recall_cli(brain, "what did anna say about the budget", 3, capsys, "--no-log")
         for h in hits:  # both ways point at whole entries that hold the text
             lines = (brain / h["path"]).read_text("utf-8").split("\n")[h["lines"][0] - 1:h["lines"][1]]
             assert lines[0].startswith("### " + h["ids"][0]) and h["text"].split(": ", 1)[1] in lines[-1]

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-from recall_helpers import MESSAGES, entries, make_brain
+from recall_helpers import MESSAGES, entries, make_brain, recall_cli
 
-from pamd.cli import main
 from pamd.core.fmt import render_doc
-from pamd.recall import api
 from pamd.recall.search import shape
 
 DIALOGUE = [
@@ -26,16 +22,6 @@ def _brain(tmp_path, hit_lines: int):
     return make_brain(tmp_path / f"brain{hit_lines}", files, cfg)
 
 
-def _recall(brain, query: str, k: int, capsys) -> list[dict]:
-    for idx in api._OPEN.values():
-        idx.close()
-    api._OPEN.clear()
-    code = main(["recall", "--brain", str(brain), "--json", "-k", str(k), query])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    return json.loads(out.out)
-
-
 def _lines(brain, hit) -> list[str]:
     a, b = hit["lines"]
     return (brain / hit["path"]).read_text("utf-8").split("\n")[a - 1 : b]
@@ -43,7 +29,7 @@ def _lines(brain, hit) -> list[str]:
 
 def test_question_and_its_answer_come_back_as_one_hit(tmp_path, capsys):
     brain = _brain(tmp_path, 4)
-    hits = _recall(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
+    hits = recall_cli(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
     top = hits[0]
     got = _lines(brain, top)
     assert got[0].startswith("### " + top["ids"][0])  # starts at the first entry's header
@@ -61,7 +47,7 @@ def test_question_and_its_answer_come_back_as_one_hit(tmp_path, capsys):
 
 def test_hit_lines_zero_gives_one_chunk_per_hit(tmp_path, capsys):
     brain = _brain(tmp_path, 0)
-    hits = _recall(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
+    hits = recall_cli(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
     assert len(hits) == 3
     assert all(len(h["ids"]) == 1 and h["lines"][1] - h["lines"][0] == 2 for h in hits)
 
@@ -95,6 +81,6 @@ def test_role_boost_prefers_the_speaker_the_query_names(tmp_path, capsys):
     for rb in (0, 3):
         cfg = f'[index]\nembedder = "e5-small"\nfusion = "rrf"\nhit_lines = 0\nrole_boost = {rb}\n'
         brain = make_brain(tmp_path / f"b{rb}", files, cfg)
-        tops[rb] = _recall(brain, "what did anna say about the budget", 1, capsys)[0]["text"]
+        tops[rb] = recall_cli(brain, "what did anna say about the budget", 1, capsys)[0]["text"]
     assert tops[0].startswith("boris: ")  # the lexical match, said by the other speaker
     assert tops[3].startswith("anna: ")

@@ -91,6 +91,12 @@ def use_pamd_repo(root: Path, snap: Path, sha: str) -> None:
     git(root, "commit", "-q", "-m", "use pamd's hooks")
 
 
+def git_hooked(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+    """A plain git command that runs the hooks pre-commit installed (its cache in `home`)."""
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PRE_COMMIT_HOME": str(home)})
+
+
 def break_importance(root: Path) -> tuple[str, int]:
     l0 = next(root.glob("memory/L0/*.md"))
     lines = l0.read_text().split("\n")
@@ -164,13 +170,7 @@ def test_planted_secret_is_blocked_then_cleaned_by_pamd_redact(lived, hook_repo)
     assert f"{rel}:{i + 1}: possible aws-access-key" in r.stdout and "pamd redact" in r.stdout
     # a real `git commit` through the installed framework hook is refused: nothing enters history
     assert precommit(root, home, "install").returncode == 0
-    c = subprocess.run(
-        ["git", "commit", "-m", "paste"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PRE_COMMIT_HOME": str(home)},
-    )
+    c = git_hooked(root, home, "commit", "-m", "paste")
     assert c.returncode != 0
     assert AWS not in git(root, "log", "--all", "-p")
     code, out, err = lived("redact", "--no-commit", rel)
@@ -187,13 +187,7 @@ def test_index_hook_runs_at_checkout_and_never_fails_it(lived, hook_repo):
     use_pamd_repo(root, snap, sha)
     r = precommit(root, home, "install")
     assert r.returncode == 0 and "post-checkout" in r.stdout
-    c = subprocess.run(
-        ["git", "checkout", "-b", "elsewhere"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PRE_COMMIT_HOME": str(home)},
-    )
+    c = git_hooked(root, home, "checkout", "-b", "elsewhere")
     assert c.returncode == 0, c.stdout + c.stderr
     assert "pamd index refresh" in c.stdout + c.stderr and "Passed" in c.stdout + c.stderr
 

@@ -313,7 +313,13 @@ def test_sigkill_anywhere_leaves_the_old_or_the_new_commit(brain, tmp_path, name
     TALLY[f"{name}.old"], TALLY[f"{name}.new"] = states["old"], states["new"]
     # Both outcomes must actually occur, or the kills never reached the commit.
     assert states["old"] and states["new"], states
-    assert killed >= 0.8 * len(results)
+    # Kills at a checkpoint always land; a timed or outside kill may come after the run ended
+    # (1 in 6-8 here, more on a loaded machine: a fixed share of all trials was flaky in CI).
+    fixed = [k for kind, k, _ in results if kind in ("checkpoint", "double")]
+    timed = [k for kind, k, _ in results if kind in ("timer", "outside", "outside-group")]
+    assert fixed and all(fixed), f"{fixed.count(False)} of {len(fixed)} checkpoint kills did not land"
+    assert sum(timed) >= 0.5 * len(timed), f"{sum(timed)} of {len(timed)} timed kills landed"
+    assert killed >= 0.6 * len(results)
 
 
 def test_zz_report():

@@ -352,3 +352,25 @@ def test_an_edit_saved_mid_commit_is_neither_overwritten_nor_swept(week, monkeyp
     git(root, "commit", "-qam", "person's STATE edit")
     assert week("compact", now=COMPACT_NOW)[0] == 0
     assert "worst moment" in state.read_text() or "worst moment" in git(root, "show", "HEAD~1")
+
+
+def test_pamds_git_reads_never_take_the_index_lock(brain):
+    """`git status` refreshes a stale index under index.lock unless told not to; a kill
+    during that read (before any journal exists) would leave a lock that blocks every
+    later commit. pamd's reads must leave the index file untouched."""
+    from pamd.edge.git import Repo
+
+    root = brain.cwd
+    code, _, err = brain("remember", "the lab key is in the blue drawer")
+    assert code == 0, err
+    memory = next(p for p in root.rglob("*.md") if p.is_file() and ".git" not in p.parts
+                  and git(root, "ls-files", "--", str(p.relative_to(root))))
+    index = root / ".git" / "index"
+    before = index.stat()
+    os.utime(memory, (before.st_mtime + 5, before.st_mtime + 5))  # stat info now stale
+    assert Repo(root).dirty() == []
+    after = index.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # The same read through plain git does rewrite it: the check above can fail.
+    git(root, "status", "--porcelain")
+    assert index.stat().st_ino != before.st_ino

@@ -174,6 +174,11 @@ class Repo:
         return self._run(*args)
 
     def _exec(self, args: list[str], **kwargs) -> str:
+        # `git status` and `git diff` refresh the index under index.lock when they
+        # can ("optional locks"). A kill during such a read would leave that lock
+        # outside any journal, blocking every later commit; pamd's reads never
+        # take it. Required locks (add, commit) are untouched.
+        kwargs["env"] = {**kwargs.get("env", {}), "GIT_OPTIONAL_LOCKS": "0"}
         if self.hold_fd is not None:
             kwargs["pass_fds"] = (self.hold_fd,)
         return self.git.execute(["git", *args], **kwargs)

@@ -37,7 +37,7 @@ def synthetic_brain(root: Path, n: int, embedder, seed: int = 1) -> Path:
     from pamd.core.config import defaults
     from pamd.core.entry import Entry, entry_id
     from pamd.core.fmt import render_doc
-    from pamd.recall.chunks import chunk_file, with_context
+    from pamd.recall.chunks import chunk_file, for_embedding
     from pamd.recall.vcache import VectorCache
 
     rng = random.Random(seed)
@@ -61,7 +61,7 @@ def synthetic_brain(root: Path, n: int, embedder, seed: int = 1) -> Path:
         doc = render_doc({}, "", es)
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(doc, "utf-8")
-        for c in with_context(chunk_file(rel, doc, "L2", max_chars), context):
+        for c in for_embedding(chunk_file(rel, doc, "L2", max_chars), context):
             v = nrng.standard_normal(embedder.dims).astype(np.float32)
             vecs[c.vhash] = v / np.linalg.norm(v)
     cache = VectorCache(root / ".pamd/vectors.sqlite")

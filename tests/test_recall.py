@@ -82,6 +82,22 @@ def test_stale_index_refreshes_itself_and_embeds_only_new_chunks(brain, capsys):
     assert any("jasmine" in h["text"] for h in recall_json(brain, "jasmine", capsys)[:1])
 
 
+def test_a_recall_that_embeds_says_so_on_a_terminal_and_only_then(brain, capsys, monkeypatch):
+    """The first recall after an ingest embeds the new entries (minutes for a long session
+    with e5-small); on a terminal it counts them on stderr, and stdout stays the hits."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = run(brain, "recall", "-k", "1", "green tea", capsys=capsys)
+    n = len(entries())
+    assert code == 0 and "green tea" in out
+    assert err.endswith(f"\rindex is stale; embedding new chunks {n}/{n}\n")
+    code, out, err = run(brain, "recall", "-k", "1", "green tea", capsys=capsys)
+    assert code == 0 and "green tea" in out and err == ""  # fresh: nothing to say
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    shutil.rmtree(brain / ".pamd")  # vectors too: everything is embedded again
+    code, out, err = run(brain, "recall", "-k", "1", "green tea", capsys=capsys)
+    assert code == 0 and "green tea" in out and err == ""  # not a terminal: never
+
+
 def test_recall_is_logged(brain, capsys):
     from pamd.myelin.recall_log import pending
 

@@ -82,14 +82,14 @@ def test_a_bare_heading_is_not_a_chunk():
     assert len(notes) == 1 and "Pixel" in notes[0].text
 
 
-def test_with_context_only_changes_what_entries_embed():
-    from pamd.recall.chunks import Chunk, with_context
+def test_for_embedding_with_context_only_changes_what_entries_embed():
+    from pamd.recall.chunks import Chunk, for_embedding
 
     cs = [Chunk("f.md", 1, 2, "daily", "# Notes\nplain"), Chunk("f.md", 4, 6, "L0", "a: one", ("1",)),
           Chunk("f.md", 8, 10, "L1", "s: sum", ("2",)), Chunk("f.md", 8, 10, "L1", "a: leaf", ("2", "0")),
           Chunk("f.md", 8, 10, "L1", "b: leaf two", ("2", "9")),
           Chunk("f.md", 12, 14, "L0", "b: three", ("3",)), Chunk("f.md", 12, 14, "L0", "c: alone", ("3", "7"))]
-    out = with_context(cs, 1)
+    out = for_embedding(cs, 1)
     # entries with the entries around them; a summary's raw leaves with the leaves around
     # them (not with other summaries' leaves); plain sections and a lone leaf as they are
     assert [c.embed for c in out] == [None, "a: one\ns: sum", "a: one\ns: sum\nb: three",
@@ -97,13 +97,13 @@ def test_with_context_only_changes_what_entries_embed():
                                       "s: sum\nb: three", None]
     assert [(c.text, c.hash, c.start, c.end) for c in out] == [(c.text, c.hash, c.start, c.end) for c in cs]
     assert out[1].vhash != cs[1].vhash and out[1].key != cs[1].key and cs[1].vhash == cs[1].hash
-    assert with_context(cs, 0) == cs
+    assert for_embedding(cs, 0) == cs
 
 
-def test_with_context_takes_a_summary_s_leaves_in_the_order_they_were_said():
+def test_for_embedding_takes_a_summary_s_leaves_in_the_order_they_were_said():
     from datetime import UTC, datetime
 
-    from pamd.recall.chunks import Chunk, with_context
+    from pamd.recall.chunks import Chunk, for_embedding
 
     t = [datetime(2026, 11, 30, h, tzinfo=UTC) for h in (9, 10, 11)]
     # history may hand the leaves over in another order than they were said
@@ -111,6 +111,26 @@ def test_with_context_takes_a_summary_s_leaves_in_the_order_they_were_said():
           Chunk("f.md", 4, 6, "L1", "b: second", ("s", "2"), t[1]),
           Chunk("f.md", 4, 6, "L1", "c: third", ("s", "3"), t[2]),
           Chunk("f.md", 4, 6, "L1", "a: first", ("s", "1"), t[0])]
-    out = with_context(cs, 1)
+    out = for_embedding(cs, 1)
     assert [c.embed for c in out[1:]] == ["a: first\nb: second\nc: third", "b: second\nc: third",
                                           "a: first\nb: second"]
+
+
+def test_for_embedding_cuts_long_texts_and_long_neighbours_but_never_what_is_searched():
+    from pamd.recall.chunks import CONTEXT_CHARS, EMBED_CHARS, Chunk, for_embedding
+
+    long = "tool: " + "".join(f"line {i} of a long tool output\n" for i in range(400))
+    assert len(long) > 4 * EMBED_CHARS
+    cs = [Chunk("f.md", 4, 6, "L0", "user: run the tests", ("1",)),
+          Chunk("f.md", 8, 10, "L0", long, ("2",)),
+          Chunk("f.md", 12, 14, "L0", "assistant: 3 failed", ("3",)),
+          Chunk("MEMORY.md", 1, 9, "L4", "# Notes\n" + long)]
+    alone = for_embedding(cs, 0)
+    assert [c.embed for c in alone] == [None, long[:EMBED_CHARS], None, ("# Notes\n" + long)[:EMBED_CHARS]]
+    ctx = for_embedding(cs, 1)
+    assert ctx[0].embed == "user: run the tests\n" + long[:CONTEXT_CHARS]
+    assert ctx[1].embed == f"user: run the tests\n{long[:EMBED_CHARS]}\nassistant: 3 failed"
+    assert ctx[2].embed == long[:CONTEXT_CHARS] + "\nassistant: 3 failed"
+    assert ctx[3].embed == ("# Notes\n" + long)[:EMBED_CHARS]
+    # BM25, the hit's text and its lines still see everything
+    assert [(c.text, c.start, c.end, c.hash) for c in ctx] == [(c.text, c.start, c.end, c.hash) for c in cs]

@@ -22,15 +22,27 @@ def run(args: argparse.Namespace) -> int:
     from pamd.recall import api
 
     brain = Brain.find(args.brain)
-    tty = sys.stderr.isatty() and not args.quiet
-
-    def progress(done: int, total: int) -> None:
-        if tty:
-            print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
-
+    progress = Progress(quiet=args.quiet)
     rep = api.index(brain, force=args.rebuild, progress=progress)
-    if tty and rep.embedded:
-        print(file=sys.stderr)
+    progress.done()
     if not args.quiet:
         print(rep)
     return 0
+
+
+class Progress:
+    """`embedding 120/464` on a terminal's stderr while an index refresh embeds; else nothing."""
+
+    def __init__(self, quiet: bool = False, what: str = "embedding") -> None:
+        self.on = sys.stderr.isatty() and not quiet
+        self.what = what
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.on:
+            print(f"\r{self.what} {done}/{total}", end="", file=sys.stderr, flush=True)
+            self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            print(file=sys.stderr)

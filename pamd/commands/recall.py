@@ -30,15 +30,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pamd.commands.index import Progress
     from pamd.edge.brain import Brain
     from pamd.recall import api
 
     brain = Brain.find(args.brain)
+    # The first recall after an ingest embeds the new entries: say so on a terminal.
+    progress = Progress(what="index is stale; embedding new chunks")
     hits = api.recall(
         brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
         since=_time(args.since, "--since"), until=_time(args.until, "--until"),
-        now=args.now, log=not args.no_log,
+        now=args.now, log=not args.no_log, progress=progress,
     )
+    progress.done()
     expanded = _expand(brain, hits, args.now) if args.expand else {}
     if args.json:
         out = []

@@ -42,8 +42,10 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
 def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
            since: datetime | None = None, until: datetime | None = None,
            now: datetime | None = None, embedder: Embedder | None = None,
-           log: bool = True) -> list[Hit]:
-    """The k best hits for `query`, refreshing a stale index first; logs each hit."""
+           log: bool = True, progress=None) -> list[Hit]:
+    """The k best hits for `query`, refreshing a stale index first; logs each hit.
+
+    progress(done, total) is called as the refresh embeds new chunks, if it does."""
     query = " ".join((query or "").split())
     if not query:
         raise PamdError("empty query", "say what to recall, e.g. pamd recall 'deploy friday'")
@@ -64,7 +66,7 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     with store.lock(brain.state_dir):
         key = str(brain.state_dir)
         _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
-                               idx=_OPEN.pop(key, None))
+                               progress=progress, idx=_OPEN.pop(key, None))
         flt = Filters(tuple(tiers), since, until)
         hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
         _OPEN[key] = idx

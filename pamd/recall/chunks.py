@@ -132,8 +132,18 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
     return chunks
 
 
-def with_context(chunks: list[Chunk], n: int) -> list[Chunk]:
-    """Entry chunks embedded together with up to n entries before and after them in the file.
+# What the dense side reads of one chunk, at most: the head of a long tool output or a
+# pasted file says what it is, and e5 was trained on 512 tokens (~1,500 characters of
+# code). The rest would cost embedding time — a real Claude Code session holds 2.5x
+# the characters of its first 1,500 per entry — and stays searchable through BM25.
+EMBED_CHARS = 1500
+# Of each neighbour embedded with a chunk ([index] dense_context): what the turn answers.
+CONTEXT_CHARS = 600
+
+
+def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
+    """What each chunk's vector is made of: its text, cut to EMBED_CHARS, and, when n > 0,
+    the entries up to n before and after it in the file, each cut to CONTEXT_CHARS.
 
     Dialogue turns answer each other: "what did X do?" is often answered by a reply
     whose own words never name X. Only the dense side reads this (`embed`); BM25,
@@ -142,8 +152,10 @@ def with_context(chunks: list[Chunk], n: int) -> list[Chunk]:
     they were said: the turns they were embedded with when they were raw, so their
     vectors usually come from the cache. Plain sections keep their own text.
     """
+    out = [c if len(c.text) <= EMBED_CHARS else replace(c, embed=c.text[:EMBED_CHARS])
+           for c in chunks]
     if n <= 0:
-        return chunks
+        return out
     runs: list[list[int]] = [[i for i, c in enumerate(chunks) if len(c.ids) == 1]]
     for i, c in enumerate(chunks):
         if len(c.ids) == 2:  # (summary, raw leaf): one run per summary
@@ -152,10 +164,10 @@ def with_context(chunks: list[Chunk], n: int) -> list[Chunk]:
             runs[-1].append(i)
     for run in runs[1:]:  # leaves in the order they were said (as store._link_neighbours)
         run.sort(key=lambda i: (chunks[i].ts is None, chunks[i].ts.timestamp() if chunks[i].ts else 0.0, i))
-    out = list(chunks)
     for run in runs:
         for j, i in enumerate(run):
-            ctx = [chunks[t].text for t in run[max(0, j - n):j + n + 1]]
+            lo, hi = max(0, j - n), j + n + 1
+            ctx = [chunks[t].text[:EMBED_CHARS if t == i else CONTEXT_CHARS] for t in run[lo:hi]]
             if len(ctx) > 1:
                 out[i] = replace(chunks[i], embed="\n".join(ctx))
     return out

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from pamd.edge.lock import Lock
-from pamd.recall.chunks import Chunk, chunk_file, with_context
+from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder
 from pamd.recall.lexical import term_counts
@@ -313,7 +313,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         for rel, tier, text in changed:
             old = {key: label for label, key in
                    db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
-            for c in with_context(chunk_file(rel, text, tier, max_chars, deep), context):
+            for c in for_embedding(chunk_file(rel, text, tier, max_chars, deep), context):
                 if old.pop(c.key, None) is None:
                     new_chunks.append(c)
             dead += old.values()

@@ -1,6 +1,6 @@
 """Issue 7: what each compression tier loses, on LoCoMo, with the extractive summarizer.
 
-    python benchmarks/fidelity_locomo.py                  # all 10 conversations, USE embedder
+    python benchmarks/fidelity_locomo.py                  # all 10 conversations, USE, no reranking
     python benchmarks/fidelity_locomo.py --limit 2        # a quick look
 
 Runs `pamd eval` (pamd.fidelity.evaluate) on ../shared/bench/data/locomo/locomo10.json
@@ -29,13 +29,16 @@ def main() -> int:
     ap.add_argument("--json", help="also write the full report here")
     ap.add_argument("--embedder", default="use",
                     help="embedder of the scratch brains (default use: fast; e5-small is ~10x slower here)")
+    ap.add_argument("--rerank", type=int, default=0,
+                    help="cross-encoder depth of the scratch brains (default 0, no reranking: with "
+                         "the template's, its 9,216 recalls take about an hour longer)")
     args = ap.parse_args()
     if not DATA.is_file():
         raise SystemExit(f"no LoCoMo data at {DATA}: set PAMD_SHARED")
     t = time.perf_counter()
     convs = qa.load_locomo(DATA, args.limit)
     report = evaluate.eval_conversations(convs, 10, source=DATA.name, embedder=args.embedder,
-                                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+                                         rerank=args.rerank, progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(evaluate.table(report))
     for line in evaluate.summary_lines(report):
         print(line)

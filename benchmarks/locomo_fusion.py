@@ -1,6 +1,7 @@
 """Fit the weights of learned fusion (pamd.recall.fusion) on LoCoMo, the way they were fitted.
 
-    PAMD_THREADS=2 python benchmarks/locomo_fusion.py fit            # conv-26, conv-30, conv-41
+    PAMD_THREADS=2 python benchmarks/locomo_fusion.py fit              # fusion.WEIGHTS
+    PAMD_THREADS=2 python benchmarks/locomo_fusion.py fit --rerank 30  # fusion.RERANK_WEIGHTS
 
 Each conversation is written into a pamd brain by `pamd ingest`, exactly as
 benchmarks/locomo_recall.py does (the same brains: set PAMD_LOCOMO_WORK to
@@ -9,7 +10,10 @@ every question the real candidate lists of `pamd.recall.search.lists` give one
 row of `fusion.features` per candidate, labelled 1 when the chunk holds one of
 the question's evidence turns. An L2-regularised logistic regression (Newton's
 method in numpy, C = 0.1 as in scikit-learn) on standardised features gives
-the weights; printed back on the raw scale, ready for fusion.WEIGHTS. The
+the weights; printed back on the raw scale, ready for fusion.WEIGHTS. With
+`--rerank N` the cross-encoder (pamd.recall.rerank) scores each question's first
+N candidates by fusion.WEIGHTS, as recall does, and all the weights are fitted
+again with its three features (fusion.RERANK_WEIGHTS). The
 questions of the other seven conversations stay unseen: benchmarks/locomo_recall.py
 reports them apart ("held out"). The data (CC BY-NC 4.0) stays in ../shared.
 """
@@ -34,9 +38,10 @@ TUNE = "conv-26,conv-30,conv-41"
 TAG = re.compile(r"\[(D\d+:\d+)\]")
 
 
-def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: str):
+def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: str,
+             rerank_n: int = 0):
     from pamd.edge.brain import Brain
-    from pamd.recall import api, fusion
+    from pamd.recall import api, fusion, rerank
     from pamd.recall.embed import Background
     from pamd.recall.search import CANDIDATES, lists
     from pamd.recall.store import Index
@@ -49,6 +54,9 @@ def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: s
     idx.open()
     assert idx.load_state()
     alive = idx.cols["alive"]
+    reranker = rerank.load() if rerank_n else None
+    if rerank_n and reranker is None:
+        raise SystemExit("--rerank needs the reranker: pip install 'pamd[rerank]'")
     Xs, ys = [], []
     for q in questions:
         ls = lists(idx, q["question"], CANDIDATES, None, alive, int(alive.sum()), fusion.NEIGHBOUR,
@@ -56,6 +64,10 @@ def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: s
         rows = idx.chunk_rows(sorted(set(ls.lex_top) | set(ls.dense_top)))
         cand, X = fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims, idx.cols, rows,
                                   q["question"], idx.files())
+        if reranker is not None:
+            top = fusion.first(cand, X, rows, rerank_n)
+            ce = reranker.scores(q["question"], [rows[lb][8] for lb in top])
+            X = np.hstack([X, fusion.rerank_features(cand, top, ce)])
         ev = set(q["evidence"])
         Xs.append(X)
         ys.append(np.array([1.0 if ev & set(TAG.findall(rows[lb][8])) else 0.0 for lb in cand]))
@@ -85,6 +97,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("what", choices=["fit"])
     p.add_argument("--convs", default=TUNE)
     p.add_argument("--C", type=float, default=0.1)
+    p.add_argument("--rerank", type=int, default=0, metavar="N",
+                   help="fit fusion.RERANK_WEIGHTS: the cross-encoder scores the first N")
     args = p.parse_args(argv)
     from pamd.recall import fusion
 
@@ -98,7 +112,7 @@ def main(argv: list[str]) -> int:
         Xs, ys = [], []
         for conv in args.convs.split(","):
             mine = [q for q in qs if q["conv_id"] == conv and q["evidence"] and q["category"] != 5]
-            X, y = rows_for(Path(tmp) / "markdown" / conv, mine, work, embedder_name)
+            X, y = rows_for(Path(tmp) / "markdown" / conv, mine, work, embedder_name, args.rerank)
             print(f"{conv}: {len(mine)} questions, {X.shape[0]} candidates, {int(y.sum())} with evidence",
                   file=sys.stderr)
             Xs.append(X)
@@ -108,8 +122,9 @@ def main(argv: list[str]) -> int:
     sd[sd == 0] = 1.0
     w, _ = logistic((X - mu) / sd, y, args.C)
     raw = w / sd
-    print("WEIGHTS = np.array([")
-    for name, v in zip(fusion.FEATURES, raw, strict=True):
+    names = fusion.FEATURES + (fusion.RERANK_FEATURES if args.rerank else ())
+    print(f"{'RERANK_WEIGHTS' if args.rerank else 'WEIGHTS'} = np.array([")
+    for name, v in zip(names, raw, strict=True):
         print(f"    {v: .4f},  # {name}")
     print("])")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import git
 
 
@@ -91,8 +92,11 @@ def test_eval_of_a_users_own_brain_leaves_the_brain_alone(brain, tmp_path):
     q.write_text(json.dumps({"question": "how do large exports avoid running out of memory",
                              "evidence_ids": [decision.id]}) + "\n")
     head = git(brain.cwd, "rev-parse", "HEAD")
-    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--workdir", str(tmp_path / "w"))
+    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w"))
     assert code == 0, err
+    scratch = Brain(tmp_path / "w" / "brain")
+    assert scratch.config["index"]["embedder"] == "use" and scratch.config["index"]["rerank"] == 0
     rep = json.loads(out)
     assert rep["points"][0]["prov"]["R@10"] == 1.0
     assert rep["points"][-1]["prov"]["R@10"] >= rep["points"][-1]["tree"]["R@10"]
@@ -101,3 +105,20 @@ def test_eval_of_a_users_own_brain_leaves_the_brain_alone(brain, tmp_path):
     bad.write_text('{"question": "x"}\n')
     code, _, err = brain("eval", str(bad))
     assert code == 1 and "bad.jsonl:1:" in err
+
+
+@pytest.mark.parametrize("config", ["", "[git]\nauthor = \"me\"\n", "[index]\nfusion = \"rrf\"\n[myelin]\nthin = 2\n"])
+def test_eval_sets_the_scratch_brains_search_whatever_its_config_holds(tmp_path, config):
+    from pamd.edge.brain import Brain
+    from pamd.edge.layout import init_brain
+    from pamd.fidelity.evaluate import _set_index
+
+    brain, _ = init_brain(tmp_path / "b")
+    (brain.root / "pamd.toml").write_text(config, "utf-8")
+    git(brain.root, "commit", "-qam", "a person's config")
+    _set_index(brain, "use", 0)
+    got = Brain(brain.root).config
+    assert got["index"]["embedder"] == "use" and got["index"]["rerank"] == 0
+    if "rrf" in config:
+        assert got["index"]["fusion"] == "rrf" and got["myelin"]["thin"] == 2
+    assert git(brain.root, "status", "--porcelain") == ""

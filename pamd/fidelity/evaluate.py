@@ -148,24 +148,40 @@ def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> 
     return p
 
 
-def _set_embedder(brain, name: str | None) -> None:
-    """Scratch brains may use another embedder than `auto` (e.g. USE, for a fast benchmark)."""
-    if not name:
+def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
+    """Scratch brains may search another way than their config says: another embedder
+    (USE, for a fast benchmark) or another cross-encoder depth (0: no reranking)."""
+    values = {k: v for k, v in (("embedder", f'"{embedder}"' if embedder else None),
+                                ("rerank", None if rerank is None else str(int(rerank)))) if v}
+    if not values:
         return
     import re
 
     from pamd.edge.brain import CONFIG
 
     text = brain.read(CONFIG) or ""
-    text = re.sub(r'(?m)^embedder = .*$', f'embedder = "{name}"', text, count=1)
+    if not re.search(r"(?m)^\[index\]\s*$", text):
+        text = text.rstrip("\n") + "\n\n[index]\n"
+    for key, value in values.items():
+        line = re.compile(rf"(?m)^{key} = .*$")
+        head = re.search(r"(?m)^\[index\]\s*$", text)
+        nxt = re.search(r"(?m)^\[", text[head.end():])
+        end = head.end() + (nxt.start() if nxt else len(text[head.end():]))
+        section = text[head.end():end]
+        if line.search(section):
+            section = line.sub(f"{key} = {value}", section, count=1)
+        else:
+            section = f"\n{key} = {value}" + section
+        text = text[:head.end()] + section + text[end:]
+    said = ", ".join(f"{k} = {v}" for k, v in values.items())
     with brain.transaction() as tx:
-        tx.commit({CONFIG: text}, f"pamd eval: scratch brain uses the {name} embedder\n")
+        tx.commit({CONFIG: text}, f"pamd eval: scratch brain searches with {said}\n")
     brain._config = None
 
 
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
                        progress: Callable[[str], None] = lambda s: None, source: str = "",
-                       embedder: str | None = None) -> Report:
+                       embedder: str | None = None, rerank: int | None = None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
@@ -179,7 +195,7 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
     raw_tokens = 0
     for ci, conv in enumerate(convs):
         brain, _ = init_brain(workdir / f"{ci:02d}-{conv.name}")
-        _set_embedder(brain, embedder)
+        _set_index(brain, embedder, rerank)
         gap = timedelta(hours=1) / max(len(conv.messages), 1)
         start = T0 - timedelta(hours=1)
         msgs = [Message(speaker, f"[{dia}] {speaker}: {text}", start + gap * i,
@@ -247,7 +263,8 @@ def plot(report: Report, out: Path) -> Path:
 
 
 def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir: Path | None = None,
-               progress: Callable[[str], None] = lambda s: None, embedder: str | None = None) -> Report:
+               progress: Callable[[str], None] = lambda s: None, embedder: str | None = None,
+               rerank: int | None = None) -> Report:
     """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.brain import Brain
@@ -257,7 +274,7 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     clone = workdir / "brain"
     brain.repo.run("clone", "-q", str(brain.root), str(clone))
     scratch = Brain(clone)
-    _set_embedder(scratch, embedder)
+    _set_index(scratch, embedder, rerank)
     entries = scratch.load().entries
     raw_tokens = sum(e.tokens for e in entries if not e.sources)
     graph = {e.id: e.sources for e in entries if e.sources}

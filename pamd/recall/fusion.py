@@ -125,6 +125,65 @@ def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: li
     return cand, X
 
 
+# With `[index] rerank = N` (pamd.recall.rerank): the cross-encoder's judgement of the
+# first N candidates (by WEIGHTS) enters as three more features, and every weight is
+# refitted with them (benchmarks/locomo_fusion.py fit --rerank 30, the template's N).
+RERANK_FEATURES = (
+    "ce",         # (cross-encoder logit - the best) / 10; unscored: (the lowest - 1 - the best) / 10
+    "ce_rank",    # 1 / (10 + rank by the cross-encoder), 0 when not scored
+    "ce_scored",  # 1 when among the N scored
+)
+
+RERANK_WEIGHTS = np.array([
+    1.2842,   # lex
+    2.2968,   # lex_rank
+    -0.2469,  # own
+    0.6671,   # dense
+    8.5951,   # dense_rank
+    7.2840,   # file_lex
+    9.0440,   # file_dense
+    1.9456,   # role
+    1.6455,   # ce
+    31.9992,  # ce_rank
+    -1.3916,  # ce_scored
+])
+
+
+def first(cand: list[int], X: np.ndarray, rows: dict[int, tuple], n: int) -> list[int]:
+    """The n best candidates by WEIGHTS (ties by path and line), best first: what is reranked."""
+    s = X @ WEIGHTS
+    order = sorted(range(len(cand)), key=lambda j: (-s[j], rows[cand[j]][1], rows[cand[j]][2]))
+    return [cand[j] for j in order[:n]]
+
+
+def rerank_features(cand: list[int], top: list[int], ce: np.ndarray) -> np.ndarray:
+    """RERANK_FEATURES per candidate, from the cross-encoder's logits `ce` for `top`.
+
+    `top` is in fusion's order. A NaN logit is a text the model cannot judge (another
+    script): it takes the logit the judged ones have at its own place in that order,
+    so the cross-encoder neither lifts nor sinks it.
+    """
+    out = np.zeros((len(cand), len(RERANK_FEATURES)))
+    ce = np.asarray(ce, np.float64)
+    known = ~np.isnan(ce)
+    if not top or not known.any():
+        return out
+    if not known.all():
+        ranked = np.sort(ce[known])[::-1]
+        ce = ce.copy()
+        for j in np.flatnonzero(~known):
+            ce[j] = ranked[min(j, ranked.shape[0] - 1)]
+    best, low = float(ce.max()), float(ce.min())
+    logit = dict(zip(top, ce.tolist(), strict=True))
+    rank = {top[j]: r for r, j in enumerate(np.argsort(-ce, kind="stable").tolist())}
+    for i, lb in enumerate(cand):
+        if lb in logit:
+            out[i] = ((logit[lb] - best) / 10, 1.0 / (10 + rank[lb]), 1.0)
+        else:
+            out[i, 0] = (low - 1 - best) / 10
+    return out
+
+
 def scores(cand: list[int], X: np.ndarray, weights: np.ndarray | None = None) -> dict[int, float]:
     """label -> exp(w·x - best): positive, in (0, 1], so the boosts of [index] still multiply."""
     if not cand:

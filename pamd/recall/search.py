@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from pamd.recall import fusion
+from pamd.recall import fusion, rerank
 from pamd.recall.embed import Background, Embedder
 from pamd.recall.lexical import _WORD, bm25, file_rank, tokenize
 from pamd.recall.sources import TIERS
@@ -104,8 +104,9 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     rows = ls.rows
     if learned:
         rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
-        fused = fusion.scores(*fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims,
-                                               cols, rows, query, idx.files()))
+        cand, X = fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims, cols, rows,
+                                  query, idx.files())
+        fused = _reranked(cand, X, rows, query, int(ix.get("rerank", 0))) or fusion.scores(cand, X)
     else:
         fused = {}
         for r, lb in enumerate(ls.lex_top):
@@ -160,6 +161,27 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
                         _iso(ts) if ts is not None else None, best, entries))
     return hits
+
+
+def _reranked(cand: list[int], X: np.ndarray, rows: dict[int, tuple], query: str,
+              n: int) -> dict[int, float] | None:
+    """Learned fusion with the cross-encoder's verdict on the first n (pamd.recall.rerank),
+    or None where it has none: rerank off or not installed, a query or texts it cannot
+    read, or nothing among the n it would call an answer."""
+    reranker = rerank.load() if n > 0 and cand and rerank.applies(query) else None
+    if reranker is None:
+        return None
+    top = fusion.first(cand, X, rows, n)
+    texts = [rows[lb][8] for lb in top]
+    judged = [j for j, t in enumerate(texts) if rerank.applies(t)]
+    if not judged:
+        return None
+    ce = np.full(len(top), np.nan)
+    ce[judged] = reranker.scores(query, [texts[j] for j in judged])
+    if float(np.nanmax(ce)) < rerank.FLOOR:
+        return None
+    return fusion.scores(cand, np.hstack([X, fusion.rerank_features(cand, top, ce)]),
+                         fusion.RERANK_WEIGHTS)
 
 
 def lenders(groups: list[list[int]], same: dict[int, list[int]], order: dict[int, int],

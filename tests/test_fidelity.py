@@ -107,7 +107,12 @@ def test_eval_of_a_users_own_brain_leaves_the_brain_alone(brain, tmp_path):
     assert code == 1 and "bad.jsonl:1:" in err
 
 
-@pytest.mark.parametrize("config", ["", "[git]\nauthor = \"me\"\n", "[index]\nfusion = \"rrf\"\n[myelin]\nthin = 2\n"])
+@pytest.mark.parametrize("config", [
+    "", "[git]\nauthor = \"me\"\n", "[index]\nfusion = \"rrf\"\n[myelin]\nthin = 2\n",
+    "[index]  # search\nrerank=30\n  embedder   = \"auto\"\nfusion = \"rrf\"\n[myelin]\nthin = 2\n",
+    "[ index ]\nfusion = \"rrf\"\n[index.extra]\nrerank = 5\n[myelin]\nthin = 2\n",
+    "[myelin]\nthin = 2\nmore = [\n  [1, 2],\n]\n[index]\nfusion = \"rrf\"\n",
+])
 def test_eval_sets_the_scratch_brains_search_whatever_its_config_holds(tmp_path, config):
     from pamd.edge.brain import Brain
     from pamd.edge.layout import init_brain
@@ -122,3 +127,17 @@ def test_eval_sets_the_scratch_brains_search_whatever_its_config_holds(tmp_path,
     if "rrf" in config:
         assert got["index"]["fusion"] == "rrf" and got["myelin"]["thin"] == 2
     assert git(brain.root, "status", "--porcelain") == ""
+
+
+def test_eval_refuses_a_config_it_cannot_edit_in_one_line(tmp_path):
+    from pamd.edge.layout import init_brain
+    from pamd.errors import PamdError
+    from pamd.fidelity.evaluate import _set_index
+
+    brain, _ = init_brain(tmp_path / "b")
+    (brain.root / "pamd.toml").write_text('index.rerank = 5\n', "utf-8")
+    git(brain.root, "commit", "-qam", "a dotted key")
+    head = git(brain.root, "rev-parse", "HEAD")
+    with pytest.raises(PamdError, match="cannot set rerank"):
+        _set_index(brain, None, 0)
+    assert git(brain.root, "rev-parse", "HEAD") == head

@@ -56,9 +56,16 @@ def test_rerank_features_follow_the_cross_encoder():
     assert X.tolist() == [[0.0, 0.1, 1.0], [(1.0 - 1 - 4.0) / 10, 0.0, 0.0],
                           [(1.0 - 4.0) / 10, 1 / 11, 1.0], [(1.0 - 1 - 4.0) / 10, 0.0, 0.0]]
     assert fusion.rerank_features(cand, [], np.zeros(0)).tolist() == [[0.0] * 3] * 4
-    # a text the model cannot read (NaN) takes the judged logit at its place in fusion's order
+    # a text the model cannot read (NaN) takes the logit of the next judged one in fusion's
+    # order: it stays ahead of what fusion put behind it, wherever the judged ones land
     Y = fusion.rerank_features(cand, [9, 8, 3], np.array([np.nan, 1.0, 4.0]))
-    assert Y[3].tolist() == [0.0, 0.1, 1.0] and Y[0].tolist() == [0.0, 1 / 11, 1.0]
+    assert Y[0].tolist() == [0.0, 0.1, 1.0] and Y[3].tolist() == [(1.0 - 4.0) / 10, 1 / 11, 1.0]
+    many = [1, 2, 3, 4, 5, 6, 7]
+    Z = fusion.rerank_features(many, many, np.array([np.nan] * 5 + [5.0, -6.0]))
+    ranks = [round(1 / z - 10) for z in Z[:, 1]]
+    assert ranks == [0, 1, 2, 3, 4, 5, 6] and set(Z[:5, 0]) == {0.0}
+    Z = fusion.rerank_features(many, many, np.array([5.0, np.nan, -6.0, np.nan, 7.0, np.nan, np.nan]))
+    assert [round(1 / z - 10) for z in Z[:, 1]] == [2, 3, 4, 0, 1, 5, 6]
     assert fusion.rerank_features(cand, [9], np.array([np.nan])).tolist() == [[0.0] * 3] * 4
     assert len(fusion.RERANK_WEIGHTS) == len(fusion.FEATURES) + len(fusion.RERANK_FEATURES)
 
@@ -131,3 +138,37 @@ def test_a_query_the_model_finds_no_answer_to_keeps_fusions_order(tmp_path, caps
     q = "Anna trinkt morgens lieber grünen Tee"
     got = recall(root, q, capsys)
     assert got == recall(plain, q, capsys) and "green tea" in got[0]["text"]
+
+
+def test_a_reranker_that_breaks_is_said_once_and_recall_goes_on(tmp_path, capsys, monkeypatch):
+    root = make_brain(tmp_path / "b", config=RERANK)
+    plain = make_brain(tmp_path / "p", config=RERANK.replace("rerank = 30", "rerank = 0"))
+    want = recall(plain, "database migration timeout", capsys)
+
+    class Broken(rerank.Reranker):
+        def __init__(self, model_dir):
+            raise RuntimeError("bad model file")
+
+    monkeypatch.setattr(rerank, "_LOADED", {})
+    monkeypatch.setattr(rerank, "Reranker", Broken)
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()
+    code = main(["recall", "--brain", str(root), "--json", "--no-log", "database migration timeout"])
+    out = capsys.readouterr()
+    assert code == 0 and json.loads(out.out) == want
+    assert out.err.count("warning: the reranker did not load (RuntimeError: bad model file)") == 1
+    assert recall(root, "database migration timeout", capsys) == want  # not said again
+
+    class Failing:
+        def scores(self, query, texts):
+            raise RuntimeError("onnxruntime fell over")
+
+    monkeypatch.setattr(rerank, "_LOADED", {rerank.NAME: Failing()})
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()
+    code = main(["recall", "--brain", str(root), "--json", "--no-log", "database migration timeout"])
+    out = capsys.readouterr()
+    assert code == 0 and json.loads(out.out) == want and "the reranker failed" in out.err
+    assert rerank.load() is None  # the rest of the process ranks without it

@@ -23,8 +23,10 @@ def run(args: argparse.Namespace) -> int:
 
     brain = Brain.find(args.brain)
     progress = Progress(quiet=args.quiet)
-    rep = api.index(brain, force=args.rebuild, progress=progress)
-    progress.done()
+    try:
+        rep = api.index(brain, force=args.rebuild, progress=progress)
+    finally:
+        progress.done()
     if not args.quiet:
         print(rep)
     return 0

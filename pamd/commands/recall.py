@@ -37,12 +37,14 @@ def run(args: argparse.Namespace) -> int:
     brain = Brain.find(args.brain)
     # The first recall after an ingest embeds the new entries: say so on a terminal.
     progress = Progress(what="index is stale; embedding new chunks")
-    hits = api.recall(
-        brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
-        since=_time(args.since, "--since"), until=_time(args.until, "--until"),
-        now=args.now, log=not args.no_log, progress=progress,
-    )
-    progress.done()
+    try:
+        hits = api.recall(
+            brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
+            since=_time(args.since, "--since"), until=_time(args.until, "--until"),
+            now=args.now, log=not args.no_log, progress=progress,
+        )
+    finally:
+        progress.done()  # an error starts on a line of its own
     expanded = _expand(brain, hits, args.now) if args.expand else {}
     if args.json:
         out = []

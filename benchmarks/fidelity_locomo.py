@@ -31,7 +31,7 @@ def main() -> int:
                     help="embedder of the scratch brains (default e5-small, as `auto`; ~3.5 min)")
     ap.add_argument("--rerank", type=int, default=0,
                     help="cross-encoder depth of the scratch brains (default 0, no reranking: with "
-                         "the template's, its 9,216 recalls take about an hour longer)")
+                         "the template's, its 9,216 recalls take ~15 min longer)")
     args = ap.parse_args()
     if not DATA.is_file():
         raise SystemExit(f"no LoCoMo data at {DATA}: set PAMD_SHARED")

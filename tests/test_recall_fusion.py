@@ -26,7 +26,8 @@ def test_features_follow_the_lists():
     cols = _cols(5, [7, 7, 9, 9, 9])
     rows = {0: _row("anna: the budget is tight"), 1: _row("boris: ok"),
             2: _row("anna: money for the dinner"), 3: _row("anna: a plain section", ids="")}
-    cand, X = fusion.features(own, lex, [0, 1, 2], [2, 0, 3], [0.9, 0.8, 0.5], cols, rows,
+    cover = np.array([0.5, 0.0, 1.0, 0.25, 0.75])
+    cand, X = fusion.features(own, lex, cover, [0, 1, 2], [2, 0, 3], [0.9, 0.8, 0.5], cols, rows,
                               "What did Anna say?")
     assert cand == [0, 1, 2, 3]  # the union of both lists, in label order; 4 is in neither
     f = {name: X[:, i] for i, name in enumerate(fusion.FEATURES)}
@@ -42,6 +43,7 @@ def test_features_follow_the_lists():
     assert f["file_dense"].tolist() == [1 / 11, 1 / 11, 1 / 10, 1 / 10]
     # the query names anna; a plain section (no ids) has no speaker even if its text has a colon
     assert f["role"].tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert f["cover"].tolist() == [0.5, 0.0, 1.0, 0.25]  # as given, per candidate
     s = fusion.scores(cand, X)
     assert max(s.values()) == 1.0 and all(v > 0 for v in s.values())
     assert len(fusion.WEIGHTS) == len(fusion.FEATURES)
@@ -49,11 +51,63 @@ def test_features_follow_the_lists():
 
 def test_features_without_a_dense_list_or_a_lexical_match():
     own = lex = np.zeros(3, np.float32)
-    cand, X = fusion.features(own, lex, [], [], [], _cols(3, [1, 1, 1]), {}, "anything")
+    cand, X = fusion.features(own, lex, own, [], [], [], _cols(3, [1, 1, 1]), {}, "anything")
     assert cand == [] and X.shape == (0, len(fusion.FEATURES))
-    cand, X = fusion.features(own, lex, [], [1, 2], [0.7, 0.7], _cols(3, [1, 1, 1]),
+    cand, X = fusion.features(own, lex, own, [], [1, 2], [0.7, 0.7], _cols(3, [1, 1, 1]),
                               {1: _row("x"), 2: _row("y")}, "q")
     assert cand == [1, 2] and np.isfinite(X).all()  # equal cosines: no division by zero
+
+
+def test_coverage_counts_each_query_term_once_in_the_chunk_or_its_neighbours():
+    from pamd.recall.lexical import coverage
+
+    # chunks 0..4 in one file: 0-1-2-3 linked, 4 alone; "anna" (idf 1) is in 1, "budget"
+    # (idf 3) in 2 and 4, three times in 4 -- coverage does not count repeats
+    cprev = np.array([-1, 0, 1, 2, -1])
+    cnext = np.array([1, 2, 3, -1, -1])
+    post = [(np.array([1]), 1.0), (np.array([2, 4]), 3.0)]
+    got = coverage(post, np.arange(5), cprev, cnext)
+    # 0 sees 1 (anna); 1 and 2 see both; 3 sees 2 (budget); 4 holds budget alone
+    assert got.tolist() == [0.25, 1.0, 1.0, 0.75, 0.75]
+    # labels past the last posting, and no terms at all
+    assert coverage([(np.array([0]), 2.0)], np.array([3, 4]), cprev, cnext).tolist() == [0.0, 0.0]
+    assert coverage([], np.arange(5), cprev, cnext).tolist() == [0.0] * 5
+
+
+def test_query_cover_reads_live_postings_of_the_candidates(tmp_path):
+    from pamd.edge.brain import Brain
+    from pamd.recall import api
+    from pamd.recall.search import Lists, query_cover
+    from pamd.recall.store import Index
+
+    talk = [("boris", "Where is the budget?"), ("anna", "Travel took it."),
+            ("boris", "The dinner then."), ("anna", "Lunch is fine."),
+            ("boris", "Dinner budget is gone.")]
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(talk))}
+    brain = Brain(make_brain(tmp_path / "b", files, '[index]\nembedder = "e5-small"\n'))
+    api.index(brain, embedder=api.embedder_for(brain.config))
+    idx = Index(brain.state_dir)
+    idx.open()
+    try:
+        assert idx.load_state()
+        n = idx.cols["alive"].shape[0]
+        said = {r[8].split(": ", 1)[1]: lb for lb, r in idx.chunk_rows(list(range(n))).items()}
+        lb = [said[text] for _, text in talk]
+        ls = Lists(np.zeros(n), np.zeros(n), lb, [], [], {})
+        got = query_cover(idx, "budget travel?", ls)
+        cov = dict(zip(range(5), got[lb].tolist(), strict=True))
+        # the question and its answer hold both words between them
+        assert cov[0] == cov[1] == 1.0
+        # "dinner then" sees travel before it; "lunch" sees the budget after it, as the
+        # last turn does alone: together the two shares are the whole query
+        assert 0.0 < cov[2] < 1.0 and cov[3] == cov[4] and np.isclose(cov[2] + cov[3], 1.0)
+        assert cov[3] < cov[2]  # "budget" is in two turns, "travel" in one: the rarer weighs more
+        assert np.array_equal(query_cover(idx, "budget travel?", ls), got)  # from the memo
+        only = Lists(np.zeros(n), np.zeros(n), [lb[2]], [], [], {})
+        assert query_cover(idx, "budget travel?", only)[lb].tolist() == [0, 0, cov[2], 0, 0]
+        assert not query_cover(idx, "the of", ls).any()  # stop words only: nothing to cover
+    finally:
+        idx.close()
 
 
 def test_learned_fusion_is_the_default_and_rrf_stays_available(tmp_path, capsys):

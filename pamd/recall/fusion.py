@@ -6,8 +6,9 @@ candidate — the top 100 of BM25 and the top 100 of the dense index — by a
 weighted sum of the FEATURES below, and ranks by that sum. The features are
 plain and generic: how strongly and how high each list matches the chunk
 (BM25 also through its neighbours in the file: a reply answers the turn
-before it), how high its file (a session, a day) ranks as a whole, and
-whether the query names the chunk's speaker. Scores enter normalised (BM25
+before it), how high its file (a session, a day) ranks as a whole,
+whether the query names the chunk's speaker, and how much of the query's
+wording the chunk and its neighbours hold between them. Scores enter normalised (BM25
 by the best, cosine by the spread of the dense list), so the weights carry
 over between embedders: fitted with e5-small, they lift USE as much.
 
@@ -15,7 +16,7 @@ The WEIGHTS are a logistic regression ("does this chunk hold evidence for
 the question?") fitted on three LoCoMo conversations (conv-26, conv-30,
 conv-41) and checked on the other seven, which it never saw:
 `python benchmarks/locomo_fusion.py fit` reproduces them, docs/benchmarks.md
-("Learned fusion") has the numbers. Eight weights on ranks and normalised
+("Learned fusion") has the numbers. Nine weights on ranks and normalised
 scores carry no text of the data set.
 
 Cosines are known for the dense top 100 only (what hnswlib returned); a BM25
@@ -42,27 +43,30 @@ FEATURES = (
     "file_lex",     # 1 / (10 + rank of its file by summed BM25), 0 when the file has none
     "file_dense",   # 1 / (10 + rank of its file by its best cosine), 0 when not in the dense list
     "role",         # 1 when the query names the entry's speaker
+    "cover",        # share of the query's terms (by idf) in the chunk or its neighbours
 )
 
 # Fitted by benchmarks/locomo_fusion.py (see the module docstring); per feature, in order.
 WEIGHTS = np.array([
-    0.5860,   # lex
-    13.5917,  # lex_rank
-    1.9175,   # own
-    1.6772,   # dense
-    10.4010,  # dense_rank
-    7.8108,   # file_lex
-    15.7446,  # file_dense
-    2.7331,   # role
+    -0.3495,  # lex
+    12.9361,  # lex_rank
+    1.9550,   # own
+    1.2553,   # dense
+    13.7149,  # dense_rank
+    5.9982,   # file_lex
+    16.0442,  # file_dense
+    2.7524,   # role
+    1.4216,   # cover
 ])
 
 
-def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: list[int],
+def features(own: np.ndarray, lex: np.ndarray, cover: np.ndarray, lex_top: list[int], dense_top: list[int],
              sims: list[float], cols: dict[str, np.ndarray], rows: dict[int, tuple],
              query: str, files: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[int], np.ndarray]:
     """(candidates, X): one row of FEATURES per candidate, candidates in label order.
 
-    own/lex: BM25 of every label without/with neighbours; lex_top: the BM25 list
+    own/lex: BM25 of every label without/with neighbours; cover: lexical.coverage of every
+    label (search.query_cover: of the candidates, 0 elsewhere); lex_top: the BM25 list
     (labels, best first); dense_top/sims: the dense list and its cosines, best
     first; rows: `Index.chunk_rows` of the candidates (text at 8, ids at 7); files:
     `Index.files()` (sorted distinct file ids, each label's index among them), else computed.
@@ -121,6 +125,7 @@ def features(own: np.ndarray, lex: np.ndarray, lex_top: list[int], dense_top: li
         file_lex,
         file_dense,
         role,
+        cover[c],
     ])
     return cand, X
 
@@ -135,17 +140,18 @@ RERANK_FEATURES = (
 )
 
 RERANK_WEIGHTS = np.array([
-    1.2922,   # lex
-    2.1997,   # lex_rank
-    -0.2467,  # own
-    0.6650,   # dense
-    8.5546,   # dense_rank
-    7.1796,   # file_lex
-    8.9599,   # file_dense
-    1.9408,   # role
-    1.6185,   # ce
-    32.7804,  # ce_rank
-    -1.4161,  # ce_scored
+    0.4527,   # lex
+    0.3233,   # lex_rank
+    -0.2918,  # own
+    0.1821,   # dense
+    12.9034,  # dense_rank
+    5.2824,   # file_lex
+    8.9684,   # file_dense
+    1.9410,   # role
+    1.4670,   # cover
+    1.6370,   # ce
+    31.5843,  # ce_rank
+    -1.2171,  # ce_scored
 ])
 
 

@@ -108,7 +108,7 @@ def bm25(
             if df == 0:
                 got = (docs, None)
             else:
-                idf = np.log1p((n - df + 0.5) / (df + 0.5))
+                idf = _idf(n, df)
                 w = query_weights[i] if query_weights else 1.0
                 dl = doc_len[docs]
                 got = (docs, (w * idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avgdl))).astype(
@@ -129,6 +129,32 @@ def bm25(
         else:
             scores[got[0]] += got[1]
     return scores
+
+
+def _idf(n: int, df: int) -> float:
+    """BM25's inverse document frequency of a term in df of n live chunks."""
+    return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+
+
+def coverage(postings: list[tuple[np.ndarray, float]], labels: np.ndarray, cprev: np.ndarray,
+             cnext: np.ndarray) -> np.ndarray:
+    """Per label: the share of the query's terms, weighted by idf, that its own words or its
+    neighbours' (cprev/cnext) hold — each term counted once, however often it occurs.
+
+    BM25 rewards a term that occurs often; this asks whether the question's words
+    are all there around the chunk: "when did Caroline go to the support group?"
+    is answered by a reply about "the group" right after a turn naming Caroline.
+    `postings` is (sorted labels holding the term, its idf) per distinct query term.
+    """
+    out = np.zeros(labels.shape[0])
+    total = sum(w for _, w in postings)
+    if not total or not labels.shape[0]:
+        return out
+    around = np.stack([labels, cprev[labels], cnext[labels]])  # -1: no neighbour there
+    for docs, w in postings:
+        pos = np.minimum(np.searchsorted(docs, around), docs.shape[0] - 1)
+        out += w * ((docs[pos] == around) & (around >= 0)).any(0)
+    return out / total
 
 
 def file_rank(scores: np.ndarray, files: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

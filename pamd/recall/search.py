@@ -27,7 +27,7 @@ import numpy as np
 
 from pamd.recall import fusion, rerank
 from pamd.recall.embed import Background, Embedder
-from pamd.recall.lexical import _WORD, bm25, file_rank, tokenize
+from pamd.recall.lexical import _WORD, _idf, bm25, coverage, file_rank, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
 
@@ -104,8 +104,8 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     rows = ls.rows
     if learned:
         rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
-        cand, X = fusion.features(ls.own, ls.lex, ls.lex_top, ls.dense_top, ls.sims, cols, rows,
-                                  query, idx.files())
+        cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, query, ls), ls.lex_top,
+                                  ls.dense_top, ls.sims, cols, rows, query, idx.files())
         fused = _reranked(cand, X, rows, query, int(ix.get("rerank", 0))) or fusion.scores(cand, X)
     else:
         fused = {}
@@ -265,6 +265,32 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         dense_top = [lb for _, lb in order]
         sims = [1.0 - dd for dd, _ in order]  # hnswlib "ip" distance is 1 - inner product
     return Lists(own, lex, lex_top, dense_top, sims, rows)
+
+
+def query_cover(idx: Index, query: str, ls: Lists) -> np.ndarray:
+    """lexical.coverage of the candidates of both lists, for every label (0 outside them).
+
+    Each term's sorted postings and idf over live chunks are kept in Index.memo()."""
+    cols = idx.cols
+    n = cols["alive"].shape[0]
+    out = np.zeros(n)
+    cand = np.asarray(sorted({*ls.lex_top, *ls.dense_top}), np.int64)
+    if not cand.shape[0]:
+        return out
+    memo = idx.memo()
+    alive = cols["alive"]
+    n_alive = int(alive.sum())
+    terms = []
+    for t, (docs, _tfs) in idx.postings(sorted(set(tokenize(query)))).items():
+        got = memo.get(("cover", t))
+        if got is None:  # postings are in label order (labels only grow); sorted if ever not
+            df = int(alive[docs].sum())
+            ordered = bool((docs[1:] > docs[:-1]).all())
+            got = memo["cover", t] = (docs if ordered else np.sort(docs), _idf(n_alive, df) if df else 0.0)
+            memo["bytes"] += 0 if ordered else docs.nbytes
+        terms.append(got)
+    out[cand] = coverage(terms, cand, cols["cprev"], cols["cnext"])
+    return out
 
 
 def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray,

@@ -330,3 +330,31 @@ def test_a_failing_gemini_falls_back_to_extractive_and_the_commit_says_so(week, 
     body = git(week.cwd, "log", "-1", "--format=%B")
     assert "Pamd-Fallback:" in body and "fell back to extractive" in body
     assert all(e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+
+
+def test_a_persons_uncommitted_entries_never_reach_dna_state_or_preload(brain):
+    """Compaction derives DNA lessons, STATE and PRELOAD from the committed entries only:
+    an entry that sits uncommitted in an L0 file stays out of pamd's commit."""
+    root = brain.cwd
+    assert brain("remember", "We decided to keep the staging database on Postgres 16.",
+                 now="2026-11-21T09:00:00Z")[0] == 0
+    assert brain("remember", "The deploy to prod failed with error 503: my private draft.",
+                 now="2026-11-21T09:05:00Z")[0] == 0
+    git(root, "reset", "-q", "HEAD~1")  # the second entry is now in the tree, uncommitted
+    l0 = root / "memory/L0/2026-11-21.md"
+    lines = l0.read_text().splitlines()
+    mine = lines[next(i for i, ln in enumerate(lines) if "private draft" in ln) - 2].split()[1]
+    assert mine.startswith("e-")
+    head = git(root, "rev-parse", "HEAD").strip()
+    code, _, err = brain("compact", now="2026-11-21T11:00:00Z")
+    assert code == 0, err
+    assert git(root, "rev-parse", "HEAD").strip() != head  # it ran and committed
+    for c in git(root, "rev-list", f"{head}..HEAD").split():
+        shown = git(root, "show", "--format=%B", c)
+        assert mine not in shown and "private draft" not in shown, shown
+    assert "private draft" in l0.read_text()
+    assert " M memory/L0/2026-11-21.md" in git(root, "status", "--porcelain").splitlines()
+    # once the person commits it, the next run learns the lesson from it
+    git(root, "commit", "-qam", "my entry")
+    assert brain("compact", now="2026-11-21T11:30:00Z")[0] == 0
+    assert mine in (root / "DNA.md").read_text()

@@ -134,7 +134,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
 
     cfg = brain.config
     with brain.transaction() as tx:
-        loaded = brain.load()
+        loaded = brain.load(committed=True)  # a person's uncommitted entries stay out of it
         docs = loaded.docs
         changes: dict[str, str | None] = {}
         notes: list[str] = []

@@ -124,8 +124,25 @@ class Brain:
         except FormatError as exc:
             raise PamdError(f"{exc.problem}", "fix the file (see docs/format.md) or run `pamd check`") from None
 
-    def load(self) -> Loaded:
-        return Loaded({rel: self.parse(rel) for rel in self.entry_files()})
+    def load(self, committed: bool = False) -> Loaded:
+        """Every entry file as on disk; with `committed`, an entry file with uncommitted
+        changes (edited, staged, untracked or deleted) as HEAD has it, or not at all.
+
+        A run that commits reads the committed brain: what it derives from entries
+        (DNA lessons, STATE, PRELOAD) must never carry a person's uncommitted text
+        into pamd's commit. The dirty file itself is never written (Transaction).
+        """
+        rels = self.entry_files()
+        if not committed:
+            return Loaded({rel: self.parse(rel) for rel in rels})
+        dirty = set(self.repo.dirty([MEMORY, *TIER_DIRS.values()]))
+        docs = {}
+        for rel in sorted(set(rels) | {r for r in dirty if r.endswith(".md")}):
+            if rel not in dirty:
+                docs[rel] = self.parse(rel)
+            elif (text := self.repo.show("HEAD", rel)) is not None:
+                docs[rel] = self.parse(rel, text)
+        return Loaded(docs)
 
     # ------------------------------------------------------------ writing
     @property

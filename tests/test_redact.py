@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import string
 import uuid
 
@@ -78,6 +79,17 @@ def test_truncated_private_key_block() -> None:
     out, counts = redact(f"log:\n{cut}")
     assert counts == {"private-key": 1}
     assert "MII" not in out and fake("", 64, ALNUM + "+/", "3") not in out
+
+
+def test_truncated_private_key_block_with_escaped_newlines() -> None:
+    # A tool call's input is JSON text: the key's newlines are the two characters `\n`.
+    args = json.dumps({"file_path": "/srv/app/deploy_key", "content": PEM})
+    cut = args[: args.index("-----END")]
+    out, counts = redact(f"[tool Write] {cut}")
+    assert counts == {"private-key": 1}
+    assert out == '[tool Write] {"file_path": "/srv/app/deploy_key", "content": "[REDACTED:private-key]'
+    out, counts = redact(f"[tool Write] {args}")  # the whole block, END line and all
+    assert counts == {"private-key": 1} and out.endswith('"[REDACTED:private-key]"}')
 
 
 def test_connection_string_keeps_scheme_user_host() -> None:
@@ -241,7 +253,7 @@ words = st.sampled_from([
     "password", "token", "api_key", "secret", "=", ":", '"', "'", "://", "@", "user", "pa55word",
     "sk-", "ghp_", "AKIA", "eyJ", "-----BEGIN RSA PRIVATE KEY-----", "x" * 12, "Ab1" * 5, " ",
     "\n", "[REDACTED:token]", "ya29.a0AfH6SMBx3", "$HOME", "İ", "accessToken", "PGPASSWORD",
-    "Bearer ", "redis://:",
+    "Bearer ", "redis://:", "\\n",
 ])
 
 

@@ -116,8 +116,9 @@ _AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
 BUILTIN: tuple[Pattern, ...] = (
     _p("private-key",
        r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
-       # A block cut short (a truncated log) is redacted to the end of its base64.
-       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,-]*)", not_after=""),
+       # A block cut short (a truncated log) is redacted to the end of its base64,
+       # also where its newlines are escaped (`\n` in a tool call's JSON input).
+       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,\\-]*)", not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
        r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"

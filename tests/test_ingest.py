@@ -7,6 +7,9 @@ import string
 
 import pytest
 from conftest import CLAUDE, DATA, git, head_count
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_redact import SECRETS
 
 from pamd.core.fmt import parse_doc
 
@@ -287,3 +290,16 @@ def test_a_brains_own_patterns_guard_the_cut_too():
     data = _claude_code([_result("c" * 1980 + " acme_" + "ab12" * 6, 0)]).encode()
     assert "acme_" in sources.read(data, "cc.jsonl")[0].text  # the built-ins do not know it
     assert "acme_" not in sources.read(data, "cc.jsonl", None, own)[0].text
+
+
+@given(st.integers(1930, 2010), st.sampled_from(SECRETS), st.sampled_from([" ", "\n", '"', "'", "(", "`"]))
+@settings(max_examples=200, deadline=None)
+def test_no_cut_leaves_a_piece_of_a_known_secret(at, secret, sep):
+    from pamd.encode import sources
+    from pamd.encode.redact import redact
+
+    text, value = secret
+    body = "y" * (at - len("[tool result] ")) + sep + text + sep + " and more output" * 20
+    msg = sources.read(_claude_code([_result(body, 0)]).encode(), "cc.jsonl")[0]
+    out = redact(msg.text)[0]
+    assert not any(value[i: i + 8] in out for i in range(len(value) - 7)), out[-120:]

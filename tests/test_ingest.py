@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import string
 
 import pytest
 from conftest import CLAUDE, DATA, git, head_count
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_redact import SECRETS
 
 from pamd.core.fmt import parse_doc
 
@@ -193,3 +198,108 @@ def test_secrets_are_redacted_before_anything_is_written(brain, tmp_path):
     text = entries(brain.cwd)[0].text
     assert "[REDACTED:" in text and "deploy with" in text
     assert "Redacted:" in git(brain.cwd, "log", "-1", "--format=%B")
+
+
+def _gen(n: int, seed: str, alphabet: str = string.ascii_letters + string.digits) -> str:
+    """Secret-shaped text built at run time, so this file holds no secret itself."""
+    digest = hashlib.sha256(seed.encode()).digest() * 8
+    return "".join(alphabet[b % len(alphabet)] for b in digest[:n])
+
+
+def _pem(seed: str) -> str:
+    lines = [_gen(64, f"{seed}{i}", string.ascii_letters + string.digits + "+/") for i in range(8)]
+    return "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----\n"
+
+
+def _claude_code(blocks: list[tuple[str, dict]]) -> str:
+    """A Claude Code session JSONL: one record per (type, content block)."""
+    return "".join(json.dumps({
+        "parentUuid": None, "isSidechain": False, "type": kind, "sessionId": "cc-cut",
+        "uuid": f"u{i}", "timestamp": f"2026-11-29T10:00:{i:02d}.000Z",
+        "message": {"role": kind, "content": [block]}}) + "\n" for i, (kind, block) in enumerate(blocks))
+
+
+def _result(body: str, n: int) -> tuple[str, dict]:
+    return "user", {"tool_use_id": f"t{n}", "type": "tool_result", "content": body}
+
+
+def test_a_cut_tool_message_keeps_no_part_of_a_secret(brain, tmp_path):
+    # Tool output is cut at 2,000 characters (tool calls at 600) before it is
+    # written; a secret the cut would split is cut off whole, so no prefix of
+    # it is left for redaction to miss.
+    gh = "ghp_" + _gen(36, "gh")
+    aws = "AKIA" + _gen(16, "aws", string.ascii_uppercase + string.digits)
+    pw, url_pw = _gen(14, "pw"), _gen(14, "url")
+    pem, heredoc_pem = _pem("write"), _pem("bash")
+    head = len("[tool result] ")
+    plain = "z" * 2500  # no secret: cut exactly at the limit, as before
+    bodies = [
+        "y" * 1951 + " " + gh,  # the cut falls inside the token
+        "y" * (2000 - head - 10) + " " + aws,
+        # Cut right after the value: without its closing quote (or `@host`), the
+        # rest would no longer look like a secret at all.
+        "y" * (2000 - head - len('password = "') - len(pw) - 1) + ' password = "' + pw + '"',
+        "y" * (2000 - head - len("postgres://app:") - len(url_pw) - 1) + " postgres://app:" + url_pw
+        + "@db:5432/prod",
+        plain,
+    ]
+    blocks = [_result(b, i) for i, b in enumerate(bodies)] + [
+        ("assistant", {"type": "tool_use", "id": "w", "name": "Write",
+                       "input": {"file_path": "/srv/app/deploy_key", "content": pem}}),
+        ("assistant", {"type": "tool_use", "id": "b", "name": "Bash",
+                       "input": {"command": f"cat > key.pem <<'EOF'\n{heredoc_pem}EOF"}}),
+    ]
+    f = tmp_path / "cut.jsonl"
+    f.write_text(_claude_code(blocks))
+    code, _, err = brain("ingest", str(f))
+    assert code == 0, err
+
+    history = git(brain.cwd, "log", "-p", "--all")
+    tree = "".join(p.read_text() for p in brain.cwd.rglob("*") if p.is_file() and ".git" not in p.parts)
+    fragments = [gh[:12], aws[:10], pw[:6], url_pw[:6]]
+    fragments += [ln[:16] for key in (pem, heredoc_pem) for ln in key.split("\n")[1:-2]]
+    for frag in fragments:
+        assert frag not in history and frag not in tree, frag
+
+    es = sorted(entries(brain.cwd), key=lambda e: e.ts)
+    note = "\n…[{} more characters in the source transcript]"
+    cut = head + 1951 + 1  # just before the token (the blank before it goes as a trailing blank)
+    assert es[0].text == "[tool result] " + "y" * 1951 + note.format(head + len(bodies[0]) - cut)
+    assert es[2].text.endswith(' password = "' + note.format(len(pw) + 1))
+    assert es[4].text == "[tool result] " + plain[: 2000 - head] + note.format(head + 500)
+    assert es[5].text.startswith('[tool Write] {"file_path": "/srv/app/deploy_key", "content": "\n…[')
+
+
+def test_openai_tool_output_and_call_arguments_are_cut_before_a_secret():
+    from pamd.encode import sources
+
+    gh = "ghp_" + _gen(36, "openai")
+    doc = [{"role": "assistant", "content": "",
+            "tool_calls": [{"function": {"name": "run", "arguments": "a" * 1990 + " " + gh}}]},
+           {"role": "tool", "content": "b" * 1990 + " " + gh}]
+    msgs = sources.read(json.dumps(doc).encode(), "o.json")
+    assert [m.role for m in msgs] == ["assistant", "tool"]
+    assert all("ghp_" not in m.text for m in msgs)
+
+
+def test_a_brains_own_patterns_guard_the_cut_too():
+    from pamd.encode import sources
+    from pamd.encode.redact import Redactor
+
+    own = Redactor.from_config({"redact": {"patterns": [{"name": "acme", "regex": r"acme_[0-9a-f]{24}"}]}})
+    data = _claude_code([_result("c" * 1980 + " acme_" + "ab12" * 6, 0)]).encode()
+    assert "acme_" in sources.read(data, "cc.jsonl")[0].text  # the built-ins do not know it
+    assert "acme_" not in sources.read(data, "cc.jsonl", None, own)[0].text
+
+
+@given(st.integers(1930, 2010), st.sampled_from(SECRETS), st.sampled_from([" ", "\n", '"', "'", "(", "`"]))
+@settings(max_examples=200, deadline=None)
+def test_no_cut_leaves_a_piece_of_a_known_secret(at, secret, sep):
+    from pamd.encode import sources
+    from pamd.encode.redact import redact
+
+    text, value = secret
+    body = "y" * (at - len("[tool result] ")) + sep + text + sep + " and more output" * 20
+    msg = sources.read(_claude_code([_result(body, 0)]).encode(), "cc.jsonl")[0]
+    out = redact(msg.text)[0]
+    assert not any(value[i: i + 8] in out for i in range(len(value) - 7)), out[-120:]

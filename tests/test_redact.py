@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import string
 import uuid
 
@@ -39,6 +40,7 @@ JWT = ".".join([
     base64.urlsafe_b64encode(b'{"sub":"1234567890","name":"A"}').decode().rstrip("="),
     fake("", 43, ALNUM + "_-"),
 ])
+BEARER = fake("", 32, "0123456789abcdef")
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(fake("", 64, ALNUM + "+/", str(i))
                                                       for i in range(5))
        + "\n-----END RSA PRIVATE KEY-----")
@@ -54,6 +56,7 @@ CASES = [
     ("google-api-key", f"?key={GOOGLE}&q=1", GOOGLE),
     ("slack-token", f"SLACK={SLACK}", SLACK),
     ("jwt", f"Authorization: Bearer {JWT}", JWT),
+    ("token", f"Authorization: Bearer {BEARER}", BEARER),
     ("private-key", f"key file:\n{PEM}\ndone", PEM),
 ]
 
@@ -78,12 +81,24 @@ def test_truncated_private_key_block() -> None:
     assert "MII" not in out and fake("", 64, ALNUM + "+/", "3") not in out
 
 
+def test_truncated_private_key_block_with_escaped_newlines() -> None:
+    # A tool call's input is JSON text: the key's newlines are the two characters `\n`.
+    args = json.dumps({"file_path": "/srv/app/deploy_key", "content": PEM})
+    cut = args[: args.index("-----END")]
+    out, counts = redact(f"[tool Write] {cut}")
+    assert counts == {"private-key": 1}
+    assert out == '[tool Write] {"file_path": "/srv/app/deploy_key", "content": "[REDACTED:private-key]'
+    out, counts = redact(f"[tool Write] {args}")  # the whole block, END line and all
+    assert counts == {"private-key": 1} and out.endswith('"[REDACTED:private-key]"}')
+
+
 def test_connection_string_keeps_scheme_user_host() -> None:
     out, counts = redact("DATABASE_URL=postgres://app:S3cr3t-pw@db.internal:5432/prod")
     assert out == "DATABASE_URL=postgres://app:[REDACTED:password]@db.internal:5432/prod"
     assert counts == {"password": 1}
-    out, _ = redact("redis://:hunter2hunter2@cache:6379")  # no user: nothing to split on
-    assert "hunter2hunter2" in out  # documented limit: user part required
+    out, counts = redact("redis://:Redis5ecretPw@cache:6379")  # no user part
+    assert out == "redis://:[REDACTED:password]@cache:6379"
+    assert counts == {"password": 1}
 
 
 @pytest.mark.parametrize(
@@ -95,6 +110,16 @@ def test_connection_string_keeps_scheme_user_host() -> None:
         ('{"access_token": "ya29.a0AfH6SMBx3"}', '{"access_token": "[REDACTED:token]"}'),
         ("client_secret => 'abcdefgh12345'", "client_secret => '[REDACTED:secret]'"),
         ("X-Api-Key: 5f4dcc3b5aa765d61d83", "X-Api-Key: [REDACTED:api-key]"),
+        # A key glued to a word still counts when it starts with a capital:
+        # camelCase, or capitals run together.
+        ("export PGPASSWORD=Hunt3r2xyzQ", "export PGPASSWORD=[REDACTED:password]"),
+        ('{"accessToken": "Zx9Yw8Vu7Ts6Rq5Po4nM"}', '{"accessToken": "[REDACTED:token]"}'),
+        ('{"clientSecret": "Zx9Yw8Vu7Ts6Rq5Po4nM"}', '{"clientSecret": "[REDACTED:secret]"}'),
+        ("dbPassword: 'Zx81mQ29'", "dbPassword: '[REDACTED:password]'"),
+        ("refreshToken=Zx81mQ29aLpQ7", "refreshToken=[REDACTED:token]"),
+        ('authToken: "Zx81mQ29aLpQ7"', 'authToken: "[REDACTED:token]"'),
+        ("SLACKTOKEN=Zx81mQ29aLpQ7", "SLACKTOKEN=[REDACTED:token]"),
+        ("myApiKey = Zx81mQ29aLpQ7", "myApiKey = [REDACTED:api-key]"),
     ],
 )
 def test_generic_assignments(text: str, expected: str) -> None:
@@ -124,6 +149,15 @@ NOT_SECRETS = [
     "pip install scikit-learn; from sklearn import sk-learn-compatible-estimator",
     "ssh git@github.com:org/repo.git",
     "Mypassword = 'not a key name'",
+    "mypassword=Zx81mQ29aLpQ7 and slacktoken: Zx81mQ29aLpQ7",  # glued lowercase: not a key name
+    "The password policy: rotate every 90 days. Token budget: 1200; tokens: 1200.",
+    "maxTokens: 4096, showPassword: false, nextToken: null, hasSecret = true",
+    "PWD=/srv/app1",
+    "Authorization: Bearer ${API_TOKEN}",
+    "Authorization: Bearer <token>",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    "the bearer token is sent in the Authorization header",
+    "Bearer YOUR_ACCESS_TOKEN_HERE",
     "Ошибка: пароль неверный, токен истёк",
 ]
 
@@ -186,8 +220,13 @@ def test_bad_config_patterns(patterns: object, message: str) -> None:
 # ---------------------------------------------------------------- properties
 
 # (as it appears in text, the secret): an AWS secret key is only recognisable by its name.
-SECRETS = [(s, s) for kind, _, s in CASES if kind != "aws-secret-key"] + [
-    (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET)]
+SECRETS = [(s, s) for kind, _, s in CASES if kind not in ("aws-secret-key", "token")] + [
+    (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET),
+    (f"Bearer {BEARER}", BEARER),
+    (f'"clientSecret": "{fake("", 20)}"', fake("", 20)),
+    (f"PGPASSWORD='{fake('', 11, seed='pg')}'", fake("", 11, seed="pg")),
+    (f"redis://:{fake('', 16, seed='r')}@cache:6379", fake("", 16, seed="r")),
+]
 filler = st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
 # Separators a secret realistically sits between (not glued to other word characters).
 sep = st.sampled_from([" ", "\n", " = ", ": ", '"', "'", "(", ") ", ", ", "`"])
@@ -213,7 +252,8 @@ def test_idempotent_on_any_text(text: str) -> None:
 words = st.sampled_from([
     "password", "token", "api_key", "secret", "=", ":", '"', "'", "://", "@", "user", "pa55word",
     "sk-", "ghp_", "AKIA", "eyJ", "-----BEGIN RSA PRIVATE KEY-----", "x" * 12, "Ab1" * 5, " ",
-    "\n", "[REDACTED:token]", "ya29.a0AfH6SMBx3", "$HOME", "İ",
+    "\n", "[REDACTED:token]", "ya29.a0AfH6SMBx3", "$HOME", "İ", "accessToken", "PGPASSWORD",
+    "Bearer ", "redis://:", "\\n",
 ])
 
 

@@ -155,11 +155,12 @@ def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: da
 def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: str | None = None
            ) -> tuple[IngestPlan, str | None]:
     """Parse every input first (any error: nothing written), then plan and commit once."""
+    secrets = redactor(brain.config)
     messages: list[sources.Message] = []
     for name, data in inputs:
-        messages += sources.read(data, name, fmt)
+        messages += sources.read(data, name, fmt, secrets)
     if not messages:
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
-                                     redactor(brain.config), now)
+                                     secrets, now)
     return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted)

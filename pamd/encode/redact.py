@@ -42,15 +42,21 @@ def _url_password(m: re.Match[str], text: str) -> bool:
     return _real(m.group(1))
 
 
-def _assigned(m: re.Match[str], text: str) -> bool:
-    value = m.group(2)
-    if not _real(value):
-        return False
-    if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
-        return False
-    # Quoted literals are values by construction; bare ones must look generated,
-    # or `token = get_token_from_environment()` would be redacted.
-    return bool(m.group(1)) or (len(value) >= 12 and _mixed(value))
+def _assigned(bare_min: int) -> Check:
+    def check(m: re.Match[str], text: str) -> bool:
+        value = m.group(2)
+        if not _real(value):
+            return False
+        if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
+            return False
+        # Quoted literals are values by construction; bare ones must look generated,
+        # or `token = get_token_from_environment()` would be redacted.
+        return bool(m.group(1)) or (len(value) >= bare_min and _mixed(value))
+    return check
+
+
+def _bearer(m: re.Match[str], text: str) -> bool:
+    return _real(m.group(1)) and _mixed(m.group(1))
 
 
 def _openai(m: re.Match[str], text: str) -> bool:
@@ -66,9 +72,11 @@ class Pattern:
     regex: re.Pattern[str]
     group: int = 0
     check: Check | None = None
-    # The match may not follow a character of this class (a word boundary
-    # tested in code, so the regex can start with a plain literal, which `re`
-    # finds much faster than a pattern starting with \b or a lookbehind).
+    # The match may not start where this regex matches the original text from
+    # the character before the match (a word boundary tested in code, so the
+    # regex can start with a plain literal, which `re` finds much faster than a
+    # pattern starting with \b or a lookbehind). It sees the match's first
+    # character too, so a rule can tell `dbPassword` from `mypassword`.
     not_after: str = ""
     # Match against the lowercased text (same positions) instead of IGNORECASE,
     # which would also cost `re` its fast literal search.
@@ -80,11 +88,12 @@ def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
     return Pattern(name, re.compile(regex), group, check, not_after, lower)
 
 
-def _assignment(name: str, keys: str) -> Pattern:
+def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
     """`key = value`, `key: value`, `"key": "value"` with a long, secret-looking value.
 
-    `keys` should start with a literal (see `Pattern.not_after`); `db_password`
-    and `x-api-key` match through their last part.
+    `keys` should start with a literal (see `Pattern.not_after`); `db_password`,
+    `x-api-key`, `dbPassword`, `accessToken` and `PGPASSWORD` match through their
+    last part, `mypassword` not at all. A bare value needs `bare_min` characters.
     """
     return _p(
         name,
@@ -92,8 +101,10 @@ def _assignment(name: str, keys: str) -> Pattern:
         # group 1: the opening quote (if any); group 2: the value, replaced.
         r"([\"']?)((?<=[\"'])[^\"'\s\[]{8,}(?=[\"'])|(?<![\"'])[^\s\"'\[,;(){}<>]{8,})",
         2,
-        check=_assigned,
-        not_after="[a-z0-9]",
+        check=_assigned(bare_min),
+        # Not glued to a word, unless the key starts a new one with a capital
+        # (camelCase `clientSecret`, run-together capitals `SLACKTOKEN`).
+        not_after="[A-Za-z0-9](?![A-Z])",
         lower=True,
     )
 
@@ -105,12 +116,13 @@ _AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
 BUILTIN: tuple[Pattern, ...] = (
     _p("private-key",
        r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
-       # A block cut short (a truncated log) is redacted to the end of its base64.
-       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,-]*)", not_after=""),
+       # A block cut short (a truncated log) is redacted to the end of its base64,
+       # also where its newlines are escaped (`\n` in a tool call's JSON input).
+       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,\\-]*)", not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
        r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"
-       r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[a-z0-9]", lower=True),
+       r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[A-Za-z0-9]", lower=True),
     _p("github-token",
        r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|github_pat_[A-Za-z0-9_]{22,255}"),
     _p("anthropic-key", r"sk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
@@ -118,10 +130,15 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
     _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
     _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    # scheme://user:password@host: only the password goes.
-    _p("password", r"://[^\s:/@'\"\[\]<>]+:([^\s@/'\"\[\]<>]+)@[^\s/@]", 1,
+    # `Authorization: Bearer <token>`: an opaque token (a JWT or a known format wins above).
+    _p("token", r"bearer[ \t]+([a-z0-9\-._~+/]{16,}=*)(?![a-z0-9\-._~+/=])", 1,
+       check=_bearer, lower=True),
+    # scheme://user:password@host (or scheme://:password@host): only the password goes.
+    _p("password", r"://[^\s:/@'\"\[\]<>]*:([^\s@/'\"\[\]<>]+)@[^\s/@]", 1,
        check=_url_password, not_after=""),
-    _assignment("password", "pass(?:word|wd|phrase)"),
+    # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
+    # the shell's working directory).
+    _assignment("password", "pass(?:word|wd|phrase)", 8),
     _assignment("password", "pwd"),
     _assignment("api-key", r"api[_\-]?key|apikey"),
     _assignment("api-key", r"access[_\-]?key"),
@@ -188,7 +205,8 @@ class Redactor:
                 if end <= start or text.startswith("[REDACTED:", start):
                     continue
                 m_start = m.start()
-                if pat.not_after and m_start and re.match(pat.not_after, subject[m_start - 1]):
+                if pat.not_after and m_start \
+                        and re.match(pat.not_after, text[m_start - 1 : m_start + 1]):
                     continue
                 if pat.check and not pat.check(m, subject):
                     continue

@@ -21,11 +21,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pamd.core.entry import clean_token, parse_time
+from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
 FORMATS = ("pamd", "openai", "claude-code", "markdown")
 MAX_MESSAGE_BYTES = 1024 * 1024
 TOOL_RESULT_CHARS = 2000
+# How far past a cut to look for a secret the cut would split.
+SECRET_REACH = 1 << 16
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
 # Lone surrogates (JSON "\ud800") cannot be written as UTF-8.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -99,17 +102,23 @@ def detect(text: str, name: str) -> str:
     raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})")
 
 
-def read(data: bytes, name: str, fmt: str | None = None) -> list[Message]:
-    """Parse one input; raise PamdError (naming name:line) on anything malformed."""
+def read(data: bytes, name: str, fmt: str | None = None,
+         redactor: Redactor | None = None) -> list[Message]:
+    """Parse one input; raise PamdError (naming name:line) on anything malformed.
+
+    Long tool output is cut short, never inside a secret `redactor` (default:
+    the built-in patterns) finds, so redacting the messages leaves no part of one.
+    """
+    redactor = redactor or Redactor()
     text = decode(data, name)
     fmt = fmt or detect(text, name)
     session = clean_token(PurePath(name).stem or "stdin")
     if fmt == "pamd":
         msgs = _pamd(text, name, session)
     elif fmt == "openai":
-        msgs = _openai(text, name, session)
+        msgs = _openai(text, name, session, redactor)
     elif fmt == "claude-code":
-        msgs = _claude(text, name, session)
+        msgs = _claude(text, name, session, redactor)
     elif fmt == "markdown":
         msgs = _markdown(text, name, session)
     else:
@@ -184,7 +193,7 @@ def _content_text(content, name: str, line: int) -> str:
     raise PamdError(f"{name}:{line}: message content must be a string or a list of parts")
 
 
-def _openai(text: str, name: str, session: str) -> list[Message]:
+def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")) and not _looks_jsonl(stripped):
         try:
@@ -206,10 +215,11 @@ def _openai(text: str, name: str, session: str) -> list[Message]:
         body = _content_text(m.get("content"), name, line)
         for call in m.get("tool_calls") or []:
             fn = (call or {}).get("function") or {}
-            body += f"\n[tool call {fn.get('name', '?')}] {str(fn.get('arguments', ''))[:TOOL_RESULT_CHARS]}"
+            args = str(fn.get("arguments", ""))
+            body += f"\n[tool call {fn.get('name', '?')}] {args[:_cut(args, TOOL_RESULT_CHARS, redactor)]}"
         role = _str(m["role"], name, line, "role")
         if role == "tool":
-            body = _truncate(body)
+            body = _truncate(body, TOOL_RESULT_CHARS, redactor)
         out.append(Message(role, body, _time(m.get("ts") or m.get("timestamp"), name, line),
                            session, len(out)))
     return out
@@ -224,13 +234,33 @@ def _looks_jsonl(text: str) -> bool:
     return "\n" in text.strip() and first.startswith("{")
 
 
-def _truncate(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
+def _cut(text: str, limit: int, redactor: Redactor) -> int:
+    """Where to cut `text` to at most `limit` characters without splitting a secret.
+
+    A secret the cut would split, or leave without the context that marks it
+    (a closing quote, the `@host` after a URL password), is cut off whole;
+    redaction after the cut then finds every secret left in full.
+    """
     if len(text) <= limit:
+        return len(text)
+    spans = [(s, e) for _, s, e in redactor.find(text[: limit + SECRET_REACH]) if s < limit]
+    cut = limit
+    while True:
+        kept = {(s, e) for _, s, e in redactor.find(text[:cut])}
+        lost = [s for s, e in spans if s < cut and (s, e) not in kept]
+        if not lost:
+            return cut
+        cut = min(lost)
+
+
+def _truncate(text: str, limit: int, redactor: Redactor) -> str:
+    cut = _cut(text, limit, redactor)
+    if cut == len(text):
         return text
-    return text[:limit] + f"\n…[{len(text) - limit} more characters in the source transcript]"
+    return text[:cut] + f"\n…[{len(text) - cut} more characters in the source transcript]"
 
 
-def _claude(text: str, name: str, session: str) -> list[Message]:
+def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
     out = []
     for line, rec in _jsonl(text, name):
         if not isinstance(rec, dict) or rec.get("type") not in ("user", "assistant"):
@@ -250,7 +280,7 @@ def _claude(text: str, name: str, session: str) -> list[Message]:
         content = msg.get("content")
         if rec.get("isMeta"):  # a skill or command expanded by the harness: its instructions, not a message
             text = _content_text(content, name, line)
-            out.append(Message("system", _truncate(text, 600), ts, sess, len(out)))
+            out.append(Message("system", _truncate(text, 600, redactor), ts, sess, len(out)))
             continue
         role = msg.get("role")
         role = role if isinstance(role, str) and role else rec["type"]
@@ -267,12 +297,13 @@ def _claude(text: str, name: str, session: str) -> list[Message]:
                 out.append(Message(role, block["text"], ts, sess, len(out)))
             elif kind == "tool_use":
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
-                out.append(Message("assistant", _truncate(f"[tool {block.get('name', '?')}] {args}", 600),
-                                   ts, sess, len(out)))
+                call = f"[tool {block.get('name', '?')}] {args}"
+                out.append(Message("assistant", _truncate(call, 600, redactor), ts, sess, len(out)))
             elif kind == "tool_result":
                 body = _content_text(block.get("content"), name, line)
                 prefix = "[tool error] " if block.get("is_error") else "[tool result] "
-                out.append(Message("tool", _truncate(prefix + body), ts, sess, len(out)))
+                out.append(Message("tool", _truncate(prefix + body, TOOL_RESULT_CHARS, redactor),
+                                   ts, sess, len(out)))
             # "thinking" blocks are the model's private scratchpad: not remembered.
     return out
 

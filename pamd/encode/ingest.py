@@ -24,6 +24,7 @@ from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
+STDIN = "stdin"  # the input name `pamd ingest -` gives standard input
 
 
 @dataclass
@@ -50,13 +51,18 @@ def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Reda
             text, counts = redactor.redact(text)
             redacted.update(counts)
         ts = m.ts or now
-        # Without a source time, position in the source keeps the id stable.
-        when = fmt_time(m.ts) if m.ts else f"#{m.seq}"
-        eid = entry_id("e", m.session, when, m.role, m.text)
+        eid = message_id(m)
         tg = tagger.tag(text, m.role)
         entries.append(Entry(id=eid, ts=ts, role=m.role, text=text, session=m.session, type=tg.type,
                              importance=round(tg.importance, 2), neuro=tg.neuro))
     return entries, redacted
+
+
+def message_id(m: sources.Message) -> str:
+    """Session, time (else key, else position), role and text; and the count of
+    identical earlier messages in the same source, from the second one on (so the
+    first keeps the id it had before that count existed)."""
+    return entry_id("e", m.session, m.anchor(), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
 
 
 def plan_ingest(new: list[Entry], known: set[str], read: Any) -> IngestPlan:
@@ -157,7 +163,8 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     """Parse every input first (any error: nothing written), then plan and commit once."""
     messages: list[sources.Message] = []
     for name, data in inputs:
-        messages += sources.read(data, name, fmt)
+        # stdin has no file to be read again: its untimed messages are said now.
+        messages += sources.read(data, name, fmt, untimed=fmt_time(now) if name == STDIN else None)
     if not messages:
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),

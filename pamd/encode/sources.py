@@ -10,17 +10,23 @@ Formats (auto-detected, or forced with --format):
   its "acompact" worker; skill/command expansions become short system entries).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time.
+
+A message's id (see ingest.make_entries) comes from its session, its time (or
+`key`, or its position when it has neither), role and text, and `dup`: how many
+identical messages came before it in the same source, so two identical messages
+in one second stay two.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
-from pamd.core.entry import clean_token, parse_time
+from pamd.core.entry import clean_token, fmt_time, parse_time
 from pamd.errors import PamdError
 
 FORMATS = ("pamd", "openai", "claude-code", "markdown")
@@ -40,6 +46,13 @@ class Message:
     ts: datetime | None  # None: the source has no time; ingest stamps `now`
     session: str
     seq: int  # position in its source, for stable ids when ts is missing
+    key: str | None = None  # what anchors the id instead of ts/seq (stdin: the time of the run)
+    dup: int = 0  # earlier messages in the same source with the same anchor, role and text
+
+    def anchor(self) -> str:
+        if self.key is not None:
+            return self.key
+        return fmt_time(self.ts) if self.ts else f"#{self.seq}"
 
 
 def normalize_text(text: str) -> str:
@@ -99,8 +112,12 @@ def detect(text: str, name: str) -> str:
     raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})")
 
 
-def read(data: bytes, name: str, fmt: str | None = None) -> list[Message]:
-    """Parse one input; raise PamdError (naming name:line) on anything malformed."""
+def read(data: bytes, name: str, fmt: str | None = None, untimed: str | None = None) -> list[Message]:
+    """Parse one input; raise PamdError (naming name:line) on anything malformed.
+
+    `untimed`, if given, anchors the ids of messages without a time (stdin: the
+    time of the run, so the same words piped again later are new).
+    """
     text = decode(data, name)
     fmt = fmt or detect(text, name)
     session = clean_token(PurePath(name).stem or "stdin")
@@ -115,13 +132,19 @@ def read(data: bytes, name: str, fmt: str | None = None) -> list[Message]:
     else:
         raise PamdError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     out = []
+    seen: Counter = Counter()
     for m in msgs:
         if len(m.text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:
             raise PamdError(f"{name}: message {m.seq + 1} is larger than 1 MiB",
                             "split it, or store the file elsewhere and remember a pointer to it")
         t = normalize_text(m.text)
         if t:
-            out.append(Message(clean_token(m.role, 32), t, m.ts, clean_token(m.session), m.seq))
+            m = replace(m, role=clean_token(m.role, 32), text=t, session=clean_token(m.session))
+            if untimed is not None and m.ts is None:
+                m = replace(m, key=untimed)
+            ident = (m.session, m.anchor(), m.role, m.text)
+            out.append(replace(m, dup=seen[ident]))
+            seen[ident] += 1
     return out
 
 

@@ -68,3 +68,76 @@ def test_a_file_named_stdin_is_a_file(brain, tmp_path):
     assert brain("ingest", "stdin", now="2026-12-01T09:00:00Z")[0] == 0
     code, out, _ = brain("ingest", "stdin", now="2026-12-08T09:00:00Z")
     assert code == 0 and "nothing new" in out
+
+
+def test_editing_a_daily_note_adds_only_the_new_items(brain, tmp_path):
+    note = tmp_path / "2025-01-01.md"
+    note.write_text("- alpha\n- beta\n- 09:30 gamma\n")
+    assert brain("ingest", str(note))[0] == 0
+    note.write_text("- inserted first\n- alpha\n- beta\n- 09:30 gamma\n- beta\n")
+    code, out, err = brain("ingest", str(note))
+    assert code == 0, err
+    assert "2 new entries, 3 already known" in out  # the new item and the second "beta"
+    texts = sorted(e.text for e in entries(brain.cwd))
+    assert texts == ["alpha", "beta", "beta", "gamma", "inserted first"]
+    note.write_text("- beta\n- 09:30 gamma\n- alpha\n- inserted first\n- beta\n")  # reordered
+    assert "nothing new" in brain("ingest", str(note))[1]
+    # untimed items still sit at noon, in the note's order
+    first = next(e for e in entries(brain.cwd) if e.text == "alpha")
+    assert first.ts.isoformat() == "2025-01-01T12:00:00+00:00"
+
+
+def test_editing_an_undated_note_adds_only_the_new_items(brain, tmp_path):
+    note = tmp_path / "notes.md"
+    note.write_text("- one\n- two\n")
+    assert brain("ingest", str(note))[0] == 0
+    note.write_text("- zero\n- one\n- two\n")
+    code, out, _ = brain("ingest", str(note))
+    assert code == 0 and "1 new entries, 2 already known" in out
+    assert len(entries(brain.cwd)) == 3
+
+
+def _as_before(brain, note_ids: dict[str, str]) -> None:
+    """Rewrite the brain as the old ingest wrote it: note items under their positional ids."""
+    for p in [*(brain.cwd / "memory" / "L0").glob("*.md"), *(brain.cwd / "memory" / "ledger").glob("*.txt")]:
+        text = p.read_text()
+        for new, old in note_ids.items():
+            text = text.replace(new, old)
+        p.write_text(text)
+    git(brain.cwd, "commit", "-qam", "ids as an older pamd wrote them")
+
+
+def test_a_brain_from_before_takes_no_copies_of_note_items(brain, tmp_path):
+    note = tmp_path / "2025-01-01.md"
+    note.write_text("- alpha\n- beta\n")
+    assert brain("ingest", str(note))[0] == 0
+    by_text = {e.text: e.id for e in entries(brain.cwd)}
+    # the old ids: noon plus the item's place in the note, in seconds
+    old = {by_text["alpha"]: entry_id("e", "daily-2025-01-01", "2025-01-01T12:00:00Z", "note", "alpha"),
+           by_text["beta"]: entry_id("e", "daily-2025-01-01", "2025-01-01T12:00:01Z", "note", "beta")}
+    _as_before(brain, old)
+    assert "nothing new: 2" in brain("ingest", str(note))[1]
+    note.write_text("- alpha\n- beta\n- gamma\n")  # appended: the old items keep their places
+    code, out, _ = brain("ingest", str(note))
+    assert code == 0 and "1 new entries, 2 already known" in out
+    assert set(old) <= ledger(brain.cwd)  # their new ids joined the ledger with that commit
+    note.write_text("- first\n- alpha\n- beta\n- gamma\n")  # now their places move
+    code, out, _ = brain("ingest", str(note))
+    assert code == 0 and "1 new entries, 3 already known" in out
+    assert len(entries(brain.cwd)) == 4
+    assert brain("fsck", "--skip", "index")[0] == 0
+
+
+def test_defrag_folds_a_note_a_brain_from_before_ingested(brain):
+    note = brain.cwd / "memory" / "2026-11-29.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("- alpha\n- beta\n")
+    git(brain.cwd, "add", "memory/2026-11-29.md")
+    git(brain.cwd, "commit", "-qm", "a note")
+    assert brain("ingest", "memory/2026-11-29.md", now="2026-11-29T20:00:00Z")[0] == 0
+    by_text = {e.text: e.id for e in entries(brain.cwd)}
+    _as_before(brain, {by_text["alpha"]: entry_id("e", "daily-2026-11-29", "2026-11-29T12:00:00Z", "note", "alpha"),
+                       by_text["beta"]: entry_id("e", "daily-2026-11-29", "2026-11-29T12:00:01Z", "note", "beta")})
+    code, _, err = brain("defrag", now="2026-11-30T03:00:00Z")
+    assert code == 0, err
+    assert "(0 new L0 entries)" in git(brain.cwd, "log", "-1", "--format=%B")

@@ -65,16 +65,31 @@ def message_id(m: sources.Message) -> str:
     return entry_id("e", m.session, m.anchor(), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
 
 
-def plan_ingest(new: list[Entry], known: set[str], read: Any) -> IngestPlan:
+def legacy_id(m: sources.Message) -> str | None:
+    """The id an untimed daily-note item had before ids stopped following its place
+    in the note: a brain that holds it must not take the item again."""
+    if m.key is None:
+        return None
+    return entry_id("e", m.session, fmt_time(m.ts) if m.ts else f"#{m.seq}", m.role, m.text)
+
+
+def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str, str] | None = None
+                ) -> IngestPlan:
     """Which entries are new, and the L0 and ledger files that hold them.
 
     `read(path) -> str | None` gives current file text (pure given its answers).
+    `aliases` maps an entry id to the older id the same message had; an entry
+    known by that id is skipped, and its id joins the ledger with this run.
     """
     from pamd.core.fmt import parse_doc
 
-    fresh, seen, skipped = [], set(), 0
+    aliases = aliases or {}
+    fresh, seen, skipped, adopted = [], set(), 0, []
     for e in new:
-        if e.id in known or e.id in seen:
+        if e.id in known or e.id in seen or aliases.get(e.id) in known:
+            if e.id not in known and e.id not in seen:
+                adopted.append(e)
+            seen.add(e.id)
             skipped += 1
             continue
         seen.add(e.id)
@@ -94,7 +109,7 @@ def plan_ingest(new: list[Entry], known: set[str], read: Any) -> IngestPlan:
         merged = sorted([*have, *es], key=lambda x: (x.ts, x.id))
         plan.changes[rel] = render_doc(meta, pre, merged)
     by_month: dict[str, set[str]] = {}
-    for e in fresh:
+    for e in [*fresh, *adopted]:
         by_month.setdefault(ledger_path(e.ts), set()).add(e.id)
     for rel, ids in by_month.items():
         old = read(rel) or ""
@@ -148,9 +163,10 @@ def redactor(config: dict[str, Any]) -> Redactor:
 
 
 def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: datetime,
-                   title: str = "ingest", redacted: Counter | None = None) -> tuple[IngestPlan, str | None]:
+                   title: str = "ingest", redacted: Counter | None = None,
+                   aliases: dict[str, str] | None = None) -> tuple[IngestPlan, str | None]:
     with brain.transaction() as tx:
-        plan = plan_ingest(entries, known_ids(brain), brain.read)
+        plan = plan_ingest(entries, known_ids(brain), brain.read, aliases)
         plan.redacted = redacted or Counter()
         if not plan.entries:
             return plan, None
@@ -162,11 +178,18 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
            ) -> tuple[IngestPlan, str | None]:
     """Parse every input first (any error: nothing written), then plan and commit once."""
     messages: list[sources.Message] = []
+    legacy: list[str | None] = []
     for name, data in inputs:
-        # stdin has no file to be read again: its untimed messages are said now.
-        messages += sources.read(data, name, fmt, untimed=fmt_time(now) if name == STDIN else None)
+        if name == STDIN:  # no file to be read again: its untimed messages are said now
+            msgs = sources.read(data, name, fmt, untimed=fmt_time(now))
+            legacy += [None] * len(msgs)
+        else:
+            msgs = sources.read(data, name, fmt)
+            legacy += [legacy_id(m) for m in msgs]
+        messages += msgs
     if not messages:
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
                                      redactor(brain.config), now)
-    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted)
+    aliases = {e.id: old for e, old in zip(entries, legacy, strict=True) if old}
+    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted, aliases)

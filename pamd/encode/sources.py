@@ -46,7 +46,7 @@ class Message:
     ts: datetime | None  # None: the source has no time; ingest stamps `now`
     session: str
     seq: int  # position in its source, for stable ids when ts is missing
-    key: str | None = None  # what anchors the id instead of ts/seq (stdin: the time of the run)
+    key: str | None = None  # anchors the id instead of ts/seq: an untimed note item's day; stdin: now
     dup: int = 0  # earlier messages in the same source with the same anchor, role and text
 
     def anchor(self) -> str:
@@ -309,6 +309,9 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
         base = None
     if base is not None:
         session = f"daily-{day}"
+    # An item without HH:MM is known by its day (or its undated note) and text,
+    # never by its place in the note, so adding an item above it makes no copy.
+    key = day if base is not None else "undated"
     out: list[Message] = []
     para: list[str] = []
     lines = text.split("\n")
@@ -323,15 +326,16 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
             body = "\n".join(para).strip()
             para.clear()
             if body:
-                ts = None
+                ts, k = None, key
                 tm = _TIME.match(body)
                 if base is not None:
+                    # noon, plus its place so the L0 keeps the note's order (not part of the id)
                     ts = base + timedelta(hours=12, seconds=len(out))
                     if tm and int(tm.group(1)) < 24 and int(tm.group(2)) < 60:
-                        ts = base + timedelta(hours=int(tm.group(1)), minutes=int(tm.group(2)),
-                                              seconds=int(tm.group(3) or 0))
+                        ts, k = base + timedelta(hours=int(tm.group(1)), minutes=int(tm.group(2)),
+                                                 seconds=int(tm.group(3) or 0)), None
                         body = body[tm.end():]
-                out.append(Message("note", body, ts, session, len(out)))
+                out.append(Message("note", body, ts, session, len(out), key=k))
 
     for ln in lines:
         s = ln.strip()

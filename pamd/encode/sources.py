@@ -306,8 +306,13 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
     try:
         base = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else None
     except ValueError:
-        base = None
+        base = None  # not a calendar date: an undated note
     if base is not None:
+        try:
+            base = parse_time(day)
+        except ValueError:
+            raise PamdError(f"{name}: date {day} in the file name is outside the years 1900..9998",
+                            "rename the note to its real date") from None
         session = f"daily-{day}"
     # An item without HH:MM is known by its day (or its undated note) and text,
     # never by its place in the note, so adding an item above it makes no copy.

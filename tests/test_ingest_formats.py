@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from conftest import git, head_count
+from conftest import CLAUDE, git, head_count
 
 from pamd.core.fmt import parse_doc
+from pamd.encode import sources
 
 
 def entries(root):
@@ -23,6 +26,56 @@ def refused(brain, *files, needle: str) -> None:
     assert err.startswith("pamd: error:") and needle in err and err.count("\n") == 1
     assert head_count(brain.cwd) == n
     assert git(brain.cwd, "status", "--porcelain") == ""
+
+
+def jsonl(path, *records) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+# Claude Code: messages typed while the agent works
+
+def _cc(kind, ts, **kw):
+    return {"type": kind, "sessionId": "cc-q", "timestamp": f"2026-11-29T10:00:{ts:02d}.000Z", **kw}
+
+
+def test_queued_user_messages_are_kept_once(brain, tmp_path):
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    f = jsonl(
+        tmp_path / "queued.jsonl",
+        _cc("user", 1, message={"role": "user", "content": "run the tests"}),
+        # typed mid-turn and slipped into it: found nowhere else
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:02.000Z",
+         "sessionId": "cc-q", "content": "check again"},
+        {"type": "queue-operation", "operation": "remove", "timestamp": "2026-11-29T10:00:03.000Z",
+         "sessionId": "cc-q"},
+        # queued, then handed over later as a user record: that record is the message
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:04.000Z",
+         "sessionId": "cc-q", "content": note},
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:05.000Z",
+         "sessionId": "cc-q", "content": "/mcp"},
+        _cc("assistant", 6, message={"role": "assistant", "content": [{"type": "text", "text": "Tests pass."}]}),
+        _cc("user", 7, message={"role": "user", "content": note}),
+        _cc("user", 8, message={"role": "user", "content": "<command-name>/mcp</command-name>\n<command-args>"
+                                                           "</command-args>"}),
+    )
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    texts = [e.text for e in entries(brain.cwd)]
+    assert texts.count("check again") == 1
+    assert sum("<task-id>b1</task-id>" in t for t in texts) == 1
+    assert "/mcp" not in texts
+    assert next(e for e in entries(brain.cwd) if e.text == "check again").role == "user"
+    assert "nothing new" in brain("ingest", f)[1]
+
+
+def test_queued_messages_of_a_real_session():
+    data = next(CLAUDE.glob("258c7280-*.jsonl")).read_bytes()
+    msgs = sources.read(data, "258c7280.jsonl")
+    for said in ("check again", "new beads for the epic were added. tackle them"):
+        assert [m.role for m in msgs if m.text == said] == ["user"]
+    notes = [m.text for m in msgs if m.text.startswith("<task-notification>\n<task-id>b0be39e<")]
+    assert len(notes) == 1
 
 
 # Daily notes

@@ -7,7 +7,9 @@ Formats (auto-detected, or forced with --format):
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
-  its "acompact" worker; skill/command expansions become short system entries).
+  its "acompact" worker; skill/command expansions become short system entries; a
+  message the user typed while the agent worked (a queue-operation "enqueue") is a
+  user message unless the same text also arrives as a user record).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time.
 
@@ -255,7 +257,14 @@ def _truncate(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
 
 def _claude(text: str, name: str, session: str) -> list[Message]:
     out = []
-    for line, rec in _jsonl(text, name):
+    records = list(_jsonl(text, name))
+    said = _user_texts(records)
+    queued = []  # (where, message): kept apart so the other messages keep their seq
+    for line, rec in records:
+        if _queued(rec, said):
+            queued.append((len(out), Message("user", rec["content"], _time(rec.get("timestamp"), name, line),
+                                             str(rec.get("sessionId") or session), len(out))))
+            continue
         if not isinstance(rec, dict) or rec.get("type") not in ("user", "assistant"):
             continue
         msg = rec.get("message")
@@ -297,7 +306,42 @@ def _claude(text: str, name: str, session: str) -> list[Message]:
                 prefix = "[tool error] " if block.get("is_error") else "[tool result] "
                 out.append(Message("tool", _truncate(prefix + body), ts, sess, len(out)))
             # "thinking" blocks are the model's private scratchpad: not remembered.
+    for where, m in reversed(queued):
+        out.insert(where, m)
     return out
+
+
+def _user_texts(records) -> list[str]:
+    """What the user records of a Claude Code transcript say (strings and text blocks)."""
+    out = []
+    for _, rec in records:
+        msg = rec.get("message") if isinstance(rec, dict) and rec.get("type") == "user" else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, str):
+            out.append(content.strip())
+        elif isinstance(content, list):
+            out += [b["text"].strip() for b in content
+                    if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return out
+
+
+def _queued(rec, said: list[str]) -> bool:
+    """A message typed while the agent worked, found nowhere else in the transcript.
+
+    Claude Code logs it as a queue-operation "enqueue". One it later hands over
+    as a user record (a task notification, a slash command) is that record;
+    one it slips into the running turn exists only here.
+    """
+    if not (isinstance(rec, dict) and rec.get("type") == "queue-operation"
+            and rec.get("operation") == "enqueue" and isinstance(rec.get("content"), str)):
+        return False
+    text = rec["content"].strip()
+    if not text or text in said:
+        return False
+    if text.startswith("/"):
+        tag = f"<command-name>{text.split()[0]}</command-name>"
+        return not any(tag in t for t in said)
+    return True
 
 
 def _markdown(text: str, name: str, session: str) -> list[Message]:

@@ -78,6 +78,34 @@ def test_queued_messages_of_a_real_session():
     assert len(notes) == 1
 
 
+# OpenAI-style and pamd-style JSON
+
+def test_a_pamd_style_json_list_beside_another_file(brain, tmp_path):
+    arr = tmp_path / "arr.json"
+    arr.write_text(json.dumps([
+        {"ts": "2025-01-01T10:00:00Z", "role": "user", "text": "we decided to ship on friday", "session": "rel"},
+        {"ts": "2025-01-01T10:01:00Z", "role": "assistant", "text": "ok, noted"},
+    ]))
+    ok = jsonl(tmp_path / "ok.jsonl", {"ts": "2025-01-01T11:00:00Z", "role": "user", "text": "other file"})
+    code, out, err = brain("ingest", str(arr), ok)
+    assert code == 0, err
+    assert "3 new entries" in out
+    es = {e.text: e for e in entries(brain.cwd)}
+    assert es["we decided to ship on friday"].session == "rel"
+    assert es["ok, noted"].ts.isoformat() == "2025-01-01T10:01:00+00:00"
+
+
+@pytest.mark.parametrize("records", [
+    [{"role": "user", "body": "the text under another name"}],
+    [{"role": "user", "content": ""}, {"role": "assistant", "content": None}],
+])
+def test_a_file_of_records_without_text_is_refused_not_skipped(brain, tmp_path, records):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(records))
+    ok = jsonl(tmp_path / "ok.jsonl", {"ts": "2025-01-01T11:00:00Z", "role": "user", "text": "other file"})
+    refused(brain, ok, bad, needle="no message text")
+
+
 # Daily notes
 
 @pytest.mark.parametrize("day", ["1850-05-01", "9999-01-01"])

@@ -4,6 +4,7 @@ Formats (auto-detected, or forced with --format):
 - ``pamd``: JSONL, one ``{"ts", "role", "text", "session"?}`` per line.
 - ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``),
   or JSONL of such messages; content may be a string or a list of parts.
+  pamd-style objects (``text`` instead of ``content``) are read too.
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
@@ -147,6 +148,10 @@ def read(data: bytes, name: str, fmt: str | None = None, untimed: str | None = N
             ident = (m.session, m.anchor(), m.role, m.text)
             out.append(replace(m, dup=seen[ident]))
             seen[ident] += 1
+    if msgs and not out and fmt in ("pamd", "openai"):
+        # Every record of these formats is meant to be a message: none is a wrong shape.
+        raise PamdError(f"{name}: {len(msgs)} records but no message text in any",
+                        "give each message a 'content' (or 'text') string")
     return out
 
 
@@ -228,7 +233,13 @@ def _openai(text: str, name: str, session: str) -> list[Message]:
     for line, m in pairs:
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
-        body = _content_text(m.get("content"), name, line)
+        sess = session
+        if "content" not in m and "text" in m:  # a pamd-style record in a JSON list
+            body = _str(m["text"], name, line, "text")
+            if isinstance(m.get("session"), str) and m["session"]:
+                sess = m["session"]
+        else:
+            body = _content_text(m.get("content"), name, line)
         for call in m.get("tool_calls") or []:
             fn = (call or {}).get("function") or {}
             body += f"\n[tool call {fn.get('name', '?')}] {str(fn.get('arguments', ''))[:TOOL_RESULT_CHARS]}"
@@ -236,7 +247,7 @@ def _openai(text: str, name: str, session: str) -> list[Message]:
         if role == "tool":
             body = _truncate(body)
         out.append(Message(role, body, _time(m.get("ts") or m.get("timestamp"), name, line),
-                           session, len(out)))
+                           sess, len(out)))
     return out
 
 

@@ -106,6 +106,32 @@ def test_a_file_of_records_without_text_is_refused_not_skipped(brain, tmp_path, 
     refused(brain, ok, bad, needle="no message text")
 
 
+def test_a_one_line_openai_message(brain, tmp_path):
+    f = tmp_path / "one.jsonl"
+    f.write_text('{"role": "user", "content": "single message about the deploy"}\n')
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == ["single message about the deploy"]
+
+
+def test_fine_tuning_jsonl_one_conversation_per_line(brain, tmp_path):
+    f = jsonl(tmp_path / "ft.jsonl",
+              {"messages": [{"role": "user", "content": "what port does staging use"},
+                            {"role": "assistant", "content": "5432"}]},
+              {"messages": [{"role": "user", "content": "who owns billing"},
+                            {"role": "assistant", "content": "Anna"}]})
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    assert sorted(e.text for e in entries(brain.cwd)) == ["5432", "Anna", "what port does staging use",
+                                                           "who owns billing"]
+    assert "nothing new" in brain("ingest", f)[1]
+
+
+def test_a_fine_tuning_line_without_a_list_is_refused(brain, tmp_path):
+    f = jsonl(tmp_path / "ft.jsonl", {"messages": [{"role": "user", "content": "fine"}]}, {"messages": "oops"})
+    refused(brain, f, needle="ft.jsonl:2: field 'messages' must be a list")
+
+
 # Daily notes
 
 @pytest.mark.parametrize("day", ["1850-05-01", "9999-01-01"])

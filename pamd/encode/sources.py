@@ -2,9 +2,10 @@
 
 Formats (auto-detected, or forced with --format):
 - ``pamd``: JSONL, one ``{"ts", "role", "text", "session"?}`` per line.
-- ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``),
-  or JSONL of such messages; content may be a string or a list of parts.
-  pamd-style objects (``text`` instead of ``content``) are read too.
+- ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``, or
+  one message), or JSONL of such messages or of ``{"messages": [...]}`` lines (the
+  fine-tuning format); content may be a string or a list of parts. pamd-style
+  objects (``text`` instead of ``content``) are read too.
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
@@ -223,12 +224,9 @@ def _openai(text: str, name: str, session: str) -> list[Message]:
             raise PamdError(f"{name}:{exc.lineno}: malformed JSON ({exc.msg})", "fix the file") from None
         except RecursionError:
             raise PamdError(f"{name}: JSON nested too deeply") from None
-        items = doc.get("messages") if isinstance(doc, dict) else doc
-        if not isinstance(items, list):
-            raise PamdError(f"{name}: expected a list of messages")
-        pairs = [(1, m) for m in items]
+        pairs = _expand(1, doc, name)
     else:
-        pairs = list(_jsonl(text, name))
+        pairs = [p for line, obj in _jsonl(text, name) for p in _expand(line, obj, name)]
     out = []
     for line, m in pairs:
         if not isinstance(m, dict) or "role" not in m:
@@ -249,6 +247,20 @@ def _openai(text: str, name: str, session: str) -> list[Message]:
         out.append(Message(role, body, _time(m.get("ts") or m.get("timestamp"), name, line),
                            sess, len(out)))
     return out
+
+
+def _expand(line: int, obj, name: str) -> list[tuple[int, object]]:
+    """One JSON value of an openai input as (line, message) pairs: a list, a message,
+    or an object holding ``messages`` (the fine-tuning format has one per line)."""
+    if isinstance(obj, dict) and "messages" in obj and "role" not in obj:
+        obj = obj["messages"]
+        if not isinstance(obj, list):
+            raise PamdError(f"{name}:{line}: field 'messages' must be a list")
+    if isinstance(obj, list):
+        return [(line, m) for m in obj]
+    if isinstance(obj, dict) and "role" in obj:
+        return [(line, obj)]
+    raise PamdError(f"{name}:{line}: expected a message with role and content, or a list of them")
 
 
 def _looks_jsonl(text: str) -> bool:

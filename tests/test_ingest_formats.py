@@ -132,6 +132,25 @@ def test_a_fine_tuning_line_without_a_list_is_refused(brain, tmp_path):
     refused(brain, f, needle="ft.jsonl:2: field 'messages' must be a list")
 
 
+@pytest.mark.parametrize("calls,text", [
+    (["x"], "hi"),
+    ([{"function": "x"}], "hi\n[tool call ?]"),
+    ([None, {"function": {"name": "grep", "arguments": "{}"}}], "hi\n[tool call grep] {}"),
+])
+def test_odd_tool_calls_are_skipped_or_unnamed(brain, tmp_path, calls, text):
+    f = tmp_path / "tc.json"
+    f.write_text(json.dumps([{"role": "assistant", "content": "hi", "tool_calls": calls}]))
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == [text]
+
+
+def test_tool_calls_that_are_not_a_list_are_refused(brain, tmp_path):
+    f = tmp_path / "tc.json"
+    f.write_text(json.dumps([{"role": "assistant", "content": "hi", "tool_calls": "x"}]))
+    refused(brain, f, needle="tc.json:1: field 'tool_calls' must be a list")
+
+
 # Daily notes
 
 @pytest.mark.parametrize("day", ["1850-05-01", "9999-01-01"])

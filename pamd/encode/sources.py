@@ -238,8 +238,13 @@ def _openai(text: str, name: str, session: str) -> list[Message]:
                 sess = m["session"]
         else:
             body = _content_text(m.get("content"), name, line)
-        for call in m.get("tool_calls") or []:
-            fn = (call or {}).get("function") or {}
+        calls = m.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise PamdError(f"{name}:{line}: field 'tool_calls' must be a list")
+        for call in calls:
+            if not isinstance(call, dict):
+                continue
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
             body += f"\n[tool call {fn.get('name', '?')}] {str(fn.get('arguments', ''))[:TOOL_RESULT_CHARS]}"
         role = _str(m["role"], name, line, "role")
         if role == "tool":

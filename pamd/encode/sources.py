@@ -116,7 +116,7 @@ def detect(text: str, name: str) -> str:
     raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})")
 
 
-def read(data: bytes, name: str, fmt: str | None = None, untimed: str | None = None) -> list[Message]:
+def read(data: bytes, name: str, fmt: str | None = None, *, untimed: str | None = None) -> list[Message]:
     """Parse one input; raise PamdError (naming name:line) on anything malformed.
 
     `untimed`, if given, anchors the ids of messages without a time (stdin: the

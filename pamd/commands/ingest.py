@@ -17,19 +17,19 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.edge.brain import Brain
-    from pamd.encode.ingest import ingest
+    from pamd.encode.ingest import STDIN, ingest
     from pamd.errors import PamdError
 
     brain = Brain.find(args.brain)
     inputs = []
     for f in args.files:
         if f == "-":
-            inputs.append(("stdin", sys.stdin.buffer.read()))
+            inputs.append((STDIN, sys.stdin.buffer.read()))
             continue
         p = Path(f)
         if not p.is_file():
             raise PamdError(f"{f}: no such file", "check the path")
-        inputs.append((str(p), p.read_bytes()))
+        inputs.append((str(p) if str(p) != STDIN else f"./{p}", p.read_bytes()))  # a file named stdin
     plan, sha = ingest(brain, inputs, args.now, args.format)
     if sha:
         print(f"ingested {plan.summary_line()} ({sha[:8]})")

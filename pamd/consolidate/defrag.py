@@ -28,7 +28,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     """Fold daily notes older than today into L0 and move them to memory/daily/."""
     from pamd.core.fmt import render_doc
     from pamd.encode import sources
-    from pamd.encode.ingest import known_ids, ledger_path, make_entries, redactor
+    from pamd.encode.ingest import known_ids, ledger_path, legacy_id, make_entries, redactor
     from pamd.encode.neurotag import Tagger
 
     out = Prepared(docs=dict(docs))
@@ -49,8 +49,11 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
         text = brain.read(rel) or ""
         msgs = sources.read(text.encode("utf-8"), p.name, "markdown")
         entries, _ = make_entries(msgs, tagger, redactor(brain.config), now)
-        for e in entries:
-            if e.id not in known:
+        for e, m in zip(entries, msgs, strict=True):
+            if e.id not in known and legacy_id(m) in known:  # ingested before under its older id
+                known.add(e.id)
+                ledger.setdefault(ledger_path(e.ts), set()).add(e.id)
+            elif e.id not in known:
                 known.add(e.id)
                 fresh.append(e)
                 ledger.setdefault(ledger_path(e.ts), set()).add(e.id)

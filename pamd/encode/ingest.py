@@ -24,6 +24,7 @@ from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
+STDIN = "stdin"  # the input name `pamd ingest -` gives standard input
 
 
 @dataclass
@@ -50,25 +51,45 @@ def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Reda
             text, counts = redactor.redact(text)
             redacted.update(counts)
         ts = m.ts or now
-        # Without a source time, position in the source keeps the id stable.
-        when = fmt_time(m.ts) if m.ts else f"#{m.seq}"
-        eid = entry_id("e", m.session, when, m.role, m.text)
+        eid = message_id(m)
         tg = tagger.tag(text, m.role)
         entries.append(Entry(id=eid, ts=ts, role=m.role, text=text, session=m.session, type=tg.type,
                              importance=round(tg.importance, 2), neuro=tg.neuro))
     return entries, redacted
 
 
-def plan_ingest(new: list[Entry], known: set[str], read: Any) -> IngestPlan:
+def message_id(m: sources.Message) -> str:
+    """Session, time (else key, else position), role and text; and the count of
+    identical earlier messages in the same source, from the second one on (so the
+    first keeps the id it had before that count existed)."""
+    return entry_id("e", m.session, m.anchor(), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
+
+
+def legacy_id(m: sources.Message) -> str | None:
+    """The id an untimed daily-note item had before ids stopped following its place
+    in the note: a brain that holds it must not take the item again."""
+    if m.key is None:
+        return None
+    return entry_id("e", m.session, fmt_time(m.ts) if m.ts else f"#{m.seq}", m.role, m.text)
+
+
+def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str, str] | None = None
+                ) -> IngestPlan:
     """Which entries are new, and the L0 and ledger files that hold them.
 
     `read(path) -> str | None` gives current file text (pure given its answers).
+    `aliases` maps an entry id to the older id the same message had; an entry
+    known by that id is skipped, and its id joins the ledger with this run.
     """
     from pamd.core.fmt import parse_doc
 
-    fresh, seen, skipped = [], set(), 0
+    aliases = aliases or {}
+    fresh, seen, skipped, adopted = [], set(), 0, []
     for e in new:
-        if e.id in known or e.id in seen:
+        if e.id in known or e.id in seen or aliases.get(e.id) in known:
+            if e.id not in known and e.id not in seen:
+                adopted.append(e)
+            seen.add(e.id)
             skipped += 1
             continue
         seen.add(e.id)
@@ -88,7 +109,7 @@ def plan_ingest(new: list[Entry], known: set[str], read: Any) -> IngestPlan:
         merged = sorted([*have, *es], key=lambda x: (x.ts, x.id))
         plan.changes[rel] = render_doc(meta, pre, merged)
     by_month: dict[str, set[str]] = {}
-    for e in fresh:
+    for e in [*fresh, *adopted]:
         by_month.setdefault(ledger_path(e.ts), set()).add(e.id)
     for rel, ids in by_month.items():
         old = read(rel) or ""
@@ -142,9 +163,10 @@ def redactor(config: dict[str, Any]) -> Redactor:
 
 
 def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: datetime,
-                   title: str = "ingest", redacted: Counter | None = None) -> tuple[IngestPlan, str | None]:
+                   title: str = "ingest", redacted: Counter | None = None,
+                   aliases: dict[str, str] | None = None) -> tuple[IngestPlan, str | None]:
     with brain.transaction() as tx:
-        plan = plan_ingest(entries, known_ids(brain), brain.read)
+        plan = plan_ingest(entries, known_ids(brain), brain.read, aliases)
         plan.redacted = redacted or Counter()
         if not plan.entries:
             return plan, None
@@ -157,10 +179,18 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     """Parse every input first (any error: nothing written), then plan and commit once."""
     secrets = redactor(brain.config)
     messages: list[sources.Message] = []
+    legacy: list[str | None] = []
     for name, data in inputs:
-        messages += sources.read(data, name, fmt, secrets)
+        if name == STDIN:  # no file to be read again: its untimed messages are said now
+            msgs = sources.read(data, name, fmt, secrets, untimed=fmt_time(now))
+            legacy += [None] * len(msgs)
+        else:
+            msgs = sources.read(data, name, fmt, secrets)
+            legacy += [legacy_id(m) for m in msgs]
+        messages += msgs
     if not messages:
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
                                      secrets, now)
-    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted)
+    aliases = {e.id: old for e, old in zip(entries, legacy, strict=True) if old}
+    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted, aliases)

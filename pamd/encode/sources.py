@@ -2,25 +2,35 @@
 
 Formats (auto-detected, or forced with --format):
 - ``pamd``: JSONL, one ``{"ts", "role", "text", "session"?}`` per line.
-- ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``),
-  or JSONL of such messages; content may be a string or a list of parts.
+- ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``, or
+  one message), or JSONL of such messages or of ``{"messages": [...]}`` lines (the
+  fine-tuning format); content may be a string or a list of parts. pamd-style
+  objects (``text`` instead of ``content``) are read too.
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
-  its "acompact" worker; skill/command expansions become short system entries).
+  its "acompact" worker; skill/command expansions become short system entries; a
+  message the user typed while the agent worked (a queue-operation "enqueue") is a
+  user message unless the same text also arrives as a user record).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time.
+
+A message's id (see ingest.make_entries) comes from its session, its time (or
+`key`, or its position when it has neither), role and text, and `dup`: how many
+identical messages came before it in the same source, so two identical messages
+in one second stay two.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
-from pamd.core.entry import clean_token, parse_time
+from pamd.core.entry import clean_token, fmt_time, parse_time
 from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
@@ -43,6 +53,13 @@ class Message:
     ts: datetime | None  # None: the source has no time; ingest stamps `now`
     session: str
     seq: int  # position in its source, for stable ids when ts is missing
+    key: str | None = None  # anchors the id instead of ts/seq: an untimed note item's day; stdin: now
+    dup: int = 0  # earlier messages in the same source with the same anchor, role and text
+
+    def anchor(self) -> str:
+        if self.key is not None:
+            return self.key
+        return fmt_time(self.ts) if self.ts else f"#{self.seq}"
 
 
 def normalize_text(text: str) -> str:
@@ -102,12 +119,14 @@ def detect(text: str, name: str) -> str:
     raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})")
 
 
-def read(data: bytes, name: str, fmt: str | None = None,
-         redactor: Redactor | None = None) -> list[Message]:
+def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | None = None, *,
+         untimed: str | None = None) -> list[Message]:
     """Parse one input; raise PamdError (naming name:line) on anything malformed.
 
     Long tool output is cut short, never inside a secret `redactor` (default:
     the built-in patterns) finds, so redacting the messages leaves no part of one.
+    `untimed`, if given, anchors the ids of messages without a time (stdin: the
+    time of the run, so the same words piped again later are new).
     """
     redactor = redactor or Redactor()
     text = decode(data, name)
@@ -124,13 +143,23 @@ def read(data: bytes, name: str, fmt: str | None = None,
     else:
         raise PamdError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     out = []
+    seen: Counter = Counter()
     for m in msgs:
         if len(m.text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:
             raise PamdError(f"{name}: message {m.seq + 1} is larger than 1 MiB",
                             "split it, or store the file elsewhere and remember a pointer to it")
         t = normalize_text(m.text)
         if t:
-            out.append(Message(clean_token(m.role, 32), t, m.ts, clean_token(m.session), m.seq))
+            m = replace(m, role=clean_token(m.role, 32), text=t, session=clean_token(m.session))
+            if untimed is not None and m.ts is None:
+                m = replace(m, key=untimed)
+            ident = (m.session, m.anchor(), m.role, m.text)
+            out.append(replace(m, dup=seen[ident]))
+            seen[ident] += 1
+    if msgs and not out and fmt in ("pamd", "openai"):
+        # Every record of these formats is meant to be a message: none is a wrong shape.
+        raise PamdError(f"{name}: {len(msgs)} records but no message text in any",
+                        "give each message a 'content' (or 'text') string")
     return out
 
 
@@ -202,27 +231,49 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
             raise PamdError(f"{name}:{exc.lineno}: malformed JSON ({exc.msg})", "fix the file") from None
         except RecursionError:
             raise PamdError(f"{name}: JSON nested too deeply") from None
-        items = doc.get("messages") if isinstance(doc, dict) else doc
-        if not isinstance(items, list):
-            raise PamdError(f"{name}: expected a list of messages")
-        pairs = [(1, m) for m in items]
+        pairs = _expand(1, doc, name)
     else:
-        pairs = list(_jsonl(text, name))
+        pairs = [p for line, obj in _jsonl(text, name) for p in _expand(line, obj, name)]
     out = []
     for line, m in pairs:
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
-        body = _content_text(m.get("content"), name, line)
-        for call in m.get("tool_calls") or []:
-            fn = (call or {}).get("function") or {}
+        sess = session
+        if "content" not in m and "text" in m:  # a pamd-style record in a JSON list
+            body = _str(m["text"], name, line, "text")
+            if isinstance(m.get("session"), str) and m["session"]:
+                sess = m["session"]
+        else:
+            body = _content_text(m.get("content"), name, line)
+        calls = m.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise PamdError(f"{name}:{line}: field 'tool_calls' must be a list")
+        for call in calls:
+            if not isinstance(call, dict):
+                continue
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
             args = str(fn.get("arguments", ""))
             body += f"\n[tool call {fn.get('name', '?')}] {args[:_cut(args, TOOL_RESULT_CHARS, redactor)]}"
         role = _str(m["role"], name, line, "role")
         if role == "tool":
             body = _truncate(body, TOOL_RESULT_CHARS, redactor)
         out.append(Message(role, body, _time(m.get("ts") or m.get("timestamp"), name, line),
-                           session, len(out)))
+                           sess, len(out)))
     return out
+
+
+def _expand(line: int, obj, name: str) -> list[tuple[int, object]]:
+    """One JSON value of an openai input as (line, message) pairs: a list, a message,
+    or an object holding ``messages`` (the fine-tuning format has one per line)."""
+    if isinstance(obj, dict) and "messages" in obj and "role" not in obj:
+        obj = obj["messages"]
+        if not isinstance(obj, list):
+            raise PamdError(f"{name}:{line}: field 'messages' must be a list")
+    if isinstance(obj, list):
+        return [(line, m) for m in obj]
+    if isinstance(obj, dict) and "role" in obj:
+        return [(line, obj)]
+    raise PamdError(f"{name}:{line}: expected a message with role and content, or a list of them")
 
 
 def _looks_jsonl(text: str) -> bool:
@@ -262,7 +313,14 @@ def _truncate(text: str, limit: int, redactor: Redactor) -> str:
 
 def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
     out = []
-    for line, rec in _jsonl(text, name):
+    records = list(_jsonl(text, name))
+    said = _user_texts(records)
+    queued = []  # (where, message): kept apart so the other messages keep their seq
+    for line, rec in records:
+        if _queued(rec, said):
+            queued.append((len(out), Message("user", rec["content"], _time(rec.get("timestamp"), name, line),
+                                             str(rec.get("sessionId") or session), len(out))))
+            continue
         if not isinstance(rec, dict) or rec.get("type") not in ("user", "assistant"):
             continue
         msg = rec.get("message")
@@ -305,7 +363,42 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
                 out.append(Message("tool", _truncate(prefix + body, TOOL_RESULT_CHARS, redactor),
                                    ts, sess, len(out)))
             # "thinking" blocks are the model's private scratchpad: not remembered.
+    for where, m in reversed(queued):
+        out.insert(where, m)
     return out
+
+
+def _user_texts(records) -> list[str]:
+    """What the user records of a Claude Code transcript say (strings and text blocks)."""
+    out = []
+    for _, rec in records:
+        msg = rec.get("message") if isinstance(rec, dict) and rec.get("type") == "user" else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, str):
+            out.append(content.strip())
+        elif isinstance(content, list):
+            out += [b["text"].strip() for b in content
+                    if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return out
+
+
+def _queued(rec, said: list[str]) -> bool:
+    """A message typed while the agent worked, found nowhere else in the transcript.
+
+    Claude Code logs it as a queue-operation "enqueue". One it later hands over
+    as a user record (a task notification, a slash command) is that record;
+    one it slips into the running turn exists only here.
+    """
+    if not (isinstance(rec, dict) and rec.get("type") == "queue-operation"
+            and rec.get("operation") == "enqueue" and isinstance(rec.get("content"), str)):
+        return False
+    text = rec["content"].strip()
+    if not text or text in said:
+        return False
+    if text.startswith("/"):
+        tag = f"<command-name>{text.split()[0]}</command-name>"
+        return not any(tag in t for t in said)
+    return True
 
 
 def _markdown(text: str, name: str, session: str) -> list[Message]:
@@ -314,9 +407,17 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
     try:
         base = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else None
     except ValueError:
-        base = None
+        base = None  # not a calendar date: an undated note
     if base is not None:
+        try:
+            base = parse_time(day)
+        except ValueError:
+            raise PamdError(f"{name}: date {day} in the file name is outside the years 1900..9998",
+                            "rename the note to its real date") from None
         session = f"daily-{day}"
+    # An item without HH:MM is known by its day (or its undated note) and text,
+    # never by its place in the note, so adding an item above it makes no copy.
+    key = day if base is not None else "undated"
     out: list[Message] = []
     para: list[str] = []
     lines = text.split("\n")
@@ -331,15 +432,16 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
             body = "\n".join(para).strip()
             para.clear()
             if body:
-                ts = None
+                ts, k = None, key
                 tm = _TIME.match(body)
                 if base is not None:
+                    # noon, plus its place so the L0 keeps the note's order (not part of the id)
                     ts = base + timedelta(hours=12, seconds=len(out))
                     if tm and int(tm.group(1)) < 24 and int(tm.group(2)) < 60:
-                        ts = base + timedelta(hours=int(tm.group(1)), minutes=int(tm.group(2)),
-                                              seconds=int(tm.group(3) or 0))
+                        ts, k = base + timedelta(hours=int(tm.group(1)), minutes=int(tm.group(2)),
+                                                 seconds=int(tm.group(3) or 0)), None
                         body = body[tm.end():]
-                out.append(Message("note", body, ts, session, len(out)))
+                out.append(Message("note", body, ts, session, len(out), key=k))
 
     for ln in lines:
         s = ln.strip()

@@ -1,0 +1,161 @@
+"""Input shapes met in the wild: each is read whole, or refused in one line with nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import CLAUDE, git, head_count
+
+from pamd.core.fmt import parse_doc
+from pamd.encode import sources
+
+
+def entries(root):
+    out = []
+    for p in sorted((root / "memory" / "L0").glob("*.md")):
+        out += parse_doc(p.read_text(), str(p.relative_to(root))).entries
+    return out
+
+
+def refused(brain, *files, needle: str) -> None:
+    n = head_count(brain.cwd)
+    r = brain.proc("ingest", *map(str, files))
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert err.startswith("pamd: error:") and needle in err and err.count("\n") == 1
+    assert head_count(brain.cwd) == n
+    assert git(brain.cwd, "status", "--porcelain") == ""
+
+
+def jsonl(path, *records) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+# Claude Code: messages typed while the agent works
+
+def _cc(kind, ts, **kw):
+    return {"type": kind, "sessionId": "cc-q", "timestamp": f"2026-11-29T10:00:{ts:02d}.000Z", **kw}
+
+
+def test_queued_user_messages_are_kept_once(brain, tmp_path):
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    f = jsonl(
+        tmp_path / "queued.jsonl",
+        _cc("user", 1, message={"role": "user", "content": "run the tests"}),
+        # typed mid-turn and slipped into it: found nowhere else
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:02.000Z",
+         "sessionId": "cc-q", "content": "check again"},
+        {"type": "queue-operation", "operation": "remove", "timestamp": "2026-11-29T10:00:03.000Z",
+         "sessionId": "cc-q"},
+        # queued, then handed over later as a user record: that record is the message
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:04.000Z",
+         "sessionId": "cc-q", "content": note},
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:05.000Z",
+         "sessionId": "cc-q", "content": "/mcp"},
+        _cc("assistant", 6, message={"role": "assistant", "content": [{"type": "text", "text": "Tests pass."}]}),
+        _cc("user", 7, message={"role": "user", "content": note}),
+        _cc("user", 8, message={"role": "user", "content": "<command-name>/mcp</command-name>\n<command-args>"
+                                                           "</command-args>"}),
+    )
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    texts = [e.text for e in entries(brain.cwd)]
+    assert texts.count("check again") == 1
+    assert sum("<task-id>b1</task-id>" in t for t in texts) == 1
+    assert "/mcp" not in texts
+    assert next(e for e in entries(brain.cwd) if e.text == "check again").role == "user"
+    assert "nothing new" in brain("ingest", f)[1]
+
+
+def test_queued_messages_of_a_real_session():
+    data = next(CLAUDE.glob("258c7280-*.jsonl")).read_bytes()
+    msgs = sources.read(data, "258c7280.jsonl")
+    for said in ("check again", "new beads for the epic were added. tackle them"):
+        assert [m.role for m in msgs if m.text == said] == ["user"]
+    notes = [m.text for m in msgs if m.text.startswith("<task-notification>\n<task-id>b0be39e<")]
+    assert len(notes) == 1
+
+
+# OpenAI-style and pamd-style JSON
+
+def test_a_pamd_style_json_list_beside_another_file(brain, tmp_path):
+    arr = tmp_path / "arr.json"
+    arr.write_text(json.dumps([
+        {"ts": "2025-01-01T10:00:00Z", "role": "user", "text": "we decided to ship on friday", "session": "rel"},
+        {"ts": "2025-01-01T10:01:00Z", "role": "assistant", "text": "ok, noted"},
+    ]))
+    ok = jsonl(tmp_path / "ok.jsonl", {"ts": "2025-01-01T11:00:00Z", "role": "user", "text": "other file"})
+    code, out, err = brain("ingest", str(arr), ok)
+    assert code == 0, err
+    assert "3 new entries" in out
+    es = {e.text: e for e in entries(brain.cwd)}
+    assert es["we decided to ship on friday"].session == "rel"
+    assert es["ok, noted"].ts.isoformat() == "2025-01-01T10:01:00+00:00"
+
+
+@pytest.mark.parametrize("records", [
+    [{"role": "user", "body": "the text under another name"}],
+    [{"role": "user", "content": ""}, {"role": "assistant", "content": None}],
+])
+def test_a_file_of_records_without_text_is_refused_not_skipped(brain, tmp_path, records):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(records))
+    ok = jsonl(tmp_path / "ok.jsonl", {"ts": "2025-01-01T11:00:00Z", "role": "user", "text": "other file"})
+    refused(brain, ok, bad, needle="no message text")
+
+
+def test_a_one_line_openai_message(brain, tmp_path):
+    f = tmp_path / "one.jsonl"
+    f.write_text('{"role": "user", "content": "single message about the deploy"}\n')
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == ["single message about the deploy"]
+
+
+def test_fine_tuning_jsonl_one_conversation_per_line(brain, tmp_path):
+    f = jsonl(tmp_path / "ft.jsonl",
+              {"messages": [{"role": "user", "content": "what port does staging use"},
+                            {"role": "assistant", "content": "5432"}]},
+              {"messages": [{"role": "user", "content": "who owns billing"},
+                            {"role": "assistant", "content": "Anna"}]})
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    assert sorted(e.text for e in entries(brain.cwd)) == ["5432", "Anna", "what port does staging use",
+                                                           "who owns billing"]
+    assert "nothing new" in brain("ingest", f)[1]
+
+
+def test_a_fine_tuning_line_without_a_list_is_refused(brain, tmp_path):
+    f = jsonl(tmp_path / "ft.jsonl", {"messages": [{"role": "user", "content": "fine"}]}, {"messages": "oops"})
+    refused(brain, f, needle="ft.jsonl:2: field 'messages' must be a list")
+
+
+@pytest.mark.parametrize("calls,text", [
+    (["x"], "hi"),
+    ([{"function": "x"}], "hi\n[tool call ?]"),
+    ([None, {"function": {"name": "grep", "arguments": "{}"}}], "hi\n[tool call grep] {}"),
+])
+def test_odd_tool_calls_are_skipped_or_unnamed(brain, tmp_path, calls, text):
+    f = tmp_path / "tc.json"
+    f.write_text(json.dumps([{"role": "assistant", "content": "hi", "tool_calls": calls}]))
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == [text]
+
+
+def test_tool_calls_that_are_not_a_list_are_refused(brain, tmp_path):
+    f = tmp_path / "tc.json"
+    f.write_text(json.dumps([{"role": "assistant", "content": "hi", "tool_calls": "x"}]))
+    refused(brain, f, needle="tc.json:1: field 'tool_calls' must be a list")
+
+
+# Daily notes
+
+@pytest.mark.parametrize("day", ["1850-05-01", "9999-01-01"])
+def test_a_note_dated_out_of_range_is_refused(brain, tmp_path, day):
+    note = tmp_path / f"{day}.md"
+    note.write_text("- an old thing\n")
+    refused(brain, note, needle=f"date {day}")
+    assert brain("status")[0] == 0 and brain("check")[0] == 0

@@ -13,6 +13,7 @@ import signal
 import threading
 from datetime import UTC, datetime, timedelta
 
+from pamd.core.config import clock_time
 from pamd.core.entry import parse_time
 from pamd.edge.brain import Brain
 from pamd.errors import PamdError
@@ -54,10 +55,10 @@ def note_idle_run(brain: Brain, mode: str, now: datetime) -> None:
 
 def defrag_slot(now: datetime, at: str) -> datetime:
     """The most recent scheduled defrag time at or before `now` (UTC)."""
-    try:
-        hh, mm = (int(x) for x in at.split(":"))
-    except ValueError:
-        raise PamdError(f"bad [schedule] defrag_at {at!r}", 'use "HH:MM"') from None
+    hhmm = clock_time(at)
+    if hhmm is None:
+        raise PamdError(f"bad defrag time {at!r}", 'use "HH:MM", 00:00 to 23:59 UTC')
+    hh, mm = hhmm
     slot = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
     return slot if slot <= now else slot - timedelta(days=1)
 

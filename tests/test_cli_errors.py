@@ -68,3 +68,32 @@ def test_daemon_refuses_a_bad_defrag_time_before_it_starts(brain, at):
     r = brain.proc("daemon", "--defrag-at", at, now=None)
     err = r.stderr.decode()
     assert r.returncode == 1 and err.startswith("pamd: error: bad defrag time") and err.count("\n") == 1
+
+
+def test_check_file_names_a_file_of_this_brain(brain, tmp_path):
+    root = brain.cwd
+    outside = tmp_path / "hostname"
+    outside.write_text("x\n")
+    for name, message in ((str(outside), "is not inside the brain"), ("../hostname", "is not inside the brain"),
+                          ("nonexistent.md", "nonexistent.md: no such file in the brain"),
+                          ("memory/L0/2026-13-01.md", "no such file in the brain"),
+                          ("protocols", "protocols is a directory")):
+        r = brain.proc("check", name)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.startswith("pamd: error: ") and message in err, (name, err)
+        assert err.count("\n") == 1 and r.stdout == b""
+    # By name from the brain's root, from a subdirectory, or absolute: all the same file.
+    assert brain("check", "DNA.md") == (0, "brain format ok\n", "")
+    assert brain("check", str(root / "DNA.md"))[0] == 0
+    sub = brain.cwd / "protocols"
+    brain.cwd = sub
+    assert brain("check", "../DNA.md")[0] == 0 and brain("check", "DNA.md")[0] == 0
+    brain.cwd = root
+
+
+def test_check_brain_reports_a_named_file_that_is_gone(brain):
+    from pamd.edge.brain import Brain
+    from pamd.edge.check import check_brain
+
+    got = check_brain(Brain(brain.cwd), ["memory/L0/2026-11-30.md", "PRELOAD.md"])
+    assert [(p.path, p.message) for p in got] == [("memory/L0/2026-11-30.md", "no such file")]

@@ -86,6 +86,8 @@ def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
             problems.append(Problem(rel, 1, str(exc)))
             continue
         if text is None:
+            if only is not None:  # asked for by name: a typo must not pass as "ok"
+                problems.append(Problem(rel, 1, "no such file"))
             continue
         found = check_text(rel, text)
         problems += found

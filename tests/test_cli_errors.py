@@ -97,3 +97,23 @@ def test_check_brain_reports_a_named_file_that_is_gone(brain):
 
     got = check_brain(Brain(brain.cwd), ["memory/L0/2026-11-30.md", "PRELOAD.md"])
     assert [(p.path, p.message) for p in got] == [("memory/L0/2026-11-30.md", "no such file")]
+
+
+@pytest.mark.parametrize("args", [
+    ("recall", "--since", "0001-01-01T00:00:00+01:00", "port"),
+    ("recall", "--until", "9999-12-31T23:59:59-01:00", "port"),
+    ("recall", "port", "--now", "0001-01-01T00:00:00+01:00"),
+    ("status", "--now", "9999-12-31T23:59:59-01:00"),
+])
+def test_a_time_outside_the_calendar_is_a_bad_time_not_an_internal_error(brain, args):
+    r = brain.proc(*args)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith("pamd: error: bad time") and err.count("\n") == 1, err
+
+
+def test_parse_time_turns_overflow_into_value_error():
+    from pamd.core.entry import parse_time
+
+    for value in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"):
+        with pytest.raises(ValueError, match="out of range"):
+            parse_time(value)

@@ -35,7 +35,10 @@ def parse_time(value: str) -> datetime:
         return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=UTC))
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
-    dt = utc(datetime.fromisoformat(s))
+    try:
+        dt = utc(datetime.fromisoformat(s))
+    except OverflowError:  # year 1 or 9999 with an offset: outside datetime's range in UTC
+        raise ValueError(f"time {value!r} out of range") from None
     # Years outside 1900..9998 are typos; they would also render as a header
     # that cannot be parsed back (strftime writes year 999 as "999").
     if not 1900 <= dt.year <= 9998:

@@ -104,13 +104,16 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     def job(mode: str) -> None:
         now = datetime.now(UTC).replace(microsecond=0)
         try:
-            out = run(brain, now, mode)
+            # A fresh Brain per run: it reads pamd.toml again, so a committed change of author,
+            # budgets or summarizer applies from the next run on (the schedule itself is fixed at start).
+            fresh = Brain(brain.root)
+            out = run(fresh, now, mode)
             if out.sha is None:
-                note_idle_run(brain, mode, now)
+                note_idle_run(fresh, mode, now)
             else:
                 from pamd.recall.refresh import after_commit
 
-                note = after_commit(brain)
+                note = after_commit(fresh)
                 if note:
                     log.info("%s", note)
             log.info("%s: %s", mode, out.message.split("\n", 1)[0] if out.sha else "nothing to do")

@@ -266,6 +266,44 @@ def test_daemon_runs_compact_and_stops_cleanly_on_sigterm(week):
     assert "compact: pamd compact:" in log and "stopped" in log
 
 
+def test_daemon_reads_a_committed_config_change_before_each_run(week):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = week.cwd
+
+    def last_compact_author() -> str:
+        return git(root, "log", "-1", "--grep=^Pamd-Run: compact$", "--format=%an").strip()
+
+    def wait_for(what, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if what():
+                return True
+            time.sleep(0.3)
+        return False
+
+    proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.01"],
+                            cwd=root, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: last_compact_author() == "pamd")
+        cfg = root / "pamd.toml"
+        cfg.write_text(re.sub(r'(?m)^author_name = .*$', 'author_name = "pamd-two"', cfg.read_text()))
+        # The daemon may be committing at this moment (index.lock): a person would try again.
+        assert wait_for(lambda: subprocess.run(["git", "commit", "-qm", "a person renames pamd's author", "--",
+                                                "pamd.toml"], cwd=root, capture_output=True).returncode == 0)
+        # Something old to compact, so the daemon's next run commits.
+        assert week("remember", "An old note about the staging box.", now=iso(START + timedelta(hours=1)))[0] == 0
+        assert wait_for(lambda: last_compact_author() == "pamd-two"), last_compact_author()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
 def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_raw(brain):
     root = brain.cwd
     (root / "memory").mkdir(exist_ok=True)

@@ -191,6 +191,16 @@ def test_filters_by_tier_and_time(tmp_path, capsys):
     assert [h["ids"] for h in before] == [[old[0].id]]
 
 
+def test_until_a_date_keeps_that_whole_day(brain, capsys):
+    day = [e.id for e in entries()]  # 2026-11-30 09:00..09:05 UTC
+    hits = recall_json(brain, "green tea", capsys, "--since", "2026-11-30", "--until", "2026-11-30")
+    assert hits and {i for h in hits for i in h["ids"]} <= set(day)
+    assert recall_json(brain, "green tea", capsys, "--until", "2026-11-29") == []
+    # A time in --until is exact: 09:02 keeps the first three entries only.
+    early = recall_json(brain, "tea revenue database ship", capsys, "--until", "2026-11-30T09:02:00Z")
+    assert early and {i for h in early for i in h["ids"]} <= set(day[:3])
+
+
 def test_cross_lingual_recall_english_to_russian_and_back(brain, capsys):
     """e5-small is multilingual: an English question finds the Russian entry and vice versa."""
     ru = [m for m in MESSAGES if "релиз" in m[1]][0][1]

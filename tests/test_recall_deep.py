@@ -54,6 +54,23 @@ def test_a_fresh_clone_rebuilds_the_deep_index_from_history(brain, tmp_path):
     assert json.loads(brain("recall", q, "--json", "-k", "3")[1])[0]["ids"] == first[0]["ids"]
 
 
+def test_a_corrupt_deep_cache_is_rebuilt_from_history(brain, tmp_path):
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    q = "which bucket does the nightly backup write to"
+    first = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    deep = brain.cwd / ".pamd" / "deep.sqlite"
+    deep.write_text("garbage\n")
+    code, out, err = brain("recall", q, "--json", "-k", "3")
+    assert code == 0, err
+    assert json.loads(out)[0]["ids"] == first[0]["ids"]
+    deep.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)  # a header, then nonsense
+    for f in (brain.cwd / ".pamd").glob("index*"):  # no index either: every leaf comes from history
+        shutil.rmtree(f) if f.is_dir() else f.unlink()
+    code, out, err = brain("index")
+    assert code == 0, err
+    assert json.loads(brain("recall", q, "--json", "-k", "3")[1])[0]["ids"] == first[0]["ids"]
+
+
 def test_the_text_output_says_a_hit_matched_words_behind_a_summary(brain, tmp_path):
     _brain_with_a_compressed_fact(brain, tmp_path)
     code, out, _ = brain("recall", "which bucket does the nightly backup write to", "-k", "1")

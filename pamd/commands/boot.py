@@ -8,7 +8,10 @@ pamd boot --at HEAD~5          # the context the agent had five commits ago"""
 
 def add_arguments(p) -> None:
     p.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default [boot] budget, 500000)")
-    p.add_argument("--at", metavar="COMMIT|DATE", help="rebuild the boot context of an earlier commit")
+    p.add_argument("--at", metavar="COMMIT|DATE",
+                   help="rebuild the boot context of an earlier commit; a DATE: the last commit whose time "
+                        "(its Pamd-Now, else its commit date) is at or before it; no zone = UTC, "
+                        "a date alone = the end of that day")
     p.add_argument("--json", action="store_true")
 
 

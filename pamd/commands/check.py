@@ -11,17 +11,31 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="problems as JSON")
 
 
-def run(args) -> int:
+def brain_rel(root, name: str) -> str:
+    """A FILE argument as a path inside the brain: as given from the cwd, else from the brain's root."""
     from pathlib import Path
 
+    from pamd.errors import PamdError
+
+    path = Path(name).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = root / path
+    path = path.resolve()
+    if not path.is_relative_to(root):
+        raise PamdError(f"{name} is not inside the brain at {root}", "name a file of this brain")
+    if path.is_dir():
+        raise PamdError(f"{name} is a directory", "name its files, or run `pamd check` for the whole brain")
+    if not path.is_file():
+        raise PamdError(f"{name}: no such file in the brain", "`git ls-files` lists them")
+    return path.relative_to(root).as_posix()
+
+
+def run(args) -> int:
     from pamd.edge.brain import Brain
     from pamd.edge.check import check_brain, problems_json
 
     brain = Brain.find(args.brain)
-    only = None
-    if args.files:
-        only = [str(Path(f).resolve().relative_to(brain.root)) if Path(f).is_absolute() or Path(f).exists()
-                else f for f in args.files]
+    only = [brain_rel(brain.root.resolve(), f) for f in args.files] if args.files else None
     problems = check_brain(brain, only)
     if args.json:
         print(json.dumps(problems_json(problems), indent=2))

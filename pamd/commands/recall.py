@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tier", action="append", default=[], metavar="TIER",
                    help="only this tier: L0..L4, daily, dna, synapse (repeatable)")
     p.add_argument("--since", metavar="ISO", help="only entries at or after this time")
-    p.add_argument("--until", metavar="ISO", help="only entries at or before this time")
+    p.add_argument("--until", metavar="ISO",
+                   help="only entries at or before this time; a date alone means the end of that day (UTC)")
     p.add_argument("--json", action="store_true",
                    help="JSON list of {path, lines, score, ids, tier, ts, text}")
     p.add_argument("--expand", action="store_true",
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         hits = api.recall(
             brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
-            since=_time(args.since, "--since"), until=_time(args.until, "--until"),
+            since=_time(args.since, "--since"), until=_time(args.until, "--until", end_of_day=True),
             now=args.now, log=not args.no_log, progress=progress,
         )
     finally:
@@ -71,16 +72,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _time(value: str | None, flag: str):
+def _time(value: str | None, flag: str, end_of_day: bool = False):
+    """A time flag; with `end_of_day`, a date alone is that day's last second (`--until 2026-11-30` keeps the 30th)."""
     if not value:
         return None
+    import re
+    from datetime import timedelta
+
     from pamd.core.entry import parse_time
     from pamd.errors import PamdError
 
     try:
-        return parse_time(value)
+        t = parse_time(value)
     except ValueError:
         raise PamdError(f"bad time {value!r} for {flag}", "use ISO 8601, e.g. 2026-11-30") from None
+    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        t += timedelta(days=1, seconds=-1)
+    return t
 
 
 def _expand(brain, hits, now) -> dict[int, list[str]]:

@@ -5,7 +5,10 @@ EXAMPLE = "pamd state\npamd state --at 2026-11-20\npamd state --at HEAD~3 --json
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--at", metavar="COMMIT|DATE", help="the snapshot as of that commit or date")
+    p.add_argument("--at", metavar="COMMIT|DATE",
+                   help="the snapshot as of that commit or date; a DATE: the last commit whose time "
+                        "(its Pamd-Now, else its commit date) is at or before it; no zone = UTC, "
+                        "a date alone = the end of that day")
     p.add_argument("--json", action="store_true")
 
 

@@ -13,6 +13,7 @@ import signal
 import threading
 from datetime import UTC, datetime, timedelta
 
+from pamd.core.config import clock_time
 from pamd.core.entry import parse_time
 from pamd.edge.brain import Brain
 from pamd.errors import PamdError
@@ -54,10 +55,10 @@ def note_idle_run(brain: Brain, mode: str, now: datetime) -> None:
 
 def defrag_slot(now: datetime, at: str) -> datetime:
     """The most recent scheduled defrag time at or before `now` (UTC)."""
-    try:
-        hh, mm = (int(x) for x in at.split(":"))
-    except ValueError:
-        raise PamdError(f"bad [schedule] defrag_at {at!r}", 'use "HH:MM"') from None
+    hhmm = clock_time(at)
+    if hhmm is None:
+        raise PamdError(f"bad defrag time {at!r}", 'use "HH:MM", 00:00 to 23:59 UTC')
+    hh, mm = hhmm
     slot = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
     return slot if slot <= now else slot - timedelta(days=1)
 
@@ -103,13 +104,16 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     def job(mode: str) -> None:
         now = datetime.now(UTC).replace(microsecond=0)
         try:
-            out = run(brain, now, mode)
+            # A fresh Brain per run: it reads pamd.toml again, so a committed change of author,
+            # budgets or summarizer applies from the next run on (the schedule itself is fixed at start).
+            fresh = Brain(brain.root)
+            out = run(fresh, now, mode)
             if out.sha is None:
-                note_idle_run(brain, mode, now)
+                note_idle_run(fresh, mode, now)
             else:
                 from pamd.recall.refresh import after_commit
 
-                note = after_commit(brain)
+                note = after_commit(fresh)
                 if note:
                     log.info("%s", note)
             log.info("%s: %s", mode, out.message.split("\n", 1)[0] if out.sha else "nothing to do")

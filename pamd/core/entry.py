@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -12,12 +13,15 @@ TIERS = ("L0", "L1", "L2", "L3", "L4")
 TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
 NEURO = ("dopamine", "norepinephrine", "cortisol", "acetylcholine", "oxytocin", "serotonin")
 
-_SAFE = re.compile(r"[^A-Za-z0-9._:@+-]+")
+# Letters and digits of any script (\w is Unicode), so "проект-альфа" stays itself;
+# never whitespace, "=" or ",", which the header and metadata line split on.
+_SAFE = re.compile(r"[^\w.:@+-]+")
 
 
 def clean_token(value: str, limit: int = 64) -> str:
     """Make a role/session name safe for a one-line header: no spaces, no separators."""
-    return _SAFE.sub("-", value.strip())[:limit].strip("-") or "-"
+    # NFC first: a decomposed letter (macOS file names) would otherwise lose its accent to a "-".
+    return _SAFE.sub("-", unicodedata.normalize("NFC", value.strip()))[:limit].strip("-") or "-"
 
 
 def utc(dt: datetime) -> datetime:
@@ -35,7 +39,10 @@ def parse_time(value: str) -> datetime:
         return utc(datetime.fromtimestamp(x / 1000 if x > 1e11 else x, tz=UTC))
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
-    dt = utc(datetime.fromisoformat(s))
+    try:
+        dt = utc(datetime.fromisoformat(s))
+    except OverflowError:  # year 1 or 9999 with an offset: outside datetime's range in UTC
+        raise ValueError(f"time {value!r} out of range") from None
     # Years outside 1900..9998 are typos; they would also render as a header
     # that cannot be parsed back (strftime writes year 999 as "999").
     if not 1900 <= dt.year <= 9998:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
+from pamd.core import config as config_mod
 from pamd.core.fmt import FormatError, Problem, parse_doc, split_frontmatter
 from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, Brain, tier_of
 
@@ -51,14 +52,29 @@ def check_text(rel: str, text: str) -> list[Problem]:
     return []
 
 
+def key_line(toml_text: str, dotted: str) -> int:
+    """The line that sets `dotted` (a.b.key) in a TOML text with plain [a.b] headers, else 1."""
+    *section, key = dotted.split(".")
+    here: list[str] = []
+    for n, line in enumerate(toml_text.split("\n"), 1):
+        s = line.strip()
+        if s.startswith("[") and not s.startswith("[["):
+            here = [p.strip().strip('"') for p in s.split("#")[0].strip().strip("[]").split(".")]
+        elif here == section and s.split("=", 1)[0].strip().strip('"') == key and "=" in s:
+            return n
+    return 1
+
+
 def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
     problems: list[Problem] = []
     cfg = brain.read(CONFIG)
     if cfg is not None and (only is None or CONFIG in only):
         try:
-            tomllib.loads(cfg)
+            own = tomllib.loads(cfg)
         except tomllib.TOMLDecodeError as exc:
             problems.append(Problem(CONFIG, getattr(exc, "lineno", 1) or 1, str(exc).split(" (at")[0]))
+        else:
+            problems += [Problem(CONFIG, key_line(cfg, key), msg) for key, msg in config_mod.problems(own)]
     rels = list(SHAPES) + brain.entry_files()
     if only is not None:
         rels = [r for r in rels if r in set(only)] + [r for r in only if r not in rels and tier_of(r)]
@@ -70,6 +86,8 @@ def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
             problems.append(Problem(rel, 1, str(exc)))
             continue
         if text is None:
+            if only is not None:  # asked for by name: a typo must not pass as "ok"
+                problems.append(Problem(rel, 1, "no such file"))
             continue
         found = check_text(rel, text)
         problems += found

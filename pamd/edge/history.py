@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pamd.core import config as config_mod
-from pamd.core.entry import parse_time
+from pamd.core.entry import fmt_time, parse_time
 from pamd.edge.brain import CONFIG, Brain
 from pamd.errors import PamdError
 
@@ -22,11 +22,8 @@ class TreeView:
     def at(cls, brain: Brain, ref: str | None) -> TreeView:
         if not ref:
             return cls(brain, None)
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][\d:]+Z?)?", ref):
-            sha = brain.repo.run("rev-list", "-1", f"--before={ref}", "HEAD").strip()
-            if not sha:
-                raise PamdError(f"the brain has no commit before {ref}")
-            return cls(brain, sha)
+        if re.match(r"\d{4}-\d{2}-\d{2}", ref.strip()):
+            return cls(brain, commit_at(brain, at_time(ref)))
         sha = brain.repo.rev_parse(ref)
         if sha is None:
             raise PamdError(f"no commit {ref!r} in this brain", "use a sha, a ref like HEAD~3, or a date")
@@ -38,8 +35,9 @@ class TreeView:
     def files(self) -> list[str]:
         if self.rev is None:
             return self.brain.entry_files()
-        out = self.brain.repo.run("ls-tree", "-r", "--name-only", self.rev)
-        return [f for f in out.splitlines() if f]
+        # -z: without it git C-quotes a path that is not ASCII ("memory/L0/\\320\\267...md").
+        out = self.brain.repo.run("ls-tree", "-r", "-z", "--name-only", self.rev)
+        return [f for f in out.split("\0") if f]
 
     def config(self) -> dict[str, Any]:
         return config_mod.load(self.read(CONFIG))
@@ -51,4 +49,43 @@ class TreeView:
             return parse_time("1970-01-01T00:00:00Z")
         out = self.brain.repo.log("-1", "--format=%(trailers:key=Pamd-Now,valueonly)%x1f%cI", rev)
         trailer, _, date = out.partition("\x1f")
-        return parse_time(trailer.strip().splitlines()[0] if trailer.strip() else date.strip())
+        return commit_time(trailer, date)
+
+
+def at_time(value: str) -> datetime:
+    """A --at date: pamd's time syntax (no zone = UTC); a date alone is the end of that day."""
+    try:
+        t = parse_time(value)
+    except ValueError:
+        raise PamdError(f"bad time {value!r} for --at", "use a commit, or ISO 8601 like 2026-11-30T14:00") from None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        t += timedelta(days=1, seconds=-1)
+    return t
+
+
+def commit_at(brain: Brain, when: datetime) -> str:
+    """The newest commit whose own time (its Pamd-Now trailer, else its committer date) is <= `when`.
+
+    Pamd-Now is the time the run believed it was (--now), which is the time boot and state
+    report for that commit, so a brain aged with a simulated clock is found by that clock.
+    """
+    if brain.repo.rev_parse("HEAD") is None:
+        raise PamdError("the brain has no commits yet")
+    out = brain.repo.log("--topo-order", "--format=%H%x1f%(trailers:key=Pamd-Now,valueonly)%x1f%cI%x1e", "HEAD")
+    for record in out.split("\x1e"):
+        sha, _, rest = record.strip().partition("\x1f")
+        if not sha:
+            continue
+        trailer, _, date = rest.partition("\x1f")
+        if commit_time(trailer, date) <= when:
+            return sha
+    raise PamdError(f"the brain has no commit at or before {fmt_time(when)}", "`git log` shows its commits")
+
+
+def commit_time(trailer: str, date: str) -> datetime:
+    """A commit's own time: its first Pamd-Now trailer if that parses, else its committer date."""
+    first = trailer.strip().splitlines()[0] if trailer.strip() else ""
+    try:
+        return parse_time(first)
+    except ValueError:
+        return parse_time(date.strip())

@@ -28,9 +28,22 @@ Leaf = tuple[str, str, str, str]  # (raw id, time, role, text)
 
 def _connect(state_dir: Path) -> sqlite3.Connection:
     state_dir.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(state_dir / DB)
-    db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
-               " text TEXT, PRIMARY KEY (summary, pos))")
+    try:
+        return _open(state_dir / DB)
+    except sqlite3.DatabaseError:  # a corrupt cache: history still holds every leaf, so start over
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            (state_dir / (DB + suffix)).unlink(missing_ok=True)
+        return _open(state_dir / DB)
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
+                   " text TEXT, PRIMARY KEY (summary, pos))")
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
     return db
 
 

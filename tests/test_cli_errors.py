@@ -1,0 +1,119 @@
+"""Bad values on the command line and in pamd.toml: one line `pamd: error: ...`, exit 1, nothing written."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import git, head_count
+
+
+def set_config(root, key: str, value: str) -> None:
+    """Replace the first `key = ...` line of the brain's pamd.toml and commit it as a person would."""
+    cfg = root / "pamd.toml"
+    text, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", cfg.read_text(), count=1)
+    assert n == 1, key
+    cfg.write_text(text)
+    git(root, "commit", "-qam", f"a person sets {key}")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("l1_hours", '"12h"', '[tiers] l1_hours: expected a number, got "12h"'),
+    ("defrag_at", '"25:00"', '[schedule] defrag_at: expected "HH:MM" (00:00 to 23:59, UTC), got "25:00"'),
+    ("defrag_at", '"02:60"', "got \"02:60\""),
+    ("compact_every_minutes", "-5", "[schedule] compact_every_minutes: expected a number of at least 0, got -5"),
+    ("keep_hot", "1.5", "[hippocampus.retention] keep_hot: expected a number from 0 to 1, got 1.5"),
+    ("batch_size", "0", "[summarizer] batch_size: expected a number above 0, got 0"),
+    ("deep", '"yes"', '[index] deep: expected true or false, got "yes"'),
+    ("author_name", "7", "[git] author_name: expected a string, got 7"),
+    ("budget", "inf", "[boot] budget: expected a number, got Infinity"),
+])
+@pytest.mark.parametrize("command", [("compact",), ("run-due",), ("defrag",)])
+def test_a_bad_value_in_pamd_toml_is_one_line_naming_the_key_and_the_file(brain, key, value, message, command):
+    root = brain.cwd
+    set_config(root, key, value)
+    n = head_count(root)
+    r = brain.proc(*command)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert err.count("\n") == 1 and err.startswith("pamd: error: ") and "pamd.toml: " in err and message in err
+    assert head_count(root) == n and git(root, "status", "--porcelain") == ""
+
+
+def test_check_reports_bad_config_values_with_their_line(brain):
+    root = brain.cwd
+    set_config(root, "l1_hours", '"12h"')
+    line = next(i for i, ln in enumerate((root / "pamd.toml").read_text().splitlines(), 1)
+                if ln.startswith("l1_hours"))
+    code, out, _ = brain("check")
+    assert code == 1
+    assert f'pamd.toml:{line}: [tiers] l1_hours: expected a number, got "12h"' in out
+
+
+def test_a_brains_own_hippocampus_type_and_clock_are_checked_too(brain):
+    from pamd.core.config import problems
+
+    assert problems({"hippocampus": {"types": {"chat": {"importance": 2}}}}) == [
+        ("hippocampus.types.chat.importance",
+         "[hippocampus.types.chat] importance: expected a number from 0 to 1, got 2")]
+    assert problems({"tiers": {"clock": [{"below": 0.3, "hours": "1h"}]}}) == [
+        ("tiers.clock", '[tiers] clock[1].hours: expected a number, got "1h"')]
+    # Keys the template does not name (a synapse, an added price) are not its business.
+    assert problems({"synapse": {"alice": {"url": "../a"}}, "summarizer": {"prices": {"m": {"input": 1}}},
+                     "index": {"extra": {"rerank": 5}}}) == []
+
+
+@pytest.mark.parametrize("at", ["25:00", "12:60", "noon", "7"])
+def test_daemon_refuses_a_bad_defrag_time_before_it_starts(brain, at):
+    r = brain.proc("daemon", "--defrag-at", at, now=None)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith("pamd: error: bad defrag time") and err.count("\n") == 1
+
+
+def test_check_file_names_a_file_of_this_brain(brain, tmp_path):
+    root = brain.cwd
+    outside = tmp_path / "hostname"
+    outside.write_text("x\n")
+    for name, message in ((str(outside), "is not inside the brain"), ("../hostname", "is not inside the brain"),
+                          ("nonexistent.md", "nonexistent.md: no such file in the brain"),
+                          ("memory/L0/2026-13-01.md", "no such file in the brain"),
+                          ("protocols", "protocols is a directory")):
+        r = brain.proc("check", name)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.startswith("pamd: error: ") and message in err, (name, err)
+        assert err.count("\n") == 1 and r.stdout == b""
+    # By name from the brain's root, from a subdirectory, or absolute: all the same file.
+    assert brain("check", "DNA.md") == (0, "brain format ok\n", "")
+    assert brain("check", str(root / "DNA.md"))[0] == 0
+    sub = brain.cwd / "protocols"
+    brain.cwd = sub
+    assert brain("check", "../DNA.md")[0] == 0 and brain("check", "DNA.md")[0] == 0
+    brain.cwd = root
+
+
+def test_check_brain_reports_a_named_file_that_is_gone(brain):
+    from pamd.edge.brain import Brain
+    from pamd.edge.check import check_brain
+
+    got = check_brain(Brain(brain.cwd), ["memory/L0/2026-11-30.md", "PRELOAD.md"])
+    assert [(p.path, p.message) for p in got] == [("memory/L0/2026-11-30.md", "no such file")]
+
+
+@pytest.mark.parametrize("args", [
+    ("recall", "--since", "0001-01-01T00:00:00+01:00", "port"),
+    ("recall", "--until", "9999-12-31T23:59:59-01:00", "port"),
+    ("recall", "port", "--now", "0001-01-01T00:00:00+01:00"),
+    ("status", "--now", "9999-12-31T23:59:59-01:00"),
+])
+def test_a_time_outside_the_calendar_is_a_bad_time_not_an_internal_error(brain, args):
+    r = brain.proc(*args)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith("pamd: error: bad time") and err.count("\n") == 1, err
+
+
+def test_parse_time_turns_overflow_into_value_error():
+    from pamd.core.entry import parse_time
+
+    for value in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"):
+        with pytest.raises(ValueError, match="out of range"):
+            parse_time(value)

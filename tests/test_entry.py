@@ -1,0 +1,37 @@
+"""Entry helpers: role and session tokens keep any script's letters and stay one token."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from conftest import git
+
+from pamd.core.entry import clean_token
+from pamd.core.fmt import parse_doc
+
+
+def test_clean_token_keeps_letters_of_any_script_and_nothing_that_splits_a_line():
+    assert clean_token("проект-альфа") == "проект-альфа"
+    assert clean_token("東京_1") == "東京_1"
+    assert clean_token(unicodedata.normalize("NFD", "café йогурт")) == "café-йогурт"  # a macOS file name
+    assert clean_token("сессия 1 (копия)") == "сессия-1-копия"
+    assert clean_token("a=b,c\u2028d\u3000e·f") == "a-b-c-d-e-f"  # separators of the metadata line and header
+    assert clean_token("  ") == "-" and clean_token("user@host:1+x.y") == "user@host:1+x.y"
+
+
+def test_sessions_named_in_cyrillic_stay_apart_through_compaction(brain):
+    root = brain.cwd
+    for name in ("альфа", "бета"):
+        for i in range(3):
+            code, _, err = brain("remember", "--session", f"проект-{name}", "--role", "Мария",
+                                 f"The проект-{name} build {i} uses the cache on host {name}-{i}.",
+                                 now=f"2026-11-30T08:0{i}:00Z")
+            assert code == 0, err
+    (day,) = (root / "memory" / "L0").glob("*.md")
+    entries = parse_doc(day.read_text(), "memory/L0/x.md", "L0").entries
+    assert sorted({(e.role, e.session) for e in entries}) == [("Мария", "проект-альфа"), ("Мария", "проект-бета")]
+    assert brain("compact", now="2026-11-30T20:00:00Z")[0] == 0
+    summaries = [e for p in (root / "memory" / "L1").glob("*.md")
+                 for e in parse_doc(p.read_text(), "memory/L1/x.md", "L1").entries]
+    assert sorted(e.session for e in summaries) == ["проект-альфа", "проект-бета"]
+    assert brain("check")[0] == 0 and git(root, "status", "--porcelain") == ""

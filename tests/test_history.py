@@ -1,0 +1,66 @@
+"""`boot --at` / `state --at`: a date finds a commit by the brain's own time, whatever the machine's zone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import Pamd, git
+
+
+@pytest.fixture
+def dated(tmp_path, capsys, monkeypatch) -> Pamd:
+    """A brain whose init is committed at 2026-11-30T19:30Z by the committer clock (no Pamd-Now)."""
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-30T19:30:00+00:00")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-30T19:30:00+00:00")
+    p = Pamd(tmp_path, capsys)
+    assert p("init", str(tmp_path / "brain"), now=None)[0] == 0
+    p.cwd = tmp_path / "brain"
+    return p
+
+
+def head(root) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize("tz", ["Asia/Tokyo", "America/New_York", "UTC"])
+def test_a_date_without_a_zone_is_utc_whatever_the_machines_zone(dated, tz):
+    ok = dated.proc("state", "--at", "2026-11-30T20:00", "--json", now=None, env={"TZ": tz})
+    assert ok.returncode == 0, ok.stderr
+    early = dated.proc("state", "--at", "2026-11-30T19:00", now=None, env={"TZ": tz})
+    assert early.returncode == 1
+    assert early.stderr.decode() == "pamd: error: the brain has no commit at or before 2026-11-30T19:00:00Z " \
+                                    "(`git log` shows its commits)\n"
+
+
+def test_a_date_is_matched_against_pamd_now_and_may_carry_an_offset(dated):
+    root = dated.cwd
+    init = head(root)
+    assert dated("remember", "The staging port is 5433.", now="2025-01-05T10:00:00Z")[0] == 0
+    aged = head(root)  # Pamd-Now 2025-01-05T10:00Z, committed (by the clock) 2026-11-30T19:30Z
+    r = dated.proc("boot", "--at", "2025-01-06", now=None)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == dated.proc("boot", "--at", aged, now=None).stdout  # the same commit, its own time
+    assert "5433" in r.stdout.decode()
+    for at in ("2025-01-05", "2025-01-05T11:00:00+01:00", "2025-01-05T10:00:00Z"):
+        code, out, err = dated("state", "--at", at, now=None)
+        assert code == 0 and out.startswith(f"# STATE at {aged[:8]}"), (at, err)
+    code, _, err = dated("state", "--at", "2025-01-05T09:59:59Z", now=None)
+    assert code == 1 and "no commit at or before 2025-01-05T09:59:59Z" in err  # init's time is 2026
+    code, out, _ = dated("state", "--at", "2026-11-30T19:30:00Z", now=None)
+    assert out.startswith(f"# STATE at {aged[:8]}")  # the newest commit in history whose time fits
+    assert init != aged
+    code, _, err = dated("state", "--at", "2025-13-01", now=None)
+    assert code == 1 and err.startswith("pamd: error: bad time '2025-13-01' for --at")
+
+
+def test_boot_at_keeps_entry_files_with_non_ascii_names(dated):
+    root = dated.cwd
+    assert dated("remember", "Заметка: порт staging — 5433.", now="2026-11-30T19:00:00Z")[0] == 0
+    (src,) = (root / "memory" / "L0").glob("*.md")
+    git(root, "mv", str(src.relative_to(root)), "memory/L0/заметки.md")
+    git(root, "commit", "-qm", "a person renames the day file")
+    then = dated.proc("boot", "--at", "HEAD", "--json", now=None)
+    assert then.returncode == 0, then.stderr
+    assert "порт staging" in then.stdout.decode()
+    assert json.loads(then.stdout) == json.loads(dated.proc("boot", "--json", now=None).stdout)

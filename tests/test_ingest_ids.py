@@ -141,3 +141,23 @@ def test_defrag_folds_a_note_a_brain_from_before_ingested(brain):
     code, _, err = brain("defrag", now="2026-11-30T03:00:00Z")
     assert code == 0, err
     assert "(0 new L0 entries)" in git(brain.cwd, "log", "-1", "--format=%B")
+
+
+def test_a_brain_from_before_takes_no_copies_of_non_latin_sessions_and_roles(brain, tmp_path):
+    """Session and role names used to lose their non-ASCII letters ("проект" -> "-"); they
+    keep them now, which changes those entries' ids. A brain holding the old ids takes
+    no second copy when the same transcript is ingested again."""
+    f = tmp_path / "s.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"ts": "2025-01-01T10:00:00Z", "role": "Анна", "text": "Деплой в пятницу.", "session": "проект"},
+        {"ts": "2025-01-01T10:01:00Z", "role": "user", "text": "ok, friday", "session": "проект"},
+        {"ts": "2025-01-01T10:02:00Z", "role": "user", "text": "plain ascii", "session": "alpha"}]))
+    assert brain("ingest", str(f))[0] == 0
+    by_text = {e.text: e for e in entries(brain.cwd)}
+    assert by_text["Деплой в пятницу."].session == "проект" and by_text["Деплой в пятницу."].role == "Анна"
+    old = {by_text["Деплой в пятницу."].id: entry_id("e", "-", "2025-01-01T10:00:00Z", "-", "Деплой в пятницу."),
+           by_text["ok, friday"].id: entry_id("e", "-", "2025-01-01T10:01:00Z", "user", "ok, friday")}
+    _as_before(brain, old)
+    code, out, _ = brain("ingest", str(f))
+    assert code == 0 and "nothing new: 3" in out, out
+    assert len(entries(brain.cwd)) == 3

@@ -9,6 +9,7 @@ also after compaction has moved the raw text out of the tree.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,12 +66,24 @@ def message_id(m: sources.Message) -> str:
     return entry_id("e", m.session, m.anchor(), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
 
 
+# Session and role names kept only ASCII letters before they kept every script's.
+_ASCII_ONLY = re.compile(r"[^A-Za-z0-9._:@+-]+")
+
+
+def _ascii_token(value: str, limit: int) -> str:
+    return _ASCII_ONLY.sub("-", value)[:limit].strip("-") or "-"
+
+
 def legacy_id(m: sources.Message) -> str | None:
-    """The id an untimed daily-note item had before ids stopped following its place
-    in the note: a brain that holds it must not take the item again."""
-    if m.key is None:
-        return None
-    return entry_id("e", m.session, fmt_time(m.ts) if m.ts else f"#{m.seq}", m.role, m.text)
+    """The id the message had in an older pamd, when that differs: untimed daily-note
+    items were placed by their position in the note, and session and role names lost
+    their non-ASCII letters. A brain that holds the old id must not take it again."""
+    session, role = _ascii_token(m.session, 64), _ascii_token(m.role, 32)
+    if m.key is not None:
+        return entry_id("e", session, fmt_time(m.ts) if m.ts else f"#{m.seq}", role, m.text)
+    if m.dup or (session, role) == (m.session, m.role):
+        return None  # the same id as then (a repeat had none: the first took it)
+    return entry_id("e", session, m.anchor(), role, m.text)
 
 
 def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str, str] | None = None

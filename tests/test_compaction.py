@@ -330,3 +330,24 @@ def test_a_failing_gemini_falls_back_to_extractive_and_the_commit_says_so(week, 
     body = git(week.cwd, "log", "-1", "--format=%B")
     assert "Pamd-Fallback:" in body and "fell back to extractive" in body
     assert all(e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+
+
+def test_a_later_daily_note_of_an_archived_day_is_appended_never_over_it(brain):
+    root = brain.cwd
+    note = root / "memory" / "2026-11-19.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("# 2026-11-19\n\n- 09:00 The first note: Vera owns the backups.\n")
+    git(root, "add", "memory/2026-11-19.md")
+    git(root, "commit", "-qm", "agent writes a daily note")
+    assert brain("defrag", now="2026-11-21T03:00:00Z")[0] == 0
+    note.write_text("# 2026-11-19\n\n- 18:00 An addendum: Omar owns the alerts.\n")
+    git(root, "add", "memory/2026-11-19.md")
+    git(root, "commit", "-qm", "agent writes the same day again")
+    code, _, err = brain("defrag", now="2026-11-22T03:00:00Z")
+    assert code == 0, err
+    archive = (root / "memory" / "daily" / "2026-11-19.md").read_text()
+    assert "Vera owns the backups" in archive and "Omar owns the alerts" in archive
+    assert archive.index("Vera") < archive.index("Omar")
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Appended to existing archives" in body and "memory/daily/2026-11-19.md" in body
+    assert not note.exists() and brain("check")[0] == 0

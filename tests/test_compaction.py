@@ -351,3 +351,18 @@ def test_a_later_daily_note_of_an_archived_day_is_appended_never_over_it(brain):
     body = git(root, "log", "-1", "--format=%B")
     assert "Appended to existing archives" in body and "memory/daily/2026-11-19.md" in body
     assert not note.exists() and brain("check")[0] == 0
+
+
+def test_expand_follows_provenance_into_entry_files_with_non_ascii_names(week):
+    """git grep C-quotes such names ("memory/L0/\\320\\267...") unless asked for -z."""
+    root = week.cwd
+    for p in sorted(root.glob("memory/L0/*.md")):
+        git(root, "mv", str(p.relative_to(root)), f"memory/L0/заметки ü {p.name}")
+    git(root, "commit", "-qm", "a person renames the raw files")
+    assert week("compact", now=iso(START + timedelta(days=1, hours=6)))[0] == 0
+    summary = next(e for e in tier_entries(root) if e.sources)
+    code, out, err = week("expand", summary.id, "--json")
+    assert code == 0, err
+    raw = [f for f in json.loads(out) if f["id"].startswith("e-")]
+    assert {f["id"] for f in raw} == set(summary.sources)
+    assert all("заметки ü" in f["path"] for f in raw)

@@ -106,3 +106,20 @@ def test_redact_refuses_an_ignored_file_and_leaves_it_as_it_was(brain):
     assert head_count(root) == n and git(root, "status", "--porcelain") == ""
     code, out, _ = brain("redact", "--no-commit", "scratch.md")  # what does work for it
     assert code == 0 and AWS not in scratch.read_text()
+
+
+def test_a_file_name_with_glob_characters_names_only_that_file(brain):
+    """git reads `notes [ab].md` as a pattern that matches `notes a.md` too, unless
+    pamd's pathspecs are literal: the person's uncommitted edit there stays theirs."""
+    root = brain.cwd
+    odd, plain = root / "notes [ab].md", root / "notes a.md"
+    odd.write_text(f"the deploy key {AWS}\n")
+    plain.write_text("my notes\n")
+    git(root, "add", "--", odd.name, plain.name)
+    git(root, "commit", "-qm", "two notes")
+    plain.write_text("my notes\nand an edit I keep uncommitted\n")
+    code, _, err = brain("redact", odd.name)
+    assert code == 0, err
+    assert git(root, "show", "--name-only", "--format=", "HEAD").splitlines() == ["notes [ab].md"]
+    assert AWS not in odd.read_text()
+    assert git(root, "status", "--porcelain").splitlines() == [' M "notes a.md"']

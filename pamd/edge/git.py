@@ -100,9 +100,11 @@ class Repo:
         """
         if not paths:
             return []
-        # check-ignore exits 1 when nothing is ignored; only 128 is an error.
+        # check-ignore exits 1 when nothing is ignored; only 128 is an error. It takes
+        # path names, not patterns, and refuses the literal pathspec magic.
         with _stdin(paths) as names:
             code, out, err = self._exec(["check-ignore", "-z", "--stdin"], istream=names,
+                                        env={"GIT_LITERAL_PATHSPECS": "0"},
                                         with_extended_output=True, with_exceptions=False,
                                         strip_newline_in_stdout=False)
         if code not in (0, 1):
@@ -208,7 +210,10 @@ class Repo:
         # can ("optional locks"). A kill during such a read would leave that lock
         # outside any journal, blocking every later commit; pamd's reads never
         # take it. Required locks (add, commit) are untouched.
-        kwargs["env"] = {**kwargs.get("env", {}), "GIT_OPTIONAL_LOCKS": "0"}
+        # Paths pamd names are file names, never patterns: without literal pathspecs
+        # `notes [ab].md` would also match (and commit, reset, refuse) `notes a.md`.
+        kwargs["env"] = {"GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1",
+                         **kwargs.get("env", {})}
         if self.hold_fd is not None:
             kwargs["pass_fds"] = (self.hold_fd,)
         return self.git.execute(["git", *args], **kwargs)

@@ -156,6 +156,18 @@ def test_defrag_on_a_branch_leaves_the_checkout_alone(week):
     assert week("defrag", "--branch", "../evil", now=iso(START + timedelta(days=5)))[0] == 1
 
 
+def test_defrag_plan_on_a_branch_only_plans(week):
+    root = week.cwd
+    week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    branches = git(root, "branch", "--list")
+    n = head_count(root)
+    code, out, err = week("defrag", "--plan", "--branch", "defrag/nightly", now=iso(START + timedelta(days=5)))
+    assert code == 0, err
+    assert "retention" in out.splitlines()[0]
+    assert head_count(root) == n and git(root, "branch", "--list") == branches
+    assert git(root, "status", "--porcelain") == ""
+
+
 def _snapshot(root):
     return git(root, "rev-parse", "HEAD").strip(), git(root, "status", "--porcelain")
 

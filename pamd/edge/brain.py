@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -229,6 +230,12 @@ class Transaction:
         if dirty:
             raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
                             "commit or stash them first; pamd never commits a person's edits")
+        if real.get(CONFIG) is not None:
+            try:
+                tomllib.loads(real[CONFIG])
+            except tomllib.TOMLDecodeError as exc:
+                # Every later command reads pamd.toml first: one bad commit would stop them all.
+                raise PamdError(f"refusing to commit a {CONFIG} that does not parse: {exc}") from None
         ignored = b.repo.ignored(paths)
         if ignored:
             # git status does not show them and git add refuses them: writing one

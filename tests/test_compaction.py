@@ -156,6 +156,18 @@ def test_defrag_on_a_branch_leaves_the_checkout_alone(week):
     assert week("defrag", "--branch", "../evil", now=iso(START + timedelta(days=5)))[0] == 1
 
 
+def test_defrag_plan_on_a_branch_only_plans(week):
+    root = week.cwd
+    week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    branches = git(root, "branch", "--list")
+    n = head_count(root)
+    code, out, err = week("defrag", "--plan", "--branch", "defrag/nightly", now=iso(START + timedelta(days=5)))
+    assert code == 0, err
+    assert "retention" in out.splitlines()[0]
+    assert head_count(root) == n and git(root, "branch", "--list") == branches
+    assert git(root, "status", "--porcelain") == ""
+
+
 def _snapshot(root):
     return git(root, "rev-parse", "HEAD").strip(), git(root, "status", "--porcelain")
 
@@ -396,3 +408,39 @@ def test_a_persons_uncommitted_entries_never_reach_dna_state_or_preload(brain):
     git(root, "commit", "-qam", "my entry")
     assert brain("compact", now="2026-11-21T11:30:00Z")[0] == 0
     assert mine in (root / "DNA.md").read_text()
+
+
+def test_a_later_daily_note_of_an_archived_day_is_appended_never_over_it(brain):
+    root = brain.cwd
+    note = root / "memory" / "2026-11-19.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("# 2026-11-19\n\n- 09:00 The first note: Vera owns the backups.\n")
+    git(root, "add", "memory/2026-11-19.md")
+    git(root, "commit", "-qm", "agent writes a daily note")
+    assert brain("defrag", now="2026-11-21T03:00:00Z")[0] == 0
+    note.write_text("# 2026-11-19\n\n- 18:00 An addendum: Omar owns the alerts.\n")
+    git(root, "add", "memory/2026-11-19.md")
+    git(root, "commit", "-qm", "agent writes the same day again")
+    code, _, err = brain("defrag", now="2026-11-22T03:00:00Z")
+    assert code == 0, err
+    archive = (root / "memory" / "daily" / "2026-11-19.md").read_text()
+    assert "Vera owns the backups" in archive and "Omar owns the alerts" in archive
+    assert archive.index("Vera") < archive.index("Omar")
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Appended to existing archives" in body and "memory/daily/2026-11-19.md" in body
+    assert not note.exists() and brain("check")[0] == 0
+
+
+def test_expand_follows_provenance_into_entry_files_with_non_ascii_names(week):
+    """git grep C-quotes such names ("memory/L0/\\320\\267...") unless asked for -z."""
+    root = week.cwd
+    for p in sorted(root.glob("memory/L0/*.md")):
+        git(root, "mv", str(p.relative_to(root)), f"memory/L0/заметки ü {p.name}")
+    git(root, "commit", "-qm", "a person renames the raw files")
+    assert week("compact", now=iso(START + timedelta(days=1, hours=6)))[0] == 0
+    summary = next(e for e in tier_entries(root) if e.sources)
+    code, out, err = week("expand", summary.id, "--json")
+    assert code == 0, err
+    raw = [f for f in json.loads(out) if f["id"].startswith("e-")]
+    assert {f["id"] for f in raw} == set(summary.sources)
+    assert all("заметки ü" in f["path"] for f in raw)

@@ -85,3 +85,27 @@ def test_files_pamd_writes_are_as_readable_as_any_other(brain):
     os.umask(mask)
     for rel in ("MEMORY.md", "pamd.toml", "DNA.md"):
         assert stat.S_IMODE((brain.cwd / rel).stat().st_mode) == 0o666 & ~mask, rel
+
+
+def test_init_refused_by_a_hook_leaves_an_existing_repo_as_it_was(tmp_path, brain):
+    repo = tmp_path / "existing"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("node_modules/\n")
+    (repo / "notes.txt").write_text("mine\n")
+    git(repo, "add", ".gitignore", "notes.txt")
+    git(repo, "commit", "-qm", "person")
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    brain.cwd = tmp_path
+    code, _, err = brain("init", str(repo))
+    assert code == 1 and "git commit failed" in err
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gitignore", "notes.txt"]
+    assert (repo / ".gitignore").read_text() == "node_modules/\n"
+    hook.unlink()
+    code, _, err = brain("init", str(repo))  # the retry works
+    assert code == 0, err
+    assert head_count(repo) == 2 and git(repo, "status", "--porcelain") == ""

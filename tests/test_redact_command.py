@@ -87,3 +87,39 @@ def test_ingest_never_writes_a_secret(brain, tmp_path):
     f.write_text(f'{{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "my key is {AWS}"}}\n')
     assert brain("ingest", str(f))[0] == 0
     assert AWS not in git(brain.cwd, "log", "--all", "-p")
+
+
+def test_redact_refuses_an_ignored_file_and_leaves_it_as_it_was(brain):
+    """`git add` refuses an ignored file, so pamd must not write one it would then roll
+    back: the rollback used to restore it "as at HEAD", where it does not exist."""
+    root = brain.cwd
+    with (root / ".gitignore").open("a") as f:
+        f.write("scratch.md\n")
+    git(root, "commit", "-qam", "ignore scratch.md")
+    scratch = root / "scratch.md"
+    mine = f"private notes\naws key {AWS}\n"
+    scratch.write_text(mine)
+    n = head_count(root)
+    code, _, err = brain("redact", "scratch.md")
+    assert code == 1 and "ignored by git: scratch.md" in err and len(err.strip().splitlines()) == 1
+    assert scratch.read_text() == mine
+    assert head_count(root) == n and git(root, "status", "--porcelain") == ""
+    code, out, _ = brain("redact", "--no-commit", "scratch.md")  # what does work for it
+    assert code == 0 and AWS not in scratch.read_text()
+
+
+def test_a_file_name_with_glob_characters_names_only_that_file(brain):
+    """git reads `notes [ab].md` as a pattern that matches `notes a.md` too, unless
+    pamd's pathspecs are literal: the person's uncommitted edit there stays theirs."""
+    root = brain.cwd
+    odd, plain = root / "notes [ab].md", root / "notes a.md"
+    odd.write_text(f"the deploy key {AWS}\n")
+    plain.write_text("my notes\n")
+    git(root, "add", "--", odd.name, plain.name)
+    git(root, "commit", "-qm", "two notes")
+    plain.write_text("my notes\nand an edit I keep uncommitted\n")
+    code, _, err = brain("redact", odd.name)
+    assert code == 0, err
+    assert git(root, "show", "--name-only", "--format=", "HEAD").splitlines() == ["notes [ab].md"]
+    assert AWS not in odd.read_text()
+    assert git(root, "status", "--porcelain").splitlines() == [' M "notes a.md"']

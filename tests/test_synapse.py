@@ -207,7 +207,8 @@ def unchanged(p: Pamd):
     return check
 
 
-@pytest.mark.parametrize("name", ["../evil", "a/b", "/abs", "..", ".hidden", "a\0b", "", "x" * 65])
+@pytest.mark.parametrize("name", ["../evil", "a/b", "/abs", "..", ".hidden", "a\0b", "", "x" * 65,
+                                  "alice.bob", "a.b.c"])
 def test_names_with_path_tricks_are_refused(bob, alice, name):
     same = unchanged(bob)
     code, _, err = bob("synapse", "add", name, str(alice.cwd))
@@ -216,6 +217,32 @@ def test_names_with_path_tricks_are_refused(bob, alice, name):
     code, _, err = bob("synapse", "pull", name)
     assert code == 1 and err.startswith("pamd: error: bad synapse name")
     same()
+
+
+def test_a_dotted_name_is_refused_and_the_next_add_still_works(bob, alice):
+    """[synapse.alice.bob] is a nested table: a second such add committed a pamd.toml
+    that no longer parsed, and every command failed from then on."""
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "add", "alice.bob", str(alice.cwd))
+    assert code == 1 and "bad synapse name" in err and "no ." in err
+    same()
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    assert bob("check")[0] == 0
+
+
+def test_a_pamd_toml_that_would_not_parse_is_never_committed(bob, alice):
+    root = bob.cwd
+    cfg = root / "pamd.toml"
+    # Valid TOML, but an inline table cannot take the [synapse.alice] table pamd appends.
+    text = cfg.read_text().replace('[synapse]\npublish_branch = "pamd/publish"\n', "")
+    cfg.write_text('synapse = { publish_branch = "pamd/publish" }\n' + text)
+    git(root, "commit", "-qam", "person writes [synapse] inline")
+    assert bob("check")[0] == 0
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "add", "alice", str(alice.cwd))
+    assert code == 1 and "pamd.toml that does not parse" in err and err.count("\n") == 1
+    same()
+    assert bob("check")[0] == 0
 
 
 def test_unreachable_and_non_brain_remotes_are_refused(bob, tmp_path):

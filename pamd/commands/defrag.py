@@ -9,13 +9,14 @@ pamd defrag --branch defrag/2026-11-30   # commit on a branch for a pull request
 def add_arguments(p) -> None:
     p.add_argument("--plan", "--dry-run", dest="plan", action="store_true",
                    help="print the plan and write nothing")
-    p.add_argument("--branch", metavar="NAME", help="commit on a new branch NAME (from HEAD) instead")
+    p.add_argument("--branch", metavar="NAME",
+                   help="commit on a new branch NAME (from HEAD) instead (with --plan: no branch, no commit)")
 
 
 def run(args) -> int:
     from pamd.commands import compact
 
-    if args.branch:
+    if args.branch and not args.plan:  # --plan writes nothing, on a branch or not
         from pamd.consolidate.branch import defrag_on_branch
         from pamd.edge.brain import Brain
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pamd.core.entry import Entry
+from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import Doc
 from pamd.edge.brain import DAILY_DIR, Brain, tier_path
 
@@ -44,6 +44,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     tagger = Tagger.from_config(brain.config, brain.root)
     fresh: list[Entry] = []
     ledger: dict[str, set[str]] = {}
+    appended: list[str] = []
     for p in notes:
         rel = f"memory/{p.name}"
         text = brain.read(rel) or ""
@@ -58,7 +59,14 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
                 fresh.append(e)
                 ledger.setdefault(ledger_path(e.ts), set()).add(e.id)
         out.changes[rel] = None
-        out.changes[f"{DAILY_DIR}/{p.name}"] = text
+        archive = f"{DAILY_DIR}/{p.name}"
+        archived = brain.read(archive)
+        if archived is None:
+            out.changes[archive] = text
+        elif archived != text:
+            # A later note of an already archived day: keep both, the first one first.
+            out.changes[archive] = archive_append(archived, text, p.name, now)
+            appended.append(archive)
     for e in fresh:
         rel = tier_path("L0", e.ts.strftime("%Y-%m-%d"))
         doc = out.docs.get(rel) or Doc({"tier": "L0", "date": rel[-13:-3]}, f"# L0 · {rel[-13:-3]}", [], 1)
@@ -70,7 +78,15 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
         out.changes[rel] = "\n".join(sorted(set(old.split()) | ids)) + "\n"
     out.fresh = {e.id for e in fresh}
     out.notes.append(f"Archived {len(notes)} daily notes into {DAILY_DIR}/ ({len(fresh)} new L0 entries).")
+    if appended:
+        out.notes.append(f"Appended to existing archives (a later note of the same day): {', '.join(appended)}.")
     return out
+
+
+def archive_append(archived: str, text: str, name: str, now: datetime) -> str:
+    """An archived daily note with a later note of the same day after it, never over it."""
+    mark = f"<!-- pamd defrag {fmt_time(now)}: a later memory/{name}, appended -->"
+    return f"{archived.rstrip()}\n\n---\n\n{mark}\n\n{text}"
 
 
 def reflection(plan: Any, after: list[Entry], now: datetime) -> list[str]:

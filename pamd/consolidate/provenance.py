@@ -39,7 +39,8 @@ def find_in_tree(brain: Brain, ids: set[str]) -> dict[str, Entry]:
 
 def _entries_at(brain: Brain, rev: str, ids: set[str]) -> dict[str, Entry]:
     """Entries with these ids in the tree of `rev` (git grep, then parse the files)."""
-    args = ["grep", "-l", "-F"]
+    # -z: names as they are, not C-quoted (core.quotePath) like "memory/L0/\303\274.md".
+    args = ["grep", "-l", "-z", "-F"]
     for eid in sorted(ids):
         args += ["-e", _header(eid)]
     try:
@@ -47,8 +48,8 @@ def _entries_at(brain: Brain, rev: str, ids: set[str]) -> dict[str, Entry]:
     except PamdError:
         return {}
     out: dict[str, Entry] = {}
-    for line in listing.splitlines():
-        rel = line.split(":", 1)[1] if line.startswith(rev + ":") else line
+    for name in filter(None, listing.split("\0")):
+        rel = name[len(rev) + 1:] if name.startswith(rev + ":") else name
         text = brain.repo.show(rev, rel)
         if text is None or tier_of(rel) is None:
             continue

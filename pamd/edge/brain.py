@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -193,7 +194,8 @@ class Brain:
             j = json.loads(journal.read_text("utf-8"))
             run_id, head, paths = j["run"], j["head"], [str(p) for p in j["paths"]]
             written = dict(j.get("new") or {})
-            for rel in paths:
+            before = {str(rel): t for rel, t in (j.get("before") or {}).items() if isinstance(t, str)}
+            for rel in [*paths, *before]:
                 _check_rel(rel)  # a tampered journal must not make us write outside
         except (ValueError, KeyError, OSError, TypeError, AttributeError, PamdError):
             journal.unlink(missing_ok=True)
@@ -210,7 +212,7 @@ class Brain:
         if _landed(self.repo, run_id, head):
             journal.unlink()
             return "committed"
-        _restore(self, now_head, paths, written if "new" in j else None)
+        _restore(self, now_head, paths, written if "new" in j else None, before)
         checkpoint("recover:restored")
         journal.unlink()
         return "rolled back"
@@ -230,13 +232,14 @@ class Transaction:
         the files are restored and the error re-raised: one commit or nothing.
         """
         b = self.brain
-        real, seen = {}, {}
+        real, seen, was = {}, {}, {}
         for rel, text in changes.items():
             _check_rel(rel)
             current = b.read(rel)
             if current != text:
                 real[rel] = text
                 seen[rel] = None if current is None else _digest(current.encode("utf-8"))
+                was[rel] = current
         if not real:
             return None
         paths = sorted(real)
@@ -244,6 +247,18 @@ class Transaction:
         if dirty:
             raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
                             "commit or stash them first; pamd never commits a person's edits")
+        if real.get(CONFIG) is not None:
+            try:
+                tomllib.loads(real[CONFIG])
+            except tomllib.TOMLDecodeError as exc:
+                # Every later command reads pamd.toml first: one bad commit would stop them all.
+                raise PamdError(f"refusing to commit a {CONFIG} that does not parse: {exc}") from None
+        ignored = b.repo.ignored(paths)
+        if ignored:
+            # git status does not show them and git add refuses them: writing one
+            # would change a file pamd can never commit.
+            raise PamdError(f"ignored by git: {', '.join(ignored[:3])}; pamd changes only files it can commit",
+                            "`git check-ignore -v PATH` names the rule")
         head = b.repo.head()
         if head != self.start_head and (self.start_head is None or b.repo.run(
                 "diff", "--name-only", self.start_head, head or "HEAD", "--", *paths)):
@@ -258,8 +273,11 @@ class Transaction:
         # and never a person's later edit of them.
         written = {rel: None if real[rel] is None else _digest(real[rel].encode("utf-8"))
                    for rel in paths}
+        # A file HEAD does not hold is put back as it was, not deleted, by a rollback.
+        before = {rel: was[rel] for rel in b.repo.untracked_at_head(
+            [rel for rel in paths if was[rel] is not None])}
         write_atomic(journal, json.dumps({"run": run_id, "head": head, "paths": paths,
-                                          "new": written}))
+                                          "new": written, "before": before}))
         checkpoint("txn:journal")
         try:
             for rel in paths:
@@ -298,7 +316,7 @@ class Transaction:
                 return b.repo.head()
             # If the rollback itself fails (a killed git left index.lock), the journal
             # stays and the next run's recovery finishes it.
-            _restore(b, head, paths, written)
+            _restore(b, head, paths, written, before)
             journal.unlink(missing_ok=True)
             raise
         journal.unlink(missing_ok=True)
@@ -346,13 +364,17 @@ def _file_digest(p: Path) -> str | None:
 
 
 def _restore(b: Brain, head: str | None, paths: list[str],
-             written: dict[str, str | None] | None = None) -> None:
+             written: dict[str, str | None] | None = None,
+             before: dict[str, str] | None = None) -> None:
     """Put `paths` back as they are at `head`, in the index and the tree.
 
     With `written` (path -> digest of what the run wrote, None: it deleted the
     file) only files still holding what the run wrote are touched: a file the
     run never reached is already right, and one changed since is a person's.
+    `before` holds what was on disk before the run for files `head` lacks: they
+    get those bytes back, never deleted, since the run did not create them.
     """
+    before = before or {}
     b.repo.reset_paths(paths)
     for rel in paths:
         p = b.root / rel
@@ -365,6 +387,8 @@ def _restore(b: Brain, head: str | None, paths: list[str],
             if not ours:
                 continue
         old = b.repo.show(head, rel) if head else None
+        if old is None:
+            old = before.get(rel)
         if old is None:
             p.unlink(missing_ok=True)
         else:

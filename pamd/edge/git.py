@@ -92,6 +92,35 @@ class Repo:
                 found.append(rec[3:])
         return found
 
+    def ignored(self, paths: list[str]) -> list[str]:
+        """Those of `paths` git ignores (untracked and matched by .gitignore or an exclude).
+
+        `git status` does not list them, so `dirty()` cannot see them, and
+        `git add` refuses them: pamd must neither write nor commit them.
+        """
+        if not paths:
+            return []
+        # check-ignore exits 1 when nothing is ignored; only 128 is an error. It takes
+        # path names, not patterns, and refuses the literal pathspec magic.
+        with _stdin(paths) as names:
+            code, out, err = self._exec(["check-ignore", "-z", "--stdin"], istream=names,
+                                        env={"GIT_LITERAL_PATHSPECS": "0"},
+                                        with_extended_output=True, with_exceptions=False,
+                                        strip_newline_in_stdout=False)
+        if code not in (0, 1):
+            raise PamdError(f"git check-ignore failed: {(err or 'unknown error').strip().splitlines()[0]}")
+        return [p for p in out.split("\0") if p]
+
+    def untracked_at_head(self, paths: list[str]) -> list[str]:
+        """Those of `paths` that HEAD does not hold (all of them before the first commit)."""
+        if not paths:
+            return []
+        if not self.head():
+            return list(paths)
+        out = self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths, strip=False)
+        held = set(out.split("\0"))
+        return [p for p in paths if p not in held]
+
     def tracked(self, path: str) -> bool:
         return bool(self._run("ls-files", "--", path))
 
@@ -181,7 +210,10 @@ class Repo:
         # can ("optional locks"). A kill during such a read would leave that lock
         # outside any journal, blocking every later commit; pamd's reads never
         # take it. Required locks (add, commit) are untouched.
-        kwargs["env"] = {**kwargs.get("env", {}), "GIT_OPTIONAL_LOCKS": "0"}
+        # Paths pamd names are file names, never patterns: without literal pathspecs
+        # `notes [ab].md` would also match (and commit, reset, refuse) `notes a.md`.
+        kwargs["env"] = {"GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1",
+                         **kwargs.get("env", {})}
         if self.hold_fd is not None:
             kwargs["pass_fds"] = (self.hold_fd,)
         return self.git.execute(["git", *args], **kwargs)
@@ -191,6 +223,14 @@ class Repo:
             return self._exec(list(args), strip_newline_in_stdout=strip)
         except git.GitCommandError as exc:
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
+
+
+def _stdin(paths: list[str]):
+    """NUL-separated paths as a file for GitPython's istream."""
+    f = tempfile.TemporaryFile()
+    f.write(b"".join(p.encode("utf-8") + b"\0" for p in paths))
+    f.seek(0)
+    return f
 
 
 def _first(exc: git.GitCommandError) -> str:

@@ -67,13 +67,39 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
         raise PamdError(f"{target} already has {', '.join(sorted(clash)[:3])}",
                         "move those files away, or init an empty folder")
     gi = target / ".gitignore"
+    old: str | None = None
     if gi.exists():
         old = gi.read_text("utf-8")
         files[".gitignore"] = old if ".pamd/" in old else old.rstrip("\n") + "\n" + files[".gitignore"]
         if repo.dirty([".gitignore"]):
             raise PamdError(".gitignore has uncommitted edits", "commit them first")
-    for rel, text in files.items():
-        write_atomic(target / rel, text)
-    brain = Brain(target)
-    sha = repo.commit(sorted(files), "pamd init: new brain\n\nPamd-Run: init\n", brain.author())
+    made = sorted({d for rel in files for d in (target / rel).parents
+                   if d.is_relative_to(target) and not d.exists()}, key=lambda d: -len(d.parts))
+    try:
+        for rel, text in files.items():
+            write_atomic(target / rel, text)
+        brain = Brain(target)
+        sha = repo.commit(sorted(files), "pamd init: new brain\n\nPamd-Run: init\n", brain.author())
+    except BaseException:
+        _undo(repo, target, sorted(files), old, made)
+        raise
     return brain, sha
+
+
+def _undo(repo: Repo, target: Path, paths: list[str], gitignore: str | None, made: list[Path]) -> None:
+    """Take back a failed init (a hook refused its commit): unstage and remove what it
+    wrote and give .gitignore its old text, so the folder is as it was and a retry works."""
+    try:
+        repo.reset_paths(paths)
+    except PamdError:
+        pass  # nothing was staged yet
+    for rel in paths:
+        if rel == ".gitignore" and gitignore is not None:
+            write_atomic(target / rel, gitignore)
+        else:
+            (target / rel).unlink(missing_ok=True)
+    for d in made:  # deepest first
+        try:
+            d.rmdir()
+        except OSError:
+            pass

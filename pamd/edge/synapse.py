@@ -26,7 +26,8 @@ from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.edge.brain import CONFIG, DNA, MEMORY, SYNAPSE_DIR, Brain
 from pamd.errors import PamdError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# No ".": the name is a bare TOML key in [synapse.NAME], where a dot nests tables.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # A URL git understands (scheme://... or scp-like user@host:path); anything else is a path.
 URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 L3_DIR = "memory/L3"
@@ -51,7 +52,7 @@ def check_name(name: str) -> str:
     if not NAME_RE.match(name or "") or ".." in name:
         raise PamdError(
             f"bad synapse name {name!r}",
-            "use 1-64 letters, digits, . _ - (no / or ..), starting with a letter or digit",
+            "use 1-64 letters, digits, _ or - (no . or /), starting with a letter or digit",
         )
     return name
 
@@ -74,7 +75,8 @@ def normalise_url(url: str, cwd: Path | None = None) -> str:
 def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
     """Registered remotes: every `[synapse.NAME]` table with a `url`."""
     out = {}
-    for name, table in (brain.config.get("synapse") or {}).items():
+    tables = brain.config.get("synapse")
+    for name, table in (tables.items() if isinstance(tables, dict) else ()):
         if isinstance(table, dict) and isinstance(table.get("url"), str):
             out[name] = table
     return out
@@ -246,7 +248,8 @@ def plan_pull(
 def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, str]:
     check_name(name)
     url = normalise_url(url)
-    if name in remotes(brain) or name in (brain.config.get("synapse") or {}):
+    tables = brain.config.get("synapse")
+    if name in remotes(brain) or (isinstance(tables, dict) and name in tables):
         raise PamdError(
             f"synapse {name} is already registered",
             f"edit [synapse.{name}] in {CONFIG} to change it",
@@ -268,10 +271,15 @@ def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, s
         table = f'\n[synapse.{name}]\nurl = "{_toml_str(url)}"\n' + (
             f'ref = "{ref}"\n' if ref else ""
         )
-        new = tx.commit(
-            {CONFIG: text + table},
-            f"pamd synapse add {name}: {url}\n\nPamd-Run: synapse-add\nPamd-Synapse: {name}\n",
-        )
+        try:
+            new = tx.commit(
+                {CONFIG: text + table},
+                f"pamd synapse add {name}: {url}\n\nPamd-Run: synapse-add\nPamd-Synapse: {name}\n",
+            )
+        except PamdError:
+            if not was:  # a refused add leaves no cache behind either
+                shutil.rmtree(cache, ignore_errors=True)
+            raise
     return new, sha
 
 

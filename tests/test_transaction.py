@@ -1,0 +1,64 @@
+"""Transaction.commit's rollback against files HEAD does not hold, in real brains."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, head_count
+
+from pamd.edge import brain as brain_mod
+from pamd.edge.brain import Brain
+from pamd.errors import PamdError
+
+
+@pytest.fixture
+def ignored_scratch(brain):
+    root = brain.cwd
+    with (root / ".gitignore").open("a") as f:
+        f.write("scratch.md\n")
+    git(root, "commit", "-qam", "ignore scratch.md")
+    scratch = root / "scratch.md"
+    scratch.write_text("a person's private notes\n")
+    return root, scratch
+
+
+def test_a_failed_commit_puts_back_a_file_head_lacks_never_deletes_it(ignored_scratch, monkeypatch):
+    """Without the ignored-file check, `git add` fails on scratch.md and the run rolls
+    back: the file must get its bytes from before the run, not vanish like at HEAD."""
+    root, scratch = ignored_scratch
+    monkeypatch.setattr(brain_mod.Repo, "ignored", lambda self, paths: [])
+    b = Brain(root)
+    n = head_count(root)
+    with pytest.raises(PamdError, match="git commit failed"), b.transaction() as tx:
+        tx.commit({"scratch.md": "pamd's text\n"}, "pamd test: write scratch")
+    assert scratch.read_text() == "a person's private notes\n"
+    assert head_count(root) == n and not (root / ".pamd" / "txn.json").exists()
+
+
+def test_recovery_puts_back_a_file_head_lacks(ignored_scratch, monkeypatch):
+    """A run whose own rollback failed leaves its journal; the next run's recovery
+    gives the file back its bytes from before the run."""
+    root, scratch = ignored_scratch
+    monkeypatch.setattr(brain_mod.Repo, "ignored", lambda self, paths: [])
+
+    def rollback_fails(*args, **kwargs):
+        raise OSError("rollback cut short")
+
+    monkeypatch.setattr(brain_mod, "_restore", rollback_fails)
+    with pytest.raises(OSError), Brain(root).transaction() as tx:
+        tx.commit({"scratch.md": "pamd's text\n"}, "pamd test: write scratch")
+    assert scratch.read_text() == "pamd's text\n" and (root / ".pamd" / "txn.json").exists()
+    monkeypatch.undo()
+    assert Brain(root).recover() == "rolled back"
+    assert scratch.read_text() == "a person's private notes\n"
+
+
+def test_a_rollback_still_deletes_a_file_the_run_created(brain, monkeypatch):
+    root = brain.cwd
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(PamdError, match="git commit failed"), Brain(root).transaction() as tx:
+        tx.commit({"memory/new.md": "pamd's text\n"}, "pamd test: new file")
+    assert not (root / "memory" / "new.md").exists()
+    assert git(root, "status", "--porcelain") == ""

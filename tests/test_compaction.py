@@ -444,3 +444,25 @@ def test_expand_follows_provenance_into_entry_files_with_non_ascii_names(week):
     raw = [f for f in json.loads(out) if f["id"].startswith("e-")]
     assert {f["id"] for f in raw} == set(summary.sources)
     assert all("заметки ü" in f["path"] for f in raw)
+
+
+def test_a_daily_note_not_yet_committed_waits_and_the_rest_of_defrag_goes_on(brain):
+    root = brain.cwd
+    (root / "memory").mkdir(exist_ok=True)
+    done = root / "memory" / "2026-11-20.md"
+    done.write_text("# 2026-11-20\n\n- 09:15 The staging box now runs Debian 12.\n")
+    git(root, "add", "memory/2026-11-20.md")
+    git(root, "commit", "-qm", "agent writes a daily note")
+    draft = root / "memory" / "2026-11-21.md"
+    draft.write_text("# 2026-11-21\n\n- 11:00 Draft, not committed yet.\n")
+    code, _, err = brain("defrag", now="2026-11-25T02:30:00Z")
+    assert code == 0, err  # before: "uncommitted edits in memory/2026-11-21.md", no defrag at all
+    msg = git(root, "log", "-1", "--format=%B")
+    assert "Archived 1 daily notes" in msg and "memory/2026-11-21.md" in msg and "later night" in msg
+    assert not done.exists() and draft.read_text().endswith("Draft, not committed yet.\n")
+    assert git(root, "status", "--porcelain").strip() == "?? memory/2026-11-21.md"
+    assert "Draft" not in git(root, "show", "HEAD")
+    git(root, "add", "memory/2026-11-21.md")
+    git(root, "commit", "-qm", "the draft is done")
+    assert brain("defrag", now="2026-11-26T02:30:00Z")[0] == 0
+    assert (root / "memory" / "daily" / "2026-11-21.md").exists() and not draft.exists()

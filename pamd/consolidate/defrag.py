@@ -38,6 +38,14 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     today = now.strftime("%Y-%m-%d")
     notes = sorted(p for p in base.glob("*.md") if DAILY_NOTE.match(f"memory/{p.name}"))
     notes = [p for p in notes if p.stem < today]
+    # A note with uncommitted edits (or never committed) is the person's or the agent's
+    # until it is committed: it waits for a later night, and the rest of defrag goes on.
+    dirty = set(brain.repo.dirty([f"memory/{p.name}" for p in notes]))
+    waiting = [f"memory/{p.name}" for p in notes if f"memory/{p.name}" in dirty]
+    notes = [p for p in notes if f"memory/{p.name}" not in dirty]
+    if waiting:
+        out.notes.append(f"Left {len(waiting)} daily notes with uncommitted edits for a later night: "
+                         f"{', '.join(waiting[:3])}{' …' if len(waiting) > 3 else ''}.")
     if not notes:
         return out
     known = known_ids(brain)

@@ -466,3 +466,48 @@ def test_a_daily_note_not_yet_committed_waits_and_the_rest_of_defrag_goes_on(bra
     git(root, "commit", "-qm", "the draft is done")
     assert brain("defrag", now="2026-11-26T02:30:00Z")[0] == 0
     assert (root / "memory" / "daily" / "2026-11-21.md").exists() and not draft.exists()
+
+
+def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monkeypatch):
+    """defrag_at is UTC: the daemon counts it on a UTC clock, never in local time (a
+    daily local "HH:MM" computed at start moved an hour with each DST change)."""
+    import threading
+    import time
+
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    root = week.cwd
+    clock = [datetime(2026, 11, 5, 1, 0, tzinfo=UTC)]
+    stop = threading.Event()
+
+    def defrags() -> list[str]:
+        return git(root, "log", "--grep=^Pamd-Run: defrag$", "--format=%(trailers:key=Pamd-Now,valueonly)"
+                   ).split()
+
+    early: list[list[str]] = []
+
+    def drive() -> None:
+        try:
+            time.sleep(1.0)
+            early.append(defrags())  # 01:00 UTC: not yet
+            clock[0] = datetime(2026, 11, 5, 2, 31, tzinfo=UTC)  # past 02:30 UTC (21:31 in New York)
+            deadline = time.time() + 60
+            while time.time() < deadline and not defrags():
+                time.sleep(0.2)
+        finally:
+            stop.set()
+
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        assert daemon(Brain(root), compact_minutes=10_000, defrag_at="02:30", stop=stop,
+                      clock=lambda: clock[0]) == 0
+    finally:
+        stop.set()
+        helper.join()
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert early == [[]] and defrags() == ["2026-11-05T02:31:00Z"]

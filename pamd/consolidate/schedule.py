@@ -90,8 +90,10 @@ def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None]]:
 
 
 def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | None = None,
-           stop: threading.Event | None = None) -> int:
-    """Run until SIGTERM/SIGINT; each job logs one line; a failing run is logged, not fatal."""
+           stop: threading.Event | None = None, clock=None) -> int:
+    """Run until SIGTERM/SIGINT; each job logs one line; a failing run is logged, not fatal.
+
+    `clock()` is the UTC time (default: the real one; tests move it)."""
     import schedule
 
     from pamd.consolidate.compaction import run
@@ -101,8 +103,10 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     minutes = float(compact_minutes or cfg["compact_every_minutes"])
     at = defrag_at or str(cfg["defrag_at"])
 
+    clock = clock or (lambda: datetime.now(UTC))
+
     def job(mode: str) -> None:
-        now = datetime.now(UTC).replace(microsecond=0)
+        now = clock().replace(microsecond=0)
         try:
             # A fresh Brain per run: it reads pamd.toml again, so a committed change of author,
             # budgets or summarizer applies from the next run on (the schedule itself is fixed at start).
@@ -122,9 +126,15 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     sched = schedule.Scheduler()
     sched.every(max(1, round(minutes * 60))).seconds.do(job, "compact")
-    # `schedule` works in local time; defrag_at is UTC.
-    local_at = defrag_slot(datetime.now(UTC), at).astimezone().strftime("%H:%M")
-    sched.every().day.at(local_at).do(job, "defrag")
+    # defrag_at is UTC, and so is this clock: `schedule`'s daily .at() counts in local
+    # time, computed once, which an hour's DST change would shift for half the year.
+    next_defrag = defrag_slot(clock(), at) + timedelta(days=1)
+
+    def defrag_when_due() -> None:
+        nonlocal next_defrag
+        if clock() >= next_defrag:
+            next_defrag = defrag_slot(clock(), at) + timedelta(days=1)
+            job("defrag")
 
     def on_signal(signum, frame) -> None:
         log.info("received signal %d; stopping after the current run", signum)
@@ -135,6 +145,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     try:
         while not stop.is_set():
             sched.run_pending()
+            defrag_when_due()
             stop.wait(min(1.0, max(0.05, sched.idle_seconds or 1.0)))
     finally:
         for s, h in old.items():

@@ -41,6 +41,7 @@ JWT = ".".join([
     fake("", 43, ALNUM + "_-"),
 ])
 BEARER = fake("", 32, "0123456789abcdef")
+BASIC = base64.b64encode(b"deploy-bot:" + fake("", 14).encode()).decode()
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(fake("", 64, ALNUM + "+/", str(i))
                                                       for i in range(5))
        + "\n-----END RSA PRIVATE KEY-----")
@@ -58,6 +59,8 @@ CASES = [
     ("jwt", f"Authorization: Bearer {JWT}", JWT),
     ("token", f"Authorization: Bearer {BEARER}", BEARER),
     ("private-key", f"key file:\n{PEM}\ndone", PEM),
+    ("password", f"curl -H 'Authorization: Basic {BASIC}' https://api.example.com", BASIC),
+    ("password", f'{{"headers": {{"authorization": "basic {BASIC}"}}}}', BASIC),
 ]
 
 
@@ -159,6 +162,11 @@ NOT_SECRETS = [
     "the bearer token is sent in the Authorization header",
     "Bearer YOUR_ACCESS_TOKEN_HERE",
     "Ошибка: пароль неверный, токен истёк",
+    "HTTP Basic authentication is configured in nginx",  # a word, not base64 of user:password
+    "Authorization: Basic $(echo -n user:pass | base64)",
+    f"Basic {base64.b64encode(b'no colon in here at all').decode()}",
+    "basic usage: see README",
+    f"Mybasic {base64.b64encode(b'user:not-a-header').decode()}",  # "basic" inside a word
 ]
 
 
@@ -219,10 +227,11 @@ def test_bad_config_patterns(patterns: object, message: str) -> None:
 
 # ---------------------------------------------------------------- properties
 
-# (as it appears in text, the secret): an AWS secret key is only recognisable by its name.
-SECRETS = [(s, s) for kind, _, s in CASES if kind not in ("aws-secret-key", "token")] + [
+# (as it appears in text, the secret): an AWS secret key, a Bearer or Basic token only by what precedes it.
+SECRETS = [(s, s) for kind, _, s in CASES if kind not in ("aws-secret-key", "token") and s != BASIC] + [
     (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET),
     (f"Bearer {BEARER}", BEARER),
+    (f"Basic {BASIC}", BASIC),
     (f'"clientSecret": "{fake("", 20)}"', fake("", 20)),
     (f"PGPASSWORD='{fake('', 11, seed='pg')}'", fake("", 11, seed="pg")),
     (f"redis://:{fake('', 16, seed='r')}@cache:6379", fake("", 16, seed="r")),

@@ -59,6 +59,26 @@ def _bearer(m: re.Match[str], text: str) -> bool:
     return _real(m.group(1)) and _mixed(m.group(1))
 
 
+def _basic(m: re.Match[str], text: str) -> bool:
+    """`Basic <base64>` is a secret when it decodes to printable `user:password`.
+
+    The regex starts at "asic" (a plain literal is what `re` finds fast): the B or b
+    before it, at the start of a word, is checked here."""
+    import base64
+    import binascii
+
+    at = m.start()
+    if at < 1 or text[at - 1] not in "Bb" or (at >= 2 and text[at - 2].isalnum()):
+        return False
+    token = m.group(1)
+    try:
+        plain = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    user, sep, password = plain.partition(":")
+    return bool(sep and user and password and plain.isprintable())
+
+
 def _openai(m: re.Match[str], text: str) -> bool:
     value = m.group(0)
     return _mixed(value[3:]) and value.count("-") <= 12  # not `sk-learn-compatible-estimator`
@@ -133,6 +153,9 @@ BUILTIN: tuple[Pattern, ...] = (
     # `Authorization: Bearer <token>`: an opaque token (a JWT or a known format wins above).
     _p("token", r"bearer[ \t]+([a-z0-9\-._~+/]{16,}=*)(?![a-z0-9\-._~+/=])", 1,
        check=_bearer, lower=True),
+    # `Authorization: Basic <base64 of user:password>` (curl -u, HTTP headers).
+    _p("password", r"asic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", 1,
+       check=_basic, not_after=""),
     # scheme://user:password@host (or scheme://:password@host): only the password goes.
     _p("password", r"://[^\s:/@'\"\[\]<>]*:([^\s@/'\"\[\]<>]+)@[^\s/@]", 1,
        check=_url_password, not_after=""),

@@ -394,6 +394,18 @@ class Tagger:
                 for key in plan.starts_other.intersection(p for p, _ in found):
                     groups.extend(by_key[key])
         for needle, candidates in groups:
+            if len(candidates) == 1:  # most needles serve one pattern: no bookkeeping
+                i, pattern = candidates[0]
+                if i in hit:
+                    continue
+                where = flat if needle.isascii() else low
+                pos = where.find(needle)
+                while pos >= 0:
+                    if pattern.match(low, pos):
+                        hit.add(i)
+                        break
+                    pos = where.find(needle, pos + 1)
+                continue
             todo = [c for c in candidates if c[0] not in hit]
             if not todo:
                 continue

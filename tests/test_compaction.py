@@ -511,3 +511,15 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
         monkeypatch.delenv("TZ")
         time.tzset()
     assert early == [[]] and defrags() == ["2026-11-05T02:31:00Z"]
+
+
+def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    code, _, err = week("defrag", "--branch", "defrag/.hidden", now=iso(START + timedelta(days=3)))
+    assert code != 0 and "defrag/.hidden" in err
+    assert list(scratch.iterdir()) == []
+    assert "defrag/.hidden" not in git(week.cwd, "branch", "--list")

@@ -31,7 +31,11 @@ def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
               timeout=float(g.get("lock_timeout", 60))):
         tmp = Path(tempfile.mkdtemp(prefix="pamd-defrag-"))
         wt = tmp / "brain"
-        brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")
+        try:
+            brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")
+        except BaseException:  # git refused the branch or the folder: leave no temp dir behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             out = run(Brain(wt), now, "defrag")
         except BaseException:

@@ -523,3 +523,42 @@ def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path
     assert code != 0 and "defrag/.hidden" in err
     assert list(scratch.iterdir()) == []
     assert "defrag/.hidden" not in git(week.cwd, "branch", "--list")
+
+
+def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, monkeypatch, caplog):
+    """Its docstring promises it: a failing run is logged, not fatal — a bug or an OSError too."""
+    import threading
+    import time
+
+    from pamd.consolidate import compaction
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    calls = []
+    real = compaction.run
+
+    def flaky(brain, now, mode="compact", dry_run=False):
+        calls.append(mode)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real(brain, now, mode, dry_run)
+
+    monkeypatch.setattr(compaction, "run", flaky)
+    stop = threading.Event()
+
+    def drive() -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(calls) < 2:
+            time.sleep(0.1)
+        stop.set()
+
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        with caplog.at_level("INFO", logger="pamd"):
+            assert daemon(Brain(week.cwd), compact_minutes=0.01, stop=stop) == 0
+    finally:
+        stop.set()
+        helper.join()
+    assert len(calls) >= 2
+    assert "compact failed unexpectedly" in caplog.text and "No space left on device" in caplog.text

@@ -123,6 +123,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             log.info("%s: %s", mode, out.message.split("\n", 1)[0] if out.sha else "nothing to do")
         except PamdError as exc:
             log.warning("%s failed: %s", mode, exc)
+        except Exception:  # a bug or the OS (a full disk): said in full; the next run tries again
+            log.exception("%s failed unexpectedly", mode)
 
     sched = schedule.Scheduler()
     sched.every(max(1, round(minutes * 60))).seconds.do(job, "compact")

@@ -138,6 +138,53 @@ def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
     assert code == 0 and err == "" and json.loads(out) == before
 
 
+def test_a_damaged_page_inside_an_index_that_opens_is_rebuilt_silently(brain, capsys):
+    """The file opens (its first pages are whole), but a page read later is garbage:
+    "database disk image is malformed" mid-refresh or mid-search."""
+    before = recall_json(brain, "load test", capsys)
+    target = brain / ".pamd/index/index.sqlite"
+    import sqlite3
+
+    db = sqlite3.connect(target)  # move the WAL's pages into the file itself
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    data = bytearray(target.read_bytes())
+    assert len(data) >= 3 * 4096
+    for at in range(len(data) // 2 // 4096 * 4096, len(data), 4096):  # the later half's pages
+        data[at:at + 4096] = bytes((i * 37 + 11) % 256 for i in range(4096))
+    target.write_bytes(bytes(data))
+    code, out, err = run(brain, "recall", "--json", "load test", capsys=capsys)
+    assert code == 0 and err == "", err
+    assert json.loads(out) == before
+
+
+def test_a_vector_cache_with_damaged_pages_starts_over_empty(tmp_path):
+    import sqlite3
+
+    import numpy as np
+
+    from pamd.recall.vcache import VectorCache
+
+    path = tmp_path / "vectors.sqlite"
+    cache = VectorCache(path)
+    vecs = {f"h{i}": np.full(384, i, np.float32) for i in range(600)}
+    cache.put("m", vecs)
+    cache.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    data = bytearray(path.read_bytes())
+    for at in range(len(data) // 2 // 4096 * 4096, len(data), 4096):  # the later half's pages
+        data[at:at + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    cache = VectorCache(path)  # opens: the first page is whole
+    got = cache.get("m", list(vecs))  # a damaged page: the cache starts over, nothing found
+    assert got == {}
+    cache.put("m", {"h1": vecs["h1"]})  # and it works again
+    assert np.array_equal(cache.get("m", ["h1"])["h1"], vecs["h1"])
+    cache.close()
+
+
 def test_index_of_another_model_is_replaced(brain, capsys):
     (brain / "pamd.toml").write_text('[index]\nembedder = "use"\n')
     use_hits = recall_json(brain, "green tea", capsys)

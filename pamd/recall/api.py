@@ -6,6 +6,7 @@ benchmarks all call these two functions.
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 
 from pamd.errors import PamdError
@@ -68,7 +69,12 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
                                progress=progress, idx=_OPEN.pop(key, None))
         flt = Filters(tuple(tiers), since, until)
-        hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+        try:
+            hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+        except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
+            idx.wipe()
+            _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
+            hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
         _OPEN[key] = idx
     if log:
         ids = [i for h in hits for i in h.entries]  # entries in the tree, not the raw leaves behind them

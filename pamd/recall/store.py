@@ -252,6 +252,15 @@ def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
             idx.open()
     try:
         return _refresh(idx, root, state_dir, embedder, config, force, progress), idx
+    except sqlite3.DatabaseError:
+        # A damaged page inside a file that opens ("database disk image is malformed"):
+        # the index is derived from the tree, so build it again, once.
+        idx.wipe()
+        try:
+            return _refresh(idx, root, state_dir, embedder, config, True, progress), idx
+        except BaseException:
+            idx.close()
+            raise
     except BaseException:
         idx.close()
         raise

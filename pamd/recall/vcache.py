@@ -13,15 +13,33 @@ import numpy as np
 
 
 class VectorCache:
+    """A corrupt cache (a file that does not open, or a damaged page found later) is
+    only lost work: it is started over, empty, and the vectors are embedded again."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         try:
             self.db = _open(path)
-        except sqlite3.DatabaseError:  # a corrupt cache is only lost work: start over
-            path.unlink(missing_ok=True)
-            self.db = _open(path)
+        except sqlite3.DatabaseError:
+            self._start_over()
+
+    def _start_over(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            db.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.db = _open(self.path)
 
     def get(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        try:
+            return self._get(model, hashes)
+        except sqlite3.DatabaseError:
+            self._start_over()
+            return {}
+
+    def _get(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for i in range(0, len(hashes), 500):
             part = hashes[i : i + 500]
@@ -31,11 +49,14 @@ class VectorCache:
         return out
 
     def put(self, model: str, items: dict[str, np.ndarray]) -> None:
-        with self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)",
-                [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items.items()],
-            )
+        rows = [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items.items()]
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)", rows)
+        except sqlite3.DatabaseError:
+            self._start_over()
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)", rows)
 
     def close(self) -> None:
         self.db.close()

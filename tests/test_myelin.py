@@ -166,6 +166,25 @@ def test_boot_order_budget_and_cut(brain, tmp_path):
     assert "; cut " in out2.splitlines()[1]
 
 
+def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, tmp_path):
+    """The header's "cut N entries (T tokens)" is written after the cut: room for it is
+    reserved at its widest, so no budget is passed by the one or two tokens of its digits."""
+    from pamd.core.entry import parse_time
+    from pamd.edge.brain import Brain
+    from pamd.myelin.boot import build
+
+    f = tmp_path / "many.jsonl"
+    f.write_text("".join(json.dumps({"ts": f"2026-11-29T{8 + i // 60:02d}:{i % 60:02d}:00Z", "role": "user",
+                                     "text": f"Note {i}: the cache for service {i} holds {i * 7} keys."}) + "\n"
+                         for i in range(150)))
+    assert brain("ingest", str(f), now="2026-11-29T12:00:00Z")[0] == 0
+    b, now = Brain(brain.cwd), parse_time("2026-11-29T12:00:00Z")
+    files = b.entry_files() + ["DNA.md", "PRELOAD.md", "STATE.md"]
+    full = build(b.read, files, b.config, now).tokens
+    over = [n for n in range(full // 3, full, 3) if build(b.read, files, b.config, now, n).tokens > n]
+    assert over == []
+
+
 def test_boot_at_reproduces_an_old_boot_byte_for_byte(brain, tmp_path):
     seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")

@@ -152,7 +152,10 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
     assemble()
     chars = len(boot.markdown())
     if chars > budget * 4:
-        boot.cut_entries, boot.cut_tokens = 1, 1  # reserve room for the header's cut note
+        # Reserve room for the header's cut note at its widest (every entry cut), so the
+        # real numbers, written after the cut, can only make it shorter.
+        boot.cut_entries = len(every)
+        boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in every)
         over = len(boot.markdown()) - budget * 4
         for e in sorted(every, key=lambda e: (retention(e, config, now), e.ts, e.id)):
             if over <= 0:

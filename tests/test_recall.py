@@ -158,6 +158,26 @@ def test_a_damaged_page_inside_an_index_that_opens_is_rebuilt_silently(brain, ca
     assert json.loads(out) == before
 
 
+def test_damage_in_the_middle_of_a_big_graph_file_is_caught_not_loaded(tmp_path, capsys):
+    """hnswlib trusts the file it loads: bytes changed in the middle of a graph file (size
+    kept) crashed the process before its whole file was hashed (the head and tail only)."""
+    msgs = [("user", f"Item {i}: the {w} shipment to depot {i % 17} left on time.")
+            for i, w in enumerate(["apple", "brick", "cable", "drill", "easel"] * 40)]
+    files = {"memory/L0/2026-11-30.md": render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(msgs))}
+    brain = make_brain(tmp_path / "big", files)
+    before = recall_json(brain, "drill shipment depot 5", capsys)
+    graph = next((brain / ".pamd/index").glob("hnsw-*.bin"))
+    data = bytearray(graph.read_bytes())
+    assert len(data) > 3 * 65536  # past what a head-and-tail hash reads
+    mid = len(data) // 2
+    data[mid:mid + 8192] = bytes((i * 91 + 7) % 256 for i in range(8192))
+    graph.write_bytes(bytes(data))
+    proc = subprocess.run([sys.executable, "-m", "pamd", "recall", "--json", "--no-log",
+                           "drill shipment depot 5"], cwd=brain, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", (proc.returncode, proc.stderr)
+    assert json.loads(proc.stdout) == before
+
+
 def test_a_vector_cache_with_damaged_pages_starts_over_empty(tmp_path):
     import sqlite3
 

@@ -141,7 +141,7 @@ class Index:
             self.loaded_gen = self.meta.get("gen")
             return True
         path = self.dir / f"hnsw-{self.meta.get('gen', '0')}.bin"
-        if _checksum(path) != self.meta.get("hnsw_sum"):
+        if not _intact(path, self.meta.get("hnsw_sum", "")):
             return False
         import hnswlib
 
@@ -204,7 +204,39 @@ def _ino(idx: Index) -> int | None:
 
 
 def _checksum(path: Path) -> str | None:
-    """Size plus hashes of the head and tail: catches truncation and most damage, reads 128 KiB."""
+    """The graph file's stamp and a hash of all of it: "2:size:mtime_ns:inode:hash".
+
+    hnswlib trusts the file it loads (damage in its middle can crash the process),
+    so the whole file is hashed when it is written; a load reads it all again only
+    when its stamp differs from the one recorded (a clone, a copy, a damaged file).
+    """
+    try:
+        st = path.stat()
+        h = hashlib.blake2b(digest_size=16)
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+    except OSError:
+        return None
+    return f"2:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{h.hexdigest()}"
+
+
+def _intact(path: Path, recorded: str) -> bool:
+    """Whether the graph file is the one the manifest recorded (see _checksum)."""
+    if not recorded.startswith("2:"):
+        return _head_tail(path) == recorded  # an index written before whole-file hashes
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if recorded.rsplit(":", 1)[0] == f"2:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}":
+        return True
+    now = _checksum(path)
+    return now is not None and now.rsplit(":", 1)[1] == recorded.rsplit(":", 1)[1]
+
+
+def _head_tail(path: Path) -> str | None:
+    """The older sum: size plus hashes of the head and tail (reads 128 KiB)."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:

@@ -277,7 +277,7 @@ def _run(args: argparse.Namespace) -> int:
         problems = check_staged(brain, rels)
         try:
             problems += secrets(
-                brain, [r for r in rels if r.endswith(SCAN_SUFFIXES)], read_staged(brain)
+                brain, [r for r in rels if r.lower().endswith(SCAN_SUFFIXES)], read_staged(brain)
             )
         except PamdError as exc:  # an older pamd without the scanner: say so, keep the other checks
             print(f"pamd: warning: secrets not checked: {exc}", file=sys.stderr)
@@ -313,7 +313,7 @@ def check_staged(brain, rels: list[str]) -> list[Problem]:
 def all_files(brain) -> list[str]:
     """Every tracked or new file of the brain the secret scan reads."""
     out = brain.repo.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    return sorted({p for p in out.split("\0") if p.endswith(SCAN_SUFFIXES)})
+    return sorted({p for p in out.split("\0") if p.lower().endswith(SCAN_SUFFIXES)})
 
 
 if __name__ == "__main__":

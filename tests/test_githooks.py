@@ -339,3 +339,21 @@ def test_readme_names_every_hook_once_it_covers_hooks():
         pytest.skip("README.md has no hooks section yet (the lead adds it)")
     for hid in HOOK_IDS:
         assert hid in readme, f"README.md does not mention {hid}"
+
+
+def test_the_secret_scan_reads_files_with_a_stray_byte_and_any_suffix_case(brain):
+    """A Latin-1 "café" made the scan skip the whole file (it was not UTF-8), and
+    `notes.MD` was not scanned at all: a key beside either went into history."""
+    from pamd.edge.brain import Brain
+    from pamd.edge.redaction import scan
+    from pamd.hooks import all_files
+
+    root = brain.cwd
+    key = "AKIA" + "Q7R4M2XK9ZP3W8HT"  # split: no scanner flags this test file
+    (root / "notes.md").write_bytes(b"caf\xe9\n" + f"aws {key}\n".encode())
+    (root / "LOUD.MD").write_text(f"aws {key}\n")
+    b = Brain(root)
+    assert {"notes.md", "LOUD.MD"} <= set(all_files(b))
+    found = scan(b, ["notes.md", "LOUD.MD"], b.read)
+    assert [(f.path, f.line, f.kind) for f in found] == [("notes.md", 2, "aws-access-key"),
+                                                          ("LOUD.MD", 1, "aws-access-key")]

@@ -41,12 +41,22 @@ def scan(brain, rels: list[str], read: Callable[[str], str | None]) -> list[Find
         try:
             text = read(rel)
         except PamdError:
-            continue  # unreadable (binary, huge): `pamd check` names it
+            # Not UTF-8 (one stray byte) or huge: scan what can be read, replacing the
+            # undecodable bytes: a secret beside a Latin-1 "café" must not pass.
+            text = _lenient(brain.root / rel)
         if not text:
             continue
         for kind, start, _end in r.find(text):
             found.append(Finding(rel, text.count("\n", 0, start) + 1, kind))
     return found
+
+
+def _lenient(path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(64 << 20).decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def clean(brain, rels: list[str]) -> tuple[dict[str, str], Counter]:

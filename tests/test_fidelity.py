@@ -141,3 +141,33 @@ def test_eval_refuses_a_config_it_cannot_edit_in_one_line(tmp_path):
     with pytest.raises(PamdError, match="cannot set rerank"):
         _set_index(brain, None, 0)
     assert git(brain.root, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("line", ['{"question": "q", "expect_ids": "e-354cbdcbbcde"}',
+                                  '{"question": "q", "expect_text": ["Thursday"]}',
+                                  '{"question": "q", "expect_text": null}',
+                                  '{"question": 7, "expect_text": "x"}'])
+def test_probe_of_the_wrong_shape_is_one_clear_line_not_a_silent_lost(brain, line):
+    """A bare string of ids was split into characters and a list of text printed as
+    "['Thursday']": the probe reported LOST though its fact was there."""
+    (brain.cwd / "probes.jsonl").write_text('{"question": "ok", "expect_text": "x"}\n' + line + "\n")
+    code, _, err = brain("probe")
+    assert code == 1 and "probes.jsonl:2: expected" in err
+
+
+@pytest.mark.parametrize("ev", ["[]", '"e-354cbdcbbcde"', "[3]"])
+def test_eval_refuses_evidence_that_is_not_a_list_of_ids(brain, tmp_path, ev):
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"question": "x", "evidence_ids": ' + ev + "}\n")
+    code, _, err = brain("eval", str(q))
+    assert code == 1 and "q.jsonl:1: expected" in err and "Traceback" not in err
+
+
+def test_a_question_without_a_category_is_counted_once():
+    from pamd.fidelity.evaluate import _Acc
+
+    acc = _Acc()
+    for cat, r in (("all", 1.0), ("single-hop", 0.0)):
+        acc.count(cat)
+        acc.add(cat, "R@10", r)
+    assert acc.n["all"] == 2 and acc.mean("all", "R@10") == 0.5

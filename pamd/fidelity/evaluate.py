@@ -67,12 +67,12 @@ class _Acc:
         self.raw_behind = 0
 
     def add(self, cat: str, key: str, value: float) -> None:
-        for c in ("all", cat):
+        for c in {"all", cat}:  # a question without a category is "all" once, not twice
             self.sums[(c, key)] += value
 
     def count(self, cat: str) -> None:
-        self.n["all"] += 1
-        self.n[cat] += 1
+        for c in {"all", cat}:
+            self.n[c] += 1
 
     def mean(self, cat: str, key: str) -> float:
         return round(self.sums[(cat, key)] / self.n[cat], 4) if self.n[cat] else 0.0

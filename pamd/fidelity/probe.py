@@ -46,11 +46,17 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
             continue
         try:
             obj = json.loads(line)
-            q = str(obj["question"]).strip()
-            ids = [str(x) for x in obj.get("expect_ids", [])]
-            txt = str(obj.get("expect_text", "")).strip()
+            q = obj["question"]
+            ids = obj.get("expect_ids", [])
+            txt = obj.get("expect_text", "")
+            # a bare string would be split into characters, a list printed as "['…']"
+            if not isinstance(q, str) or not isinstance(txt, str) or not isinstance(ids, list) \
+                    or not all(isinstance(x, str) for x in ids):
+                raise TypeError
+            q, txt = q.strip(), txt.strip()
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise PamdError(f"{rel}:{i}: expected {{\"question\", \"expect_ids\" or \"expect_text\"}}") from None
+            raise PamdError(f"{rel}:{i}: expected {{\"question\": text, \"expect_ids\": [ids] or "
+                            f"\"expect_text\": text}}") from None
         if not q or not (ids or txt):
             raise PamdError(f"{rel}:{i}: a probe needs a question and expect_ids or expect_text")
         out.append(Probe(q, ids, txt, i))

@@ -83,10 +83,14 @@ def load_pamd(path: Path) -> list[Question]:
             continue
         try:
             obj = json.loads(line)
-            out.append(Question(str(obj["question"]), [str(x) for x in obj["evidence_ids"]],
-                                str(obj.get("category", "all"))))
+            ev = obj["evidence_ids"]
+            if not isinstance(obj["question"], str) or not isinstance(ev, list) or not ev \
+                    or not all(isinstance(x, str) for x in ev):
+                raise TypeError  # a string would be split into characters; [] has nothing to find
+            out.append(Question(obj["question"], list(ev), str(obj.get("category", "all"))))
         except (ValueError, KeyError, TypeError):
-            raise PamdError(f"{path}:{i}: expected {{\"question\", \"evidence_ids\"}}") from None
+            raise PamdError(f"{path}:{i}: expected {{\"question\": text, "
+                            f"\"evidence_ids\": [ids, at least one]}}") from None
     if not out:
         raise PamdError(f"{path}: no questions")
     return out

@@ -171,3 +171,31 @@ def test_a_question_without_a_category_is_counted_once():
         acc.count(cat)
         acc.add(cat, "R@10", r)
     assert acc.n["all"] == 2 and acc.mean("all", "R@10") == 0.5
+
+
+def test_probes_resolve_through_the_tree_in_a_shallow_clone(brain, tmp_path):
+    """CI checks out one commit (`fetch-depth: 1`): a summary's sources are not in that
+    history. One such summary aborted every probe; the ids its `from=` names still count."""
+    f = tmp_path / "s.jsonl"
+    rows = [{"ts": f"2026-11-20T08:0{i}:00Z", "role": "user", "session": "p",
+             "text": t} for i, t in enumerate(["The export deadline moved to Thursday.",
+                                                "We decided to host billing on Postgres 16."])]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-20T08:05:00Z")[0] == 0
+    from pamd.edge.brain import Brain
+
+    raw = {e.text: e.id for e in Brain(brain.cwd).load().entries}
+    assert brain("compact", now="2026-11-22T13:00:00Z")[0] == 0
+    summaries = [e for e in Brain(brain.cwd).load().entries if e.sources]
+    assert summaries and raw["The export deadline moved to Thursday."] in summaries[0].sources
+    (brain.cwd / "probes.jsonl").write_text(
+        json.dumps({"question": "when is the export deadline",
+                    "expect_ids": [raw["The export deadline moved to Thursday."]]}) + "\n")
+    git(brain.cwd, "add", "probes.jsonl")
+    git(brain.cwd, "commit", "-qm", "probes")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{brain.cwd}", str(shallow))
+    brain.cwd = shallow
+    code, out, err = brain("probe", "--json", now="2026-11-22T14:00:00Z")
+    assert code == 0, out + err
+    assert json.loads(out)[0]["how"] == "provenance"

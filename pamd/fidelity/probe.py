@@ -69,6 +69,24 @@ def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) ->
 
     results = []
     lineage: dict[str, set[str]] = {}
+    # Each summary's sources as the tree names them (`from=`): provenance that needs no
+    # history, so a shallow clone or a rewritten history still resolves what it names.
+    named = {e.id: e.sources for e in brain.load().entries if e.sources}
+
+    def behind(eid: str) -> set[str]:
+        out: set[str] = set()
+        todo = [eid]
+        while todo:
+            for src in named.get(todo.pop(), ()):
+                if src not in out:
+                    out.add(src)
+                    todo.append(src)
+        try:
+            out |= {f.entry.id for f in expand_ids(brain, [eid])}
+        except PamdError:  # a source history lacks: this hit only has the lineage the tree names
+            pass
+        return out
+
     for p in probes:
         hits = api.recall(brain, p.question, k=k, now=now, log=False)
         res = Result(p, None, "")
@@ -83,7 +101,7 @@ def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) ->
             if p.expect_ids:
                 for eid in ids:
                     if eid.startswith("s-") and eid not in lineage:
-                        lineage[eid] = {f.entry.id for f in expand_ids(brain, [eid])}
+                        lineage[eid] = behind(eid)
                     if lineage.get(eid, set()) & set(p.expect_ids):
                         res = Result(p, rank, "provenance", f"{h.path}:{h.start}-{h.end}")
                         break

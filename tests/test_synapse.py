@@ -313,3 +313,20 @@ def test_synapse_outside_a_brain(tmp_path):
         and r.stderr.startswith("pamd: error: no pamd brain")
         and r.stderr.count("\n") == 1
     )
+
+
+def test_a_secret_in_a_remote_brain_is_redacted_before_a_pull_writes_it(alice, bob):
+    """pamd never commits a secret it can see: ingest redacts, publish refuses, and a pull
+    (of a brain that took one in by hand) redacts it too and says so in its commit."""
+    key = "AKIA" + "Q7R4M2XK9ZP3W8HT"  # split: no scanner flags this test file
+    memory = alice.cwd / "MEMORY.md"
+    memory.write_text(memory.read_text() + f"\nThe deploy bot's key is {key}.\n")
+    git(alice.cwd, "commit", "-qam", "a person pasted a key")
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    code, _, err = bob("synapse", "pull")
+    assert code == 0, err
+    pulled = (bob.cwd / "synapse" / "alice" / "MEMORY.md").read_text()
+    assert key not in pulled and "[REDACTED:aws-access-key]" in pulled
+    assert key not in git(bob.cwd, "log", "--all", "-p")
+    assert "Redacted from alice's files before they were written: 1 aws-access-key." in git(
+        bob.cwd, "log", "-1", "--format=%B")

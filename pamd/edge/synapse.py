@@ -45,6 +45,7 @@ class Pulled:
     commit: str
     changes: dict[str, str | None] = field(default_factory=dict)
     published_from: str = ""
+    redacted: dict[str, int] = field(default_factory=dict)  # secrets found in what was pulled, by type
 
 
 # ---------------------------------------------------------------- names and remotes
@@ -227,11 +228,19 @@ def attributed(text: str, meta: dict[str, Any]) -> str:
 def plan_pull(
     brain: Brain, name: str, url: str, sha: str, files: dict[str, str], origin: str
 ) -> Pulled:
+    from pamd.edge.redaction import redactor
+
     out = Pulled(name, url, sha, published_from=origin)
     meta: dict[str, Any] = {"synapse": name, "source": url, "commit": sha}
     if origin:
         meta["published_from"] = origin
+    secrets = redactor(brain.config)
     for rel, text in sorted(files.items()):
+        # Another brain's secret must not enter this one's history either: what ingest
+        # and publish refuse, a pull redacts (and its commit says how many).
+        text, counts = secrets.redact(text)
+        for kind, n in counts.items():
+            out.redacted[kind] = out.redacted.get(kind, 0) + n
         out.changes[dest_of(name, rel)] = attributed(
             text, {**meta, "source_path": rel, "read_only": True}
         )
@@ -312,6 +321,9 @@ def pull_message(pulled: list[Pulled]) -> str:
     for p in pulled:
         files = sum(1 for t in p.changes.values() if t is not None)
         lines.append(f"{p.name}: {files} files from {p.url} at {p.commit[:12]}.")
+        if p.redacted:
+            found = ", ".join(f"{n} {kind}" for kind, n in sorted(p.redacted.items()))
+            lines.append(f"Redacted from {p.name}'s files before they were written: {found}.")
     lines += ["", "Pamd-Run: synapse-pull"]
     for p in pulled:
         lines += [

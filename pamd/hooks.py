@@ -282,7 +282,10 @@ def _run(args: argparse.Namespace) -> int:
         except PamdError as exc:  # an older pamd without the scanner: say so, keep the other checks
             print(f"pamd: warning: secrets not checked: {exc}", file=sys.stderr)
         problems += synapse_readonly(brain, rels)
-        if not pamd_is_committing(brain):
+        # as the framework's pamd-budget hook: only a commit that changes a tier or the budgets
+        # is measured, so a person committing DNA.md is not held up by pamd's own L0
+        tiers = any(r in ("MEMORY.md", "pamd.toml") or r.startswith("memory/L") for r in rels)
+        if tiers and not pamd_is_committing(brain):
             problems += budget(brain)
         return _report(problems)
     rels = None if args.all else brain_rels(brain, args.filenames)
@@ -305,9 +308,26 @@ def check_staged(brain, rels: list[str]) -> list[Problem]:
     read = read_staged(brain)
     for rel in rels:
         text = read(rel)
-        if text is not None:
+        if text is None:
+            continue
+        if rel == "pamd.toml":  # every command reads it first: a broken one stops them all
+            problems += _config_problems(text)
+        else:
             problems += check_text(rel, text)
     return problems
+
+
+def _config_problems(text: str) -> list[Problem]:
+    import tomllib
+
+    from pamd.core import config as config_mod
+    from pamd.edge.check import key_line
+
+    try:
+        own = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return [Problem("pamd.toml", getattr(exc, "lineno", 1) or 1, str(exc).split(" (at")[0])]
+    return [Problem("pamd.toml", key_line(text, key), msg) for key, msg in config_mod.problems(own)]
 
 
 def all_files(brain) -> list[str]:

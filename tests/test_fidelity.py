@@ -199,3 +199,20 @@ def test_probes_resolve_through_the_tree_in_a_shallow_clone(brain, tmp_path):
     code, out, err = brain("probe", "--json", now="2026-11-22T14:00:00Z")
     assert code == 0, out + err
     assert json.loads(out)[0]["how"] == "provenance"
+
+
+def test_eval_of_a_malformed_locomo_file_is_one_clear_line(brain, tmp_path):
+    good = json.loads(_tiny_locomo(tmp_path / "good.json").read_text())[0]
+    cases = {
+        "[1, 2]": "not in LoCoMo's format",
+        json.dumps([good, {"sample_id": "b", "qa": []}]): "sample 2:",
+        json.dumps([{**good, "qa": [{**good["qa"][0], "category": "x"}]}]): "sample 1:",
+        json.dumps([{**good, "conversation": {**good["conversation"],
+                                              "session_1": [{"speaker": "Ana", "text": "no id"}]}}]): "sample 1:",
+        json.dumps([{**good, "qa": []}]): "no question has evidence",
+    }
+    for i, (text, said) in enumerate(cases.items()):
+        f = tmp_path / f"bad{i}.json"
+        f.write_text(text)
+        code, _, err = brain("eval", str(f))
+        assert code == 1 and said in err and "internal error" not in err, (text[:60], err)

@@ -127,6 +127,33 @@ def test_plain_pre_commit_hook_checks_the_staged_version_not_the_work_tree(hooke
     assert r.returncode != 0 and "DNA.md:" in r.stdout + r.stderr
 
 
+def test_plain_pre_commit_hook_checks_a_staged_pamd_toml_and_budgets_only_tier_commits(hooked):
+    root = hooked.cwd
+    cfg = root / "pamd.toml"
+    good = cfg.read_text()
+    cfg.write_text(good.replace("L1 = 150000", 'L1 = "lots"'))
+    git(root, "add", "pamd.toml")
+    cfg.write_text(good)  # the work tree is fine again, the index is not
+
+    def commit(msg):
+        return subprocess.run(["git", "commit", "-m", msg], cwd=root, capture_output=True, text=True,
+                              env=with_path())
+
+    r = commit("a bad budget")
+    assert r.returncode != 0 and 'pamd.toml:' in r.stdout + r.stderr and "L1" in r.stdout + r.stderr
+    git(root, "reset", "-q", "pamd.toml")
+    # pamd's own L0 is over budget now: a person's DNA.md commit is not about tiers
+    assert hooked("remember", "word " * 400)[0] == 0
+    cfg.write_text(good.replace("L0 = 200000", "L0 = 50"))
+    git(root, "add", "pamd.toml")
+    assert commit("tiny L0 budget").returncode != 0  # a budget change is measured
+    git(root, "commit", "-qm", "tiny L0 budget", "--no-verify")
+    (root / "DNA.md").write_text((root / "DNA.md").read_text() + "\nA person's note.\n")
+    git(root, "add", "DNA.md")
+    r = commit("a note in DNA.md")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_person_edit_under_synapse_is_flagged_but_pamd_commits_are_not(hooked):
     root = hooked.cwd
     (root / "synapse" / "bob").mkdir(parents=True)

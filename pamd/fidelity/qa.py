@@ -51,29 +51,40 @@ def load_locomo(path: Path, limit: int | None = None, adversarial: bool = False)
         data = json.loads(Path(path).read_text("utf-8"))
     except (OSError, ValueError) as exc:
         raise PamdError(f"{path}: cannot read a LoCoMo file ({exc})") from None
-    if not isinstance(data, list) or not data or "conversation" not in data[0]:
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "conversation" not in data[0]:
         raise PamdError(f"{path}: not in LoCoMo's format (a list of samples with conversation and qa)")
     convs = []
-    for sample in data[: limit or None]:
-        conv = sample["conversation"]
-        c = Conversation(str(sample.get("sample_id", f"conv-{len(convs)}")))
-        nums = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
-        for n in nums:
-            for turn in conv.get(f"session_{n}") or []:
-                text = " ".join(str(turn.get("text", "")).split())
-                if turn.get("blip_caption"):
-                    text += f" [shares {' '.join(str(turn['blip_caption']).split())}]"
-                c.messages.append((str(turn["dia_id"]), str(turn.get("speaker", "?")), text))
-        known = {m[0] for m in c.messages}
-        for q in sample.get("qa", []):
-            cat = int(q.get("category", 0))
-            if cat == 5 and not adversarial:
-                continue
-            ev = _norm_evidence(q.get("evidence"), known)
-            if ev:
-                c.questions.append(Question(str(q["question"]), ev, CATEGORIES.get(cat, f"category-{cat}")))
-        convs.append(c)
+    for i, sample in enumerate(data[: limit or None], 1):
+        try:
+            convs.append(_sample(sample, len(convs), adversarial))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PamdError(f"{path}: sample {i}: not in LoCoMo's format ({type(exc).__name__}: {exc})",
+                            "each sample needs conversation.session_N turns with dia_id, and qa") from None
+    if not any(c.questions for c in convs):
+        raise PamdError(f"{path}: no question has evidence among the conversation's turns")
     return convs
+
+
+def _sample(sample: dict, index: int, adversarial: bool) -> Conversation:
+    """One LoCoMo sample; a wrong shape raises KeyError/TypeError/ValueError (load_locomo names it)."""
+    conv = sample["conversation"]
+    c = Conversation(str(sample.get("sample_id", f"conv-{index}")))
+    nums = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
+    for n in nums:
+        for turn in conv.get(f"session_{n}") or []:
+            text = " ".join(str(turn.get("text", "")).split())
+            if turn.get("blip_caption"):
+                text += f" [shares {' '.join(str(turn['blip_caption']).split())}]"
+            c.messages.append((str(turn["dia_id"]), str(turn.get("speaker", "?")), text))
+    known = {m[0] for m in c.messages}
+    for q in sample.get("qa", []):
+        cat = int(q.get("category", 0))
+        if cat == 5 and not adversarial:
+            continue
+        ev = _norm_evidence(q.get("evidence"), known)
+        if ev:
+            c.questions.append(Question(str(q["question"]), ev, CATEGORIES.get(cat, f"category-{cat}")))
+    return c
 
 
 def load_pamd(path: Path) -> list[Question]:

@@ -197,3 +197,24 @@ def test_boot_at_reproduces_an_old_boot_byte_for_byte(brain, tmp_path):
     r2 = brain.proc("boot", "--at", sha, now=None)
     assert r2.stdout == then
     assert brain.proc("boot", now=None).stdout != then
+
+
+def test_a_recall_of_an_entry_not_yet_committed_is_counted_once_it_is(brain, tmp_path):
+    """The fold reads committed entries only; a recall of an entry that sat uncommitted in
+    the tree was dropped while the log's marker moved past it. It is carried instead."""
+    assert brain("remember", "The DNS record for api points at the new load balancer.",
+                 now="2026-11-28T09:00:00Z")[0] == 0
+    assert brain("remember", "The echidna invoice is due on the 5th.", now="2026-11-27T09:05:00Z")[0] == 0
+    root = brain.cwd
+    git(root, "reset", "-q", "HEAD~1")  # the echidna entry (a day file of its own) is uncommitted
+    assert brain("recall", "-k", "1", "echidna invoice", now="2026-11-28T10:00:00Z")[0] == 0
+    assert brain("recall", "-k", "1", "DNS record load balancer", now="2026-11-28T10:01:00Z")[0] == 0
+    assert brain("compact", now="2026-11-28T10:30:00Z")[0] == 0
+    assert "Folded 1 recalls" in git(root, "log", "-1", "--format=%B")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the person commits the entry")
+    assert brain("compact", now="2026-11-28T11:00:00Z")[0] == 0
+    from pamd.edge.brain import Brain
+
+    counts = {("echidna" if "echidna" in e.text else "dns"): e.recalls for e in Brain(root).load().entries}
+    assert counts == {"dns": 1, "echidna": 1}

@@ -17,6 +17,7 @@ from pamd.consolidate.summarizers import Group, Usage, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, render_doc
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
+from pamd.errors import PamdError
 from pamd.myelin import myelin, recall_log, snapshot
 
 
@@ -194,7 +195,23 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         out.sha = tx.commit(changes, out.message)
         if summaries:
             _record_leaves(brain, summaries, entries)
+        if out.sha and pend.marker:
+            _carry_recalls(brain, myelin.unowned(loaded.docs, pend), now)
         return out
+
+
+def _carry_recalls(brain: Brain, unowned: Counter, now: datetime) -> None:
+    """Recalls of entries that sit uncommitted in the work tree go back into the recall log,
+    after the marker this commit wrote, so the fold after the person's commit counts them
+    (the marker moved past their lines; without this they would be lost)."""
+    if not unowned:
+        return
+    try:
+        here = {e.id for e in brain.load().entries}  # the work tree, uncommitted entries included
+    except PamdError:  # a person's broken file: `pamd check` names it; the commit stands
+        return
+    ids = [eid for eid, n in sorted(unowned.items()) if eid in here for _ in range(n)]
+    recall_log.append(brain.state_dir, ids, "(carried: its entry was not committed yet)", now, "carry")
 
 
 def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -> None:

@@ -61,6 +61,14 @@ def fold(docs: dict[str, Doc], p: Pending) -> tuple[dict[str, Doc], set[str], in
     return out, touched, sum(add.values())
 
 
+def unowned(docs: dict[str, Doc], p: Pending) -> Counter:
+    """Pending recall counts of ids no entry of `docs` is or summarises: an entry the tree
+    has only uncommitted, or one that is gone."""
+    known = {e.id for d in docs.values() for e in d.entries}
+    known |= {s for d in docs.values() for e in d.entries for s in e.sources}
+    return Counter({eid: n for eid, n in p.counts.items() if eid not in known})
+
+
 def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[dict[str, Doc], set[str], int]:
     days = float(cfg["myelin"].get("demote_after_days", 30))
     cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")

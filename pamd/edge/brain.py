@@ -291,7 +291,8 @@ class Transaction:
                     (b.root / rel).unlink(missing_ok=True)
                     checkpoint("txn:unlink")
                 else:
-                    write_atomic(b.root / rel, real[rel])
+                    # and once more after the temp file's fsync, right before the rename
+                    write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
             sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
             swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
             if swept:
@@ -322,6 +323,12 @@ class Transaction:
         journal.unlink(missing_ok=True)
         checkpoint("txn:done")
         return sha
+
+
+def _still(b: Brain, rel: str, digest: str | None) -> None:
+    """Raise unless `rel` still holds what the run saw (a person's editor takes no lock)."""
+    if _file_digest(b.root / rel) != digest:
+        raise PamdError(f"{rel} changed while pamd was running; nothing was committed", "run again")
 
 
 def _landed(repo: Repo, run_id: str, head: str | None) -> bool:

@@ -19,7 +19,14 @@ def _mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, before_replace=None) -> None:
+    """Write `text` to a temp file, fsync it, then rename it over `path`.
+
+    `before_replace()`, if given, runs after the fsync, right before the rename: a
+    last check (pamd's: the file still holds what the run saw) that leaves only the
+    rename's microseconds between it and the write, not the fsync's milliseconds.
+    If it raises, the temp file goes and `path` is untouched.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -32,6 +39,8 @@ def write_atomic(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         checkpoint("write:synced")
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
         checkpoint("write:replaced")
     except BaseException:

@@ -308,26 +308,9 @@ def check_staged(brain, rels: list[str]) -> list[Problem]:
     read = read_staged(brain)
     for rel in rels:
         text = read(rel)
-        if text is None:
-            continue
-        if rel == "pamd.toml":  # every command reads it first: a broken one stops them all
-            problems += _config_problems(text)
-        else:
+        if text is not None:
             problems += check_text(rel, text)
     return problems
-
-
-def _config_problems(text: str) -> list[Problem]:
-    import tomllib
-
-    from pamd.core import config as config_mod
-    from pamd.edge.check import key_line
-
-    try:
-        own = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        return [Problem("pamd.toml", getattr(exc, "lineno", 1) or 1, str(exc).split(" (at")[0])]
-    return [Problem("pamd.toml", key_line(text, key), msg) for key, msg in config_mod.problems(own)]
 
 
 def all_files(brain) -> list[str]:

@@ -40,6 +40,9 @@ def check_meta_file(rel: str, text: str) -> list[Problem]:
 
 
 def check_text(rel: str, text: str) -> list[Problem]:
+    """Problems of one brain file's text (pamd.toml, DNA/STATE/PRELOAD, an entry file)."""
+    if rel == CONFIG:
+        return config_problems(text)
     if rel in SHAPES:
         return check_meta_file(rel, text)
     tier = tier_of(rel)
@@ -65,16 +68,20 @@ def key_line(toml_text: str, dotted: str) -> int:
     return 1
 
 
+def config_problems(text: str) -> list[Problem]:
+    """A pamd.toml text's TOML error, or each value the template's key would refuse, at its line."""
+    try:
+        own = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return [Problem(CONFIG, getattr(exc, "lineno", 1) or 1, str(exc).split(" (at")[0])]
+    return [Problem(CONFIG, key_line(text, key), msg) for key, msg in config_mod.problems(own)]
+
+
 def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
     problems: list[Problem] = []
     cfg = brain.read(CONFIG)
     if cfg is not None and (only is None or CONFIG in only):
-        try:
-            own = tomllib.loads(cfg)
-        except tomllib.TOMLDecodeError as exc:
-            problems.append(Problem(CONFIG, getattr(exc, "lineno", 1) or 1, str(exc).split(" (at")[0]))
-        else:
-            problems += [Problem(CONFIG, key_line(cfg, key), msg) for key, msg in config_mod.problems(own)]
+        problems += check_text(CONFIG, cfg)
     rels = list(SHAPES) + brain.entry_files()
     if only is not None:
         rels = [r for r in rels if r in set(only)] + [r for r in only if r not in rels and tier_of(r)]

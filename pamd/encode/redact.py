@@ -8,6 +8,8 @@ is written and a pre-commit hook can use `Redactor.find` to point at spans.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -64,9 +66,6 @@ def _basic(m: re.Match[str], text: str) -> bool:
 
     The regex starts at "asic" (a plain literal is what `re` finds fast): the B or b
     before it, at the start of a word, is checked here."""
-    import base64
-    import binascii
-
     at = m.start()
     if at < 1 or text[at - 1] not in "Bb" or (at >= 2 and text[at - 2].isalnum()):
         return False

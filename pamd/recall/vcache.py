@@ -51,12 +51,14 @@ class VectorCache:
     def put(self, model: str, items: dict[str, np.ndarray]) -> None:
         rows = [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items.items()]
         try:
-            with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)", rows)
+            self._put(rows)
         except sqlite3.DatabaseError:
             self._start_over()
-            with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)", rows)
+            self._put(rows)
+
+    def _put(self, rows: list[tuple[str, str, bytes]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO vec(model, hash, v) VALUES (?, ?, ?)", rows)
 
     def close(self) -> None:
         self.db.close()

@@ -249,7 +249,9 @@ def test_a_persons_commit_during_a_run_is_never_undone(week, monkeypatch):
 
 
 def person_git(root: Path, *args: str) -> None:
-    """git as a person uses it: when pamd's git holds index.lock, try again.
+    """git as a person uses it: when pamd's git holds index.lock, or committed between the
+    person's commit reading HEAD and moving it ("cannot lock ref 'HEAD': is at … but
+    expected …": git's own refusal to overwrite a commit it did not see), try again.
 
     Also when a commit finds nothing to commit: for a moment, pamd's own commit can
     hold an edit the person saved while pamd's `git commit` ran, until pamd sees it
@@ -260,7 +262,7 @@ def person_git(root: Path, *args: str) -> None:
         if r.returncode == 0:
             return
         if args[0] != "commit" or "no changes added to commit" not in r.stdout:
-            assert "index.lock" in r.stderr, r.stderr
+            assert "index.lock" in r.stderr or "cannot lock ref 'HEAD'" in r.stderr, r.stderr
         time.sleep(0.05)
     raise AssertionError(f"git {args} kept failing")
 

@@ -1,4 +1,5 @@
-"""A stub of the Gemini REST API on 127.0.0.1, enough for the real google-genai client.
+"""Stubs of LLM APIs on 127.0.0.1: Gemini's REST API, enough for the real google-genai
+client, and an OpenAI-compatible `POST /v1/chat/completions` (`OpenAIStub`).
 
 It answers `POST /v1beta/models/{model}:generateContent`, records every request
 (path, headers, JSON body) and replies from a script of queued replies, falling
@@ -17,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 GENERATE = re.compile(r"/v1(?:beta|alpha)?/models/[\w.-]+:generateContent")
+CHAT = re.compile(r"/v1/chat/completions")
 
 
 @dataclass
@@ -28,7 +30,10 @@ class StubRequest:
     @property
     def groups(self) -> list[dict[str, Any]]:
         """The groups pamd sent (the JSON in the user turn)."""
-        text = self.body["contents"][0]["parts"][0]["text"]
+        if "messages" in self.body:  # OpenAI: the user message after the system one
+            text = self.body["messages"][-1]["content"]
+        else:
+            text = self.body["contents"][0]["parts"][0]["text"]
         return json.loads(text)["groups"]
 
 
@@ -77,7 +82,40 @@ def echo(request: StubRequest) -> Reply:
     return answer(texts, prompt_tokens=len(raw) // 4, output_tokens=sum(len(t) for t in texts) // 4)
 
 
+def chat_answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20,
+                wrap: bool = True) -> Reply:
+    """A 200 chat-completions response whose content is `texts` ({"summaries": [...]}
+    when `wrap`, else a bare JSON array; a str is sent as it is)."""
+    if isinstance(texts, str):
+        content = texts
+    else:
+        content = json.dumps({"summaries": texts} if wrap else texts, ensure_ascii=False)
+    body = {
+        "id": "chatcmpl-stub", "object": "chat.completion", "model": "stub",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": output_tokens,
+                  "total_tokens": prompt_tokens + output_tokens},
+    }
+    return Reply(200, body, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+
+
+def chat_error(status: int, message: str = "stub error", headers: dict | None = None) -> Reply:
+    return Reply(status, {"error": {"message": message, "type": "stub", "code": None}},
+                 headers=dict(headers or {}))
+
+
+def chat_echo(request: StubRequest) -> Reply:
+    """As `echo`, in the chat-completions shape."""
+    texts = [f"summary of {g['messages'][0]['text']}"[: g["max_chars"]] for g in request.groups]
+    raw = json.dumps(request.body)
+    return chat_answer(texts, prompt_tokens=len(raw) // 4,
+                       output_tokens=sum(len(t) for t in texts) // 4)
+
+
 class GeminiStub:
+    route = GENERATE
+
     def __init__(self, responder: Callable[[StubRequest], Reply] = echo) -> None:
         self.responder = responder
         self.script: list[Reply] = []
@@ -95,7 +133,7 @@ class GeminiStub:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=json.loads(raw or b"{}"),
                 )
-                if not GENERATE.fullmatch(self.path.split("?")[0]):
+                if not stub.route.fullmatch(self.path.split("?")[0]):
                     reply = error(404, "NOT_FOUND", f"no route {self.path}")
                     self._send(reply)
                     return
@@ -142,3 +180,16 @@ class GeminiStub:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+class OpenAIStub(GeminiStub):
+    """`POST /v1/chat/completions`; `base_url` is the API root pamd is given (…/v1)."""
+
+    route = CHAT
+
+    def __init__(self, responder: Callable[[StubRequest], Reply] = chat_echo) -> None:
+        super().__init__(responder)
+
+    @property
+    def base_url(self) -> str:
+        return super().base_url + "/v1"

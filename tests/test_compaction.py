@@ -338,17 +338,17 @@ def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_ra
     assert brain("fsck")[0] == 0
 
 
-def _use_gemini(root, base_url, retries=1):
+def _use_gemini(root, base_url, retries=1, backend="gemini", model="gemini-2.5-flash"):
     import re
 
     cfg = root / "pamd.toml"
     text = cfg.read_text()
-    for key, value in (("backend", '"gemini"'), ("base_url", f'"{base_url}"'), ("max_retries", str(retries)),
-                       ("retry_base_delay", "0.01")):
+    for key, value in (("backend", f'"{backend}"'), ("model", f'"{model}"'), ("base_url", f'"{base_url}"'),
+                       ("max_retries", str(retries)), ("retry_base_delay", "0.01")):
         text, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", text, count=1)
         assert n == 1, key
     cfg.write_text(text)
-    git(root, "commit", "-qam", "use gemini")
+    git(root, "commit", "-qam", f"use {backend}")
 
 
 def test_compaction_through_the_real_gemini_client_records_usage_and_cost(week, monkeypatch):
@@ -364,6 +364,21 @@ def test_compaction_through_the_real_gemini_client_records_usage_and_cost(week, 
     assert t["Pamd-Summarizer"] == "gemini" and t["Pamd-Model"] == "gemini-2.5-flash"
     llm_in, llm_out = (int(x.split()[0]) for x in t["Pamd-LLM-Tokens"].split(","))
     assert llm_in > 0 and llm_out > 0 and float(t["Pamd-Cost-USD"]) > 0
+    assert "Pamd-Fallback" not in t
+    assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+
+
+def test_compaction_through_a_local_openai_compatible_server(week, monkeypatch):
+    from gemini_stub import OpenAIStub
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIStub() as stub:
+        _use_gemini(week.cwd, stub.base_url, backend="openai", model="llama3.2")
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        assert stub.requests and all(r.body["model"] == "llama3.2" for r in stub.requests)
+    t = trailers(week.cwd)
+    assert t["Pamd-Summarizer"] == "openai" and t["Pamd-Model"] == "llama3.2"
     assert "Pamd-Fallback" not in t
     assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")
 

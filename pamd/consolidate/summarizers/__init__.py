@@ -1,7 +1,8 @@
 """Summarizers: turn groups of entries into shorter texts, one per group.
 
 `get_summarizer(config)` picks the backend named by `[summarizer] backend`:
-"extractive" (default; local, free, deterministic) or "gemini" (google-genai).
+"extractive" (default; local, free, deterministic), "gemini" (google-genai) or "openai"
+(any OpenAI-compatible chat-completions endpoint, such as a local Ollama or llama.cpp).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = [
     "extract_lesson", "get_summarizer", "lesson",
 ]
 
-BACKENDS = ("extractive", "gemini")
+BACKENDS = ("extractive", "gemini", "openai")
 
 
 def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
@@ -38,6 +39,10 @@ def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
         from pamd.consolidate.summarizers.gemini import GeminiSummarizer
 
         return GeminiSummarizer.from_config(config or {})
+    if backend == "openai":
+        from pamd.consolidate.summarizers.openai_compat import OpenAISummarizer
+
+        return OpenAISummarizer.from_config(config or {})
     raise PamdError(
         f"unknown summarizer backend {backend!r} in pamd.toml",
         f'set [summarizer] backend to one of: {", ".join(BACKENDS)}',

@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import os
 import re
-import time
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage, section
-from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+from pamd.consolidate.summarizers.llm import (
+    TRANSIENT,
+    Failed,
+    LLMSummarizer,
+    Transient,
+    common_options,
+)
 from pamd.errors import PamdError
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-# Worth retrying: rate limits, timeouts and server-side failures.
-TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
-FALLBACKS = ("extractive", "fail")
 
 
-class GeminiSummarizer:
+class GeminiSummarizer(LLMSummarizer):
     name = "gemini"
 
     def __init__(
@@ -38,45 +39,19 @@ class GeminiSummarizer:
         model: str = DEFAULT_MODEL,
         base_url: str = "",
         api_version: str = "v1beta",
-        batch_size: int = 8,
-        max_retries: int = 3,
-        retry_base_delay: float = 1.0,
-        retry_max_delay: float = 30.0,
-        timeout: float = 120.0,
-        temperature: float | None = 0.2,
         thinking_budget: int | None = None,
-        prices: Mapping[str, Any] | None = None,
-        fallback: str = "extractive",
-        sleep: Callable[[float], None] = time.sleep,
+        **kw: Any,
     ) -> None:
         if not api_key:
             raise PamdError(
                 "GEMINI_API_KEY is not set but [summarizer] backend is \"gemini\"",
                 'export GEMINI_API_KEY=..., or set backend = "extractive" in pamd.toml',
             )
-        if fallback not in FALLBACKS:
-            raise PamdError(
-                f"unknown [summarizer] fallback {fallback!r}",
-                f"use one of: {', '.join(FALLBACKS)}",
-            )
-        if batch_size < 1 or max_retries < 0:
-            raise PamdError(
-                "[summarizer] batch_size must be >= 1 and max_retries >= 0", "fix pamd.toml"
-            )
+        super().__init__(model=model, **kw)
         self.api_key = api_key
-        self.model = model
         self.base_url = base_url
         self.api_version = api_version
-        self.batch_size = batch_size
-        self.max_retries = max_retries
-        self.retry_base_delay = retry_base_delay
-        self.retry_max_delay = retry_max_delay
-        self.timeout = timeout
-        self.temperature = temperature
         self.thinking_budget = thinking_budget
-        self.prices = dict(prices or {})
-        self.fallback = fallback
-        self.sleep = sleep
         self._client: Any = None
 
     @classmethod
@@ -91,88 +66,35 @@ class GeminiSummarizer:
             model=str(s.get("model") or DEFAULT_MODEL),
             base_url=env.get("PAMD_GEMINI_BASE_URL") or str(s.get("base_url") or ""),
             api_version=str(s.get("api_version") or "v1beta"),
-            batch_size=int(s.get("batch_size", 8)),
-            max_retries=int(s.get("max_retries", 3)),
-            retry_base_delay=float(s.get("retry_base_delay", 1.0)),
-            retry_max_delay=float(s.get("retry_max_delay", 30.0)),
-            timeout=float(s.get("timeout", 120.0)),
-            temperature=float(s["temperature"]) if "temperature" in s else 0.2,
             thinking_budget=None if thinking is None else int(thinking),
-            prices=s.get("prices") or {},
-            fallback=str(s.get("fallback") or "extractive"),
+            **common_options(s),
             **kw,
         )
 
-    # ------------------------------------------------------------------ public
+    # ------------------------------------------------------------------ one request
 
-    def summarize(self, groups: list[Group]) -> tuple[list[str], Usage]:
-        usage = Usage(backend=self.name, model=self.model)
-        texts: list[str] = []
-        failures: Counter[str] = Counter()
-        trimmed = 0
-        for start in range(0, len(groups), self.batch_size):
-            batch = groups[start : start + self.batch_size]
-            answer, reason = self._ask(batch, usage)
-            if answer is None:
-                if self.fallback == "fail":
-                    raise PamdError(
-                        f"gemini summarizer failed: {reason}",
-                        'nothing was written; retry later or set fallback = "extractive"',
-                    )
-                failures[reason] += len(batch)
-                usage.fallbacks += len(batch)
-                texts.extend(ExtractiveSummarizer().summarize(batch)[0])
-                continue
-            for text, group in zip(answer, batch, strict=True):
-                fitted, cut = prompts.fit(text, group)
-                trimmed += cut
-                texts.append(fitted)
-        for reason, n in failures.items():
-            usage.notes.append(f"gemini: {reason}; fell back to extractive for {n} groups")
-        if trimmed:
-            usage.notes.append(f"gemini: trimmed {trimmed} over-budget summaries")
-        usage.cost_usd = self._cost(usage)
-        return texts, usage
-
-    # ------------------------------------------------------------------ one batch
-
-    def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str]:
-        """The batch's summaries, or (None, why) after retries/malformed answers."""
+    def _call(self, batch: list[Group], usage: Usage) -> str | None:
         from google.genai import errors
 
         client = self._get_client()
-        config = self._generate_config()
-        payload = prompts.request_payload(batch)
-        reason = ""
-        server_delay: float | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.sleep(self._delay(attempt, server_delay))
-            usage.requests += 1
-            server_delay = None
-            try:
-                response = client.models.generate_content(
-                    model=self.model, contents=payload, config=config
-                )
-            except errors.APIError as exc:
-                code = int(exc.code or 0)
-                reason = f"{code} {exc.status or ''}".strip()
-                if code in TRANSIENT:
-                    server_delay = _retry_delay(exc)
-                    continue
-                self._raise_if_misconfigured(exc)
-                return None, f"{reason} ({(exc.message or '')[:80]})"
-            except Exception as exc:  # noqa: BLE001 - transport and decoding errors
-                if _is_transport(exc):
-                    reason = f"network error ({type(exc).__name__})"
-                    continue
-                return None, f"malformed response ({type(exc).__name__})"
-            _record_tokens(response, usage)
-            try:
-                return prompts.parse_answer(_response_text(response), len(batch)), ""
-            except ValueError as exc:
-                return None, f"malformed response ({exc})"
-        return None, f"{reason} after {self.max_retries} retries"
+        try:
+            response = client.models.generate_content(
+                model=self.model, contents=prompts.request_payload(batch),
+                config=self._generate_config(),
+            )
+        except errors.APIError as exc:
+            code = int(exc.code or 0)
+            reason = f"{code} {exc.status or ''}".strip()
+            if code in TRANSIENT:
+                raise Transient(reason, _retry_delay(exc)) from None
+            self._raise_if_misconfigured(exc)
+            raise Failed(f"{reason} ({(exc.message or '')[:80]})") from None
+        except Exception as exc:  # noqa: BLE001 - transport and decoding errors
+            if _is_transport(exc):
+                raise Transient(f"network error ({type(exc).__name__})") from None
+            raise Failed(f"malformed response ({type(exc).__name__})") from None
+        _record_tokens(response, usage)
+        return _response_text(response)
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -211,13 +133,6 @@ class GeminiSummarizer:
             kw["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget)
         return types.GenerateContentConfig(**kw)
 
-    def _delay(self, attempt: int, hint: float | None) -> float:
-        """Exponential backoff, raised to the server's RetryInfo delay when it sends one."""
-        delay = self.retry_base_delay * 2 ** (attempt - 1)
-        if hint is not None:
-            delay = max(delay, hint)
-        return min(delay, self.retry_max_delay)
-
     def _raise_if_misconfigured(self, exc: Any) -> None:
         """Errors only the user can fix (bad key, no access, unknown model) stop the run."""
         code = int(exc.code or 0)
@@ -232,19 +147,6 @@ class GeminiSummarizer:
                 f"gemini model {self.model!r} not found ({exc.message or code})",
                 "check [summarizer] model (and base_url) in pamd.toml",
             )
-
-    def _cost(self, usage: Usage) -> float:
-        price = self.prices.get(self.model) or self.prices.get(self.model.removeprefix("models/"))
-        if not price:
-            if usage.input_tokens or usage.output_tokens:
-                usage.notes.append(
-                    f"gemini: no price for {self.model} in [summarizer.prices]; cost counted as 0"
-                )
-            return 0.0
-        return (
-            usage.input_tokens * float(price.get("input", 0))
-            + usage.output_tokens * float(price.get("output", 0))
-        ) / 1_000_000
 
 
 def _record_tokens(response: Any, usage: Usage) -> None:

@@ -20,7 +20,7 @@ STYLES = {
     "these failures",
 }
 
-SYSTEM = """You compress an AI agent's memories. You receive JSON with a list of groups.
+SYSTEM_RULES = """You compress an AI agent's memories. You receive JSON with a list of groups.
 Each group has a tier, a hard limit max_chars, and the messages to summarise (oldest first).
 For each group write one summary in the style its tier asks for.
 Rules:
@@ -29,8 +29,13 @@ Rules:
 - Messages may start with tags like [D1:3]; keep the tag in front of any fact you take
   from that message.
 - A summary must not exceed its group's max_chars characters.
-- Answer with a JSON array of strings only: exactly one string per group, in the same
+"""
+SYSTEM = SYSTEM_RULES + """- Answer with a JSON array of strings only: exactly one string per group, in the same
   order as the groups."""
+# For endpoints whose JSON mode returns an object (OpenAI's response_format json_object);
+# parse_answer takes the object's one list.
+SYSTEM_OBJECT = SYSTEM_RULES + """- Answer with a JSON object {"summaries": [...]} only: exactly one string per group
+  in the list, in the same order as the groups."""
 
 
 def request_payload(groups: list[Group]) -> str:
@@ -56,6 +61,10 @@ def parse_answer(text: str | None, count: int) -> list[str]:
     """The JSON array of summaries; ValueError says what is wrong with a bad answer."""
     if not text or not text.strip():
         raise ValueError("empty response")
+    text = text.strip()
+    if text.startswith("```"):  # local models often fence their JSON: ```json ... ```
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rstrip().removesuffix("```")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:

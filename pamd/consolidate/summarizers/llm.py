@@ -1,0 +1,173 @@
+"""What every LLM backend shares: batching, retries with backoff, fallback, fitting, cost.
+
+A backend subclasses `LLMSummarizer` and implements `_call(batch, usage)`: one request
+for a batch of groups that returns the answer's text (usage recorded), or raises
+`Transient` (worth retrying: a rate limit, a 5xx, a dropped connection) or `Failed`
+(this batch cannot be answered: a malformed body, another 4xx). A misconfiguration
+only the user can fix (a rejected key, an unknown model) raises PamdError and stops
+the run before anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pamd.consolidate.summarizers import prompts
+from pamd.consolidate.summarizers.base import Group, Usage
+from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+from pamd.errors import PamdError
+
+# Worth retrying: request timeout, rate limits and server-side failures.
+TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
+FALLBACKS = ("extractive", "fail")
+
+
+class Transient(Exception):
+    """A failure worth retrying; `delay` is the server's own wait hint in seconds, if any."""
+
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class Failed(Exception):
+    """This batch got no usable answer; retrying the same request would not help."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LLMSummarizer:
+    name = "llm"
+    key_hint = "set the API key"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        batch_size: int = 8,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        retry_max_delay: float = 30.0,
+        timeout: float = 120.0,
+        temperature: float | None = 0.2,
+        prices: Mapping[str, Any] | None = None,
+        fallback: str = "extractive",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if fallback not in FALLBACKS:
+            raise PamdError(
+                f"unknown [summarizer] fallback {fallback!r}",
+                f"use one of: {', '.join(FALLBACKS)}",
+            )
+        if batch_size < 1 or max_retries < 0:
+            raise PamdError(
+                "[summarizer] batch_size must be >= 1 and max_retries >= 0", "fix pamd.toml"
+            )
+        self.model = model
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.retry_base_delay = retry_base_delay
+        self.retry_max_delay = retry_max_delay
+        self.timeout = timeout
+        self.temperature = temperature
+        self.prices = dict(prices or {})
+        self.fallback = fallback
+        self.sleep = sleep
+
+    # ------------------------------------------------------------------ public
+
+    def summarize(self, groups: list[Group]) -> tuple[list[str], Usage]:
+        usage = Usage(backend=self.name, model=self.model)
+        texts: list[str] = []
+        failures: Counter[str] = Counter()
+        trimmed = 0
+        for start in range(0, len(groups), self.batch_size):
+            batch = groups[start : start + self.batch_size]
+            answer, reason = self._ask(batch, usage)
+            if answer is None:
+                if self.fallback == "fail":
+                    raise PamdError(
+                        f"{self.name} summarizer failed: {reason}",
+                        'nothing was written; retry later or set fallback = "extractive"',
+                    )
+                failures[reason] += len(batch)
+                usage.fallbacks += len(batch)
+                texts.extend(ExtractiveSummarizer().summarize(batch)[0])
+                continue
+            for text, group in zip(answer, batch, strict=True):
+                fitted, cut = prompts.fit(text, group)
+                trimmed += cut
+                texts.append(fitted)
+        for reason, n in failures.items():
+            usage.notes.append(f"{self.name}: {reason}; fell back to extractive for {n} groups")
+        if trimmed:
+            usage.notes.append(f"{self.name}: trimmed {trimmed} over-budget summaries")
+        usage.cost_usd = self._cost(usage)
+        return texts, usage
+
+    # ------------------------------------------------------------------ one batch
+
+    def _call(self, batch: list[Group], usage: Usage) -> str | None:
+        raise NotImplementedError
+
+    def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str]:
+        """The batch's summaries, or (None, why) after retries or a malformed answer."""
+        reason = ""
+        hint: float | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.sleep(self._delay(attempt, hint))
+            usage.requests += 1
+            try:
+                text = self._call(batch, usage)
+            except Transient as exc:
+                reason, hint = exc.reason, exc.delay
+                continue
+            except Failed as exc:
+                return None, exc.reason
+            try:
+                return prompts.parse_answer(text, len(batch)), ""
+            except ValueError as exc:
+                return None, f"malformed response ({exc})"
+        return None, f"{reason} after {self.max_retries} retries"
+
+    def _delay(self, attempt: int, hint: float | None) -> float:
+        """Exponential backoff, raised to the server's own delay when it sends one."""
+        delay = self.retry_base_delay * 2 ** (attempt - 1)
+        if hint is not None:
+            delay = max(delay, hint)
+        return min(delay, self.retry_max_delay)
+
+    def _cost(self, usage: Usage) -> float:
+        price = self.prices.get(self.model) or self.prices.get(self.model.removeprefix("models/"))
+        if not price:
+            if usage.input_tokens or usage.output_tokens:
+                usage.notes.append(
+                    f"{self.name}: no price for {self.model} in [summarizer.prices]; "
+                    "cost counted as 0"
+                )
+            return 0.0
+        return (
+            usage.input_tokens * float(price.get("input", 0))
+            + usage.output_tokens * float(price.get("output", 0))
+        ) / 1_000_000
+
+
+def common_options(s: Mapping[str, Any]) -> dict[str, Any]:
+    """The `[summarizer]` keys every LLM backend reads, with their defaults."""
+    return {
+        "batch_size": int(s.get("batch_size", 8)),
+        "max_retries": int(s.get("max_retries", 3)),
+        "retry_base_delay": float(s.get("retry_base_delay", 1.0)),
+        "retry_max_delay": float(s.get("retry_max_delay", 30.0)),
+        "timeout": float(s.get("timeout", 120.0)),
+        "temperature": float(s["temperature"]) if "temperature" in s else 0.2,
+        "prices": s.get("prices") or {},
+        "fallback": str(s.get("fallback") or "extractive"),
+    }

@@ -1,9 +1,12 @@
 """What history knows about every entry, read in one `git log -p` pass over the tiers.
 
 The tree holds only what is left; a brain's past holds every entry a commit
-ever added and each summary's `from=`, which is fixed once written (a
-summary's id hashes its sources), so the newest version a commit added says
-enough. `pamd fsck` uses this to account for every id the ledger names.
+ever added: each raw message as it was ingested and each summary's `from=`.
+Both are fixed once written (an entry id hashes its content, a summary's id
+its sources; only redaction edits a raw text later), so the newest version a
+commit added says enough. `pamd fsck` uses this to account for every id the
+ledger names, and `pamd eval --brain` to count the raw tokens behind a brain
+that was compacted before it was measured.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pamd.core.entry import count_tokens
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc
 from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
 
@@ -24,6 +28,7 @@ DROPPED_RE = re.compile(r"^Dropped\b")
 class Lineage:
     added: set[str] = field(default_factory=set)  # every entry id a commit ever added
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # summary id -> its from=
+    raw_tokens: dict[str, int] = field(default_factory=dict)  # raw entry id -> tokens of its text
 
 
 def scan(brain: Brain, all_refs: bool = True) -> Lineage:
@@ -59,6 +64,8 @@ def scan(brain: Brain, all_refs: bool = True) -> Lineage:
         e = entries[0]
         if e.sources:
             out.sources.setdefault(e.id, e.sources)  # newest first: keep the newest
+        else:
+            out.raw_tokens.setdefault(e.id, count_tokens(e.text))
     return out
 
 

@@ -107,6 +107,48 @@ def test_eval_of_a_users_own_brain_leaves_the_brain_alone(brain, tmp_path):
     assert code == 1 and "bad.jsonl:1:" in err
 
 
+def test_eval_of_a_compacted_brain_counts_its_raw_input_from_history(brain, tmp_path):
+    from conftest import DATA
+
+    from pamd.edge.brain import Brain
+    from pamd.fidelity.evaluate import _descend, raw_input
+
+    assert brain("ingest", str(DATA / "pamd.jsonl"), now="2026-11-30T10:05:00Z")[0] == 0
+    raw = Brain(brain.cwd).load().entries
+    raw_tokens = sum(e.tokens for e in raw)
+    decision = next(e for e in raw if "streaming writes" in e.text)
+    # Hours on, the "ok" is dropped as trash and the chatter summarised (L1); three
+    # days on, the L1 summaries are summarised again (L3): only the decision stays raw.
+    assert brain("compact", now="2026-11-30T16:00:00Z")[0] == 0
+    assert "Dropped as trash" in git(brain.cwd, "log", "-1", "--format=%B")
+    assert brain("defrag", now="2026-12-03T10:00:00Z")[0] == 0
+    now = Brain(brain.cwd).load().entries
+    assert [e.id for e in now if not e.sources] == [decision.id]
+    tree_tokens = sum(e.tokens for e in now)
+    _, graph, compacted = raw_input(Brain(brain.cwd), now)
+    behind = {leaf for e in now if e.sources for leaf in _descend(e.id, graph)}
+    assert compacted and any(s.startswith("s-") for e in now for s in e.sources)
+    assert behind and behind <= {e.id for e in raw}  # through the L1 summaries history holds
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "how do large exports avoid running out of memory",
+                             "evidence_ids": [decision.id]}) + "\n")
+    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["raw_tokens"] == raw_tokens  # what was ingested, not what the tree holds now
+    first = rep["points"][0]
+    assert first["age"] == "now" and first["tree_tokens"] == tree_tokens
+    assert first["ratio"] == round(raw_tokens / tree_tokens, 2) > 1
+    assert first["prov"]["R@10"] == 1.0
+    code, out, err = brain("eval", str(q), "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w2"))
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("now ") and "% now" in out.splitlines()[0]
+    assert "the brain was compressed already: row 'now' is the brain as it is" in out
+    assert f"raw {raw_tokens:,} tokens" in out
+
+
 @pytest.mark.parametrize("config", [
     "", "[git]\nauthor = \"me\"\n", "[index]\nfusion = \"rrf\"\n[myelin]\nthin = 2\n",
     "[index]  # search\nrerank=30\n  embedder   = \"auto\"\nfusion = \"rrf\"\n[myelin]\nthin = 2\n",

@@ -73,6 +73,13 @@ def test_fsck_passes_after_a_week_of_operation(lived_week):
     root = lived_week.cwd
     assert int(git(root, "rev-list", "--count", "HEAD")) > 15
     assert list(root.glob("memory/L3/*.md")) or "from=" in (root / "MEMORY.md").read_text()
+    # The week drops trash and summarises summaries: ledger ids that only a commit's
+    # Dropped line, or a summary that has left the tree, accounts for.
+    log = git(root, "log", "--format=%B")
+    assert "Dropped as trash" in log
+    ledger = {i for p in root.glob("memory/ledger/*.txt") for i in p.read_text().split()}
+    tree = "\n".join(p.read_text() for p in [*root.glob("memory/L*/*.md"), root / "MEMORY.md"])
+    assert any(i not in tree and i not in log for i in ledger)
     code, out, err = lived_week("fsck")
     assert code == 0, out + err
     assert out.strip().startswith("brain ok")
@@ -91,10 +98,14 @@ def test_fsck_finds_a_hand_broken_provenance_link(lived_week):
     code, out, _ = lived_week("fsck")
     assert code == 1
     assert f"{rel}:{lineno}: from= names e-000000000000" in out
-    # the other checks stay quiet: only the broken link is reported
-    assert [ln for ln in out.splitlines() if ln.startswith(("memory/", "MEMORY"))] == [
-        ln for ln in out.splitlines() if "e-000000000000" in ln
+    # The other checks stay quiet: only the broken link is reported, and the ledger
+    # ids it stood for, which nothing in the tree accounts for any more.
+    problems = [ln for ln in out.splitlines() if ln.startswith(("memory/", "MEMORY"))]
+    assert [ln for ln in problems if "e-000000000000" not in ln] == [
+        ln for ln in problems if ln.startswith("memory/ledger/") and " is lost: " in ln
     ]
+    if victim.startswith("e-"):
+        assert f"{victim} is lost: " in out and "named it in from= once, no longer" in out
 
 
 def test_fsck_finds_a_missing_ledger_id_and_conflict_markers(brain):
@@ -115,6 +126,73 @@ def test_fsck_finds_a_missing_ledger_id_and_conflict_markers(brain):
     )
     assert f"{l0_rel}:{header}: {eid} is not in memory/ledger/" in out
     assert re.search(r"^DNA.md:\d+: conflict marker", out, re.M)
+
+
+def _entry_block(text: str, eid: str) -> str:
+    """The lines of entry `eid` in a tier file's text, with the blank line after it."""
+    lines = text.split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"### {eid} "))
+    end = start + 2
+    while end < len(lines) and lines[end].startswith(">"):
+        end += 1
+    return "\n".join(lines[start:end]) + "\n\n"
+
+
+def _ledger_line(root, eid: str) -> str:
+    for p in sorted(root.glob("memory/ledger/*.txt")):
+        ids = p.read_text().split("\n")
+        if eid in ids:
+            return f"{p.relative_to(root).as_posix()}:{ids.index(eid) + 1}"
+    raise AssertionError(f"{eid} is not in the ledger")
+
+
+def test_fsck_finds_an_entry_deleted_by_hand(brain, tmp_path):
+    root = brain.cwd
+    f = day_of_messages(tmp_path / "day.jsonl", 0)
+    assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
+    l0 = next(root.glob("memory/L0/*.md"))
+    eid = re.findall(r"^### (e-[0-9a-f]{12}) ", l0.read_text(), re.M)[3]
+    block = _entry_block(l0.read_text(), eid)
+    l0.write_text(l0.read_text().replace(block, ""))
+    git(root, "commit", "-qam", "tidy the day by hand")
+    assert brain("check")[0] == 0  # the format is fine: only the ledger knows
+    code, out, _ = brain("fsck")
+    assert code == 1
+    problems = [ln for ln in out.splitlines() if ln.startswith("memory/")]
+    assert problems == [
+        f"{_ledger_line(root, eid)}: {eid} is lost: not in the tree, behind no summary's from= and"
+        f" on no commit's Dropped line; `pamd expand {eid}` shows it from history"
+    ]
+    code, out, _ = brain("fsck", "--json")
+    assert code == 1 and [p["message"].split()[0] for p in json.loads(out)["ledger"]] == [eid]
+    # the words are still in history, as the message says
+    code, out, _ = brain("expand", eid)
+    assert code == 0 and block.split("\n")[2][2:] in out
+    # Saying so in a commit makes it a deliberate drop: fsck is content again.
+    git(root, "commit", "-q", "--allow-empty", "-m", f"forget a line\n\nDropped: {eid}")
+    code, out, _ = brain("fsck")
+    assert code == 0, out
+
+
+def test_fsck_finds_the_raw_entries_behind_a_summary_deleted_by_hand(lived_week):
+    root = lived_week.cwd
+    path, lineno, line = summary_with_sources(root)
+    text = path.read_text()
+    sid = text.split("\n")[lineno - 2].split()[1]
+    text = text.replace(_entry_block(text, sid), "")
+    if not re.search(r"^### ", text, re.M) and path.name != "MEMORY.md":
+        path.unlink()
+    else:
+        path.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "remove a summary by hand")
+    code, out, _ = lived_week("fsck")
+    assert code == 1
+    lost = [ln for ln in out.splitlines() if " is lost: " in ln]
+    assert lost and all(ln.startswith("memory/ledger/") for ln in lost)
+    assert any(f"(its summary {sid}" in ln or "left the tree the same way" in ln for ln in lost)
+    # nothing else is wrong with this brain
+    assert len([ln for ln in out.splitlines() if ln.startswith(("memory/", "MEMORY"))]) == len(lost)
 
 
 def test_fsck_outside_a_brain_and_bad_skip(tmp_path, capsys):

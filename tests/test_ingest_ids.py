@@ -98,13 +98,17 @@ def test_editing_an_undated_note_adds_only_the_new_items(brain, tmp_path):
 
 
 def _as_before(brain, note_ids: dict[str, str]) -> None:
-    """Rewrite the brain as the old ingest wrote it: note items under their positional ids."""
+    """Rewrite the brain as the old ingest wrote it: note items under their positional ids.
+
+    The ingest commit itself is rewritten (amended), as an older pamd would have made
+    it: a later commit that swapped the ids would be a hand edit that lost the newer
+    ids from the tree, which `pamd fsck` rightly reports."""
     for p in [*(brain.cwd / "memory" / "L0").glob("*.md"), *(brain.cwd / "memory" / "ledger").glob("*.txt")]:
         text = p.read_text()
         for new, old in note_ids.items():
             text = text.replace(new, old)
         p.write_text(text)
-    git(brain.cwd, "commit", "-qam", "ids as an older pamd wrote them")
+    git(brain.cwd, "commit", "-q", "-a", "--amend", "--no-edit")
 
 
 def test_a_brain_from_before_takes_no_copies_of_note_items(brain, tmp_path):

@@ -6,6 +6,7 @@ import numpy as np
 from recall_helpers import MESSAGES, entries, make_brain, recall_cli
 
 from pamd.core.fmt import render_doc
+from pamd.edge.brain import Brain
 from pamd.recall.search import shape
 
 DIALOGUE = [
@@ -43,6 +44,49 @@ def test_question_and_its_answer_come_back_as_one_hit(tmp_path, capsys):
     for h in hits:  # every hit still points at whole entries
         ln = _lines(brain, h)
         assert ln[0].startswith("### ") and ln[-1].startswith("> ")
+
+
+HOUSEHOLD = [
+    ("user", "What did the plumber say about the leaking kitchen sink?"),
+    ("assistant", "He will replace the corroded pipe under it on Tuesday morning."),
+    ("user", "Can you book the car for its yearly service?"),
+    ("assistant", "Booked the garage for Monday at nine."),
+    ("user", "The cat knocked the vase off the shelf again."),
+    ("assistant", "I ordered a heavier vase that will not tip over."),
+    ("user", "Remind me to water the plants on the balcony."),
+    ("assistant", "Added a reminder for the balcony plants every evening."),
+    ("user", "The heating in the office is too weak in the mornings."),
+    ("assistant", "I asked facilities to check the radiator valves."),
+    ("user", "Who is presenting at the Thursday all-hands?"),
+    ("assistant", "Boris presents the roadmap, Anna the hiring plan."),
+    *MESSAGES,
+]
+
+
+def test_a_neighbour_joined_for_context_is_not_counted_as_recalled(tmp_path, capsys):
+    from pamd.cli import main
+
+    query = "when is the plumber replacing the kitchen sink pipe"
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(HOUSEHOLD))}
+    plain = make_brain(tmp_path / "plain", files, '[index]\nembedder = "e5-small"\nhit_lines = 0\n')
+    top10 = [h["ids"][0] for h in recall_cli(plain, query, 10, capsys)]
+    brain = make_brain(tmp_path / "shaped", files, '[index]\nembedder = "e5-small"\nhit_lines = 4\n')
+    for _ in range(3):
+        hits = recall_cli(brain, query, 10, capsys)
+    shown = [i for h in hits for i in h["ids"]]
+    matched = [i for h in hits for i in h["matched"]]
+    # Shaping joined a neighbour that is not among the ten best chunks: the hit shows
+    # its lines (`ids`), but the query did not match it (`matched`).
+    context = [i for i in shown if i not in top10]
+    assert context, "no neighbour joined from outside the top 10: the test needs another query"
+    assert sorted(matched) == sorted(top10) and not set(context) & set(matched)
+    assert all(set(h["matched"]) <= set(h["ids"]) for h in hits)
+    # The recall log, and after the fold the tree, count what matched, three times each.
+    code = main(["compact", "--brain", str(brain), "--now", "2026-11-30T09:30:00Z"])
+    assert code == 0, capsys.readouterr().err
+    recalls = {e.id: e.recalls for e in Brain(brain).load().entries}
+    assert {i: recalls[i] for i in matched} == dict.fromkeys(matched, 3)
+    assert {i: recalls[i] for i in context} == dict.fromkeys(context, 0)
 
 
 def test_hit_lines_zero_gives_one_chunk_per_hit(tmp_path, capsys):

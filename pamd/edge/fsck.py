@@ -5,13 +5,18 @@ Checks, in order (each a function returning problems):
   format      everything `pamd check` checks, ids unique across the tiers
   provenance  every `from=` id of a summary is in the tree or in history
   recalls     recall counts are non-negative whole numbers
-  ledger      every L0 id is in memory/ledger/*.txt; ledger lines are ids
+  ledger      every L0 id is in memory/ledger/*.txt; ledger lines are ids; and every
+              ledger id is accounted for: in the tree, behind a summary of the tree
+              (through `from=`, also of summaries that left it), or on a commit's
+              `Dropped` line; else it was lost without a word
   synapse     pulled files carry their attribution (source, commit)
   index       the index manifest in .pamd/index matches the tree (skipped without one)
 
-Provenance is checked with one pass over history (`git log -p` of the tiers,
-collecting every entry header ever added), then `provenance.locate` confirms
-each id the pass did not see, so a healthy brain costs one git process.
+Provenance and the ledger share one pass over history (`git log -p` of the
+tiers, pamd.edge.lineage: every entry header ever added, every summary's
+`from=`); provenance then confirms with `provenance.locate` each id the pass
+did not see, and the ledger reads the `Dropped` lines of commit messages with
+one more `git log`. A healthy brain costs two git processes, whatever its size.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ import sqlite3
 from collections.abc import Callable
 
 from pamd.core.fmt import Problem, parse_doc, split_frontmatter
-from pamd.edge.brain import MEMORY, SYNAPSE_DIR, TIER_DIRS, Brain, tier_of
+from pamd.edge import lineage
+from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
 ID_RE = re.compile(r"^[es]-[0-9a-f]{12}$")
 CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
-ADDED_HEADER_RE = re.compile(r"^\+### ([es]-[0-9a-f]{12}) · ")
+History = Callable[[], lineage.Lineage]
 
 
 def conflicts(brain: Brain) -> list[Problem]:
@@ -64,16 +70,22 @@ def _entries(brain: Brain):
 
 def ever_committed_ids(brain: Brain) -> set[str]:
     """Ids of every entry header any commit ever added to the tiers or MEMORY.md."""
-    if not brain.repo.head():
-        return set()
-    paths = [MEMORY, *TIER_DIRS.values()]
-    out = brain.repo.log(
-        "--all", "-p", "--no-color", "--unified=0", "--format=", "--no-renames", "--", *paths
-    )
-    return {m.group(1) for line in out.split("\n") if (m := ADDED_HEADER_RE.match(line))}
+    return lineage.scan(brain).added
 
 
-def provenance(brain: Brain, deep: bool = False) -> list[Problem]:
+def _history(brain: Brain) -> History:
+    """The lineage pass, run at most once however many checks ask for it."""
+    memo: list[lineage.Lineage] = []
+
+    def get() -> lineage.Lineage:
+        if not memo:
+            memo.append(lineage.scan(brain))
+        return memo[0]
+
+    return get
+
+
+def provenance(brain: Brain, deep: bool = False, history: History | None = None) -> list[Problem]:
     from pamd.consolidate.provenance import locate
 
     summaries = [e for e in _entries(brain) if e.sources]
@@ -81,7 +93,7 @@ def provenance(brain: Brain, deep: bool = False) -> list[Problem]:
     if not wanted:
         return []
     here = {e.id for e in _entries(brain)}
-    known = set() if deep else (here | ever_committed_ids(brain))
+    known = set() if deep else (here | (history or _history(brain))().added)
     missing = wanted - known
     if missing:
         found = locate(brain, missing)
@@ -112,9 +124,10 @@ def recalls(brain: Brain) -> list[Problem]:
     return problems
 
 
-def ledger(brain: Brain) -> list[Problem]:
+def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
     problems = []
     ids: set[str] = set()
+    where: dict[str, tuple[str, int]] = {}
     base = brain.path(LEDGER_DIR)
     if base.is_dir():
         for p in sorted(base.glob("*.txt")):
@@ -126,7 +139,9 @@ def ledger(brain: Brain) -> list[Problem]:
                 if not ID_RE.match(token):
                     problems.append(Problem(rel, i, f"{token[:40]!r} is not an entry id"))
                 ids.add(token)
-    for e in _entries(brain):
+                where.setdefault(token, (rel, i))
+    here = {e.id: e for e in _entries(brain)}
+    for e in here.values():
         if e.tier == "L0" and e.id.startswith("e-") and e.id not in ids:
             problems.append(
                 Problem(
@@ -135,6 +150,55 @@ def ledger(brain: Brain) -> list[Problem]:
                     f"{e.id} is not in {LEDGER_DIR}/ (re-ingest would duplicate it)",
                 )
             )
+    if where.keys() - here.keys():
+        problems += _unaccounted(brain, where, here, (history or _history(brain))())
+    return problems
+
+
+def _unaccounted(
+    brain: Brain, where: dict[str, tuple[str, int]], here: dict, lin: lineage.Lineage
+) -> list[Problem]:
+    """Ledger ids that left the tree with no summary standing for them and no commit saying so.
+
+    Accounted for is what the tree holds, what a commit's `Dropped` line names, and,
+    transitively, everything a `from=` of an accounted summary names (the summary's
+    version in the tree, else the one history added). An id no commit ever added as
+    an entry (a re-ingest took the message under the id it had in an older pamd, or
+    a shallow clone's history starts later) is not the tree's to lose.
+    """
+    reached = set(here) | lineage.dropped_ids(brain)
+    stack = list(reached)
+    while stack:
+        eid = stack.pop()
+        e = here.get(eid)
+        for src in e.sources if e is not None else lin.sources.get(eid, ()):
+            if src not in reached:
+                reached.add(src)
+                stack.append(src)
+    lost = sorted(eid for eid in where if eid not in reached and eid in lin.added)
+    if not lost:
+        return []
+    named_by: dict[str, list[str]] = {}
+    for sid, srcs in lin.sources.items():
+        for src in srcs:
+            named_by.setdefault(src, []).append(sid)
+    problems = []
+    for eid in lost:
+        via = sorted(named_by.get(eid, []))
+        why = ""
+        if via and via[0] in here:
+            why = f" ({via[0]} named it in from= once, no longer)"
+        elif via:
+            why = f" (its summary {via[0]} left the tree the same way)"
+        rel, line = where[eid]
+        problems.append(
+            Problem(
+                rel,
+                line,
+                f"{eid} is lost: not in the tree, behind no summary's from= and on no commit's"
+                f" Dropped line{why}; `pamd expand {eid}` shows it from history",
+            )
+        )
     return problems
 
 
@@ -242,8 +306,14 @@ def fsck(brain: Brain, skip: tuple[str, ...] = (), deep: bool = False) -> dict[s
     if bad:
         raise PamdError(f"unknown check {bad[0]!r}", f"use one of: {', '.join(CHECKS)}")
     out = {}
+    history = _history(brain)
     for name, fn in CHECKS.items():
         if name in skip:
             continue
-        out[name] = provenance(brain, deep) if name == "provenance" else fn(brain)
+        if name == "provenance":
+            out[name] = provenance(brain, deep, history)
+        elif name == "ledger":
+            out[name] = ledger(brain, history)
+        else:
+            out[name] = fn(brain)
     return out

@@ -8,6 +8,10 @@ recall@k of `pamd recall` — from the working tree alone (the evidence tags in
 the lines a hit cites) and through provenance (a summary hit counts for the
 raw entries it came from).
 
+A person's brain (`--brain`) is aged in a clone; if it was compacted before,
+its raw input is counted from history (`raw_input`) and its first row is
+`now`, the brain as it is, not `raw`.
+
 LoCoMo's conversations span months; to age them tier by tier, each one's
 messages are laid on a one-hour window before the start of the clock, in
 their order, one session per pamd session.
@@ -235,7 +239,7 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
 def table(report: Report) -> str:
     raw = next((p for p in report.points if p.age == "raw"), report.points[0])
     head = (f"{'age':<5}" + "".join(f"{t:>8}" for t in TIERS) + f"{'tree':>9}{'ratio':>8}"
-            f"{'tree R@10':>11}{'prov R@10':>11}{'% raw':>7}{'lines@10':>10}{'raw@10':>8}")
+            f"{'tree R@10':>11}{'prov R@10':>11}{'% ' + raw.age:>7}{'lines@10':>10}{'raw@10':>8}")
     rows = [head]
     for p in report.points:
         pct = p.prov["R@10"] / raw.prov["R@10"] * 100 if raw.prov["R@10"] else 0
@@ -286,11 +290,12 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     scratch = Brain(clone)
     _set_index(scratch, embedder, rerank)
     entries = scratch.load().entries
-    raw_tokens = sum(e.tokens for e in entries if not e.sources)
-    graph = {e.id: e.sources for e in entries if e.sources}
+    raw_tokens, graph, compacted = raw_input(scratch, entries)
     base = max((e.ts for e in entries), default=T0)
     report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens)
     for age, hours in ages:
+        if not hours and compacted:
+            age = "now"  # the brain as it is, already compressed: not a raw baseline
         now = base + timedelta(hours=hours)
         if hours:
             out = compaction(scratch, now, "defrag")
@@ -306,13 +311,39 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     return report
 
 
+def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool]:
+    """Tokens of every raw entry the brain was given, the provenance graph through history,
+    and whether the brain was compressed already (raw text has left its tree).
+
+    A brain compacted before it is measured holds summaries, not its input: the raw
+    entries behind them, and the trash dropped on the way, are counted from history
+    (every raw entry a commit of HEAD ever added, pamd.edge.lineage), so the ratio is
+    raw input : tree as it is for a fresh brain. The graph also reaches through
+    summaries that have left the tree, so a hit counts for the raw entries it stands for.
+    """
+    from pamd.edge.lineage import scan
+
+    lin = scan(brain, all_refs=False)
+    here = {e.id: e for e in entries}
+    raw = dict(lin.raw_tokens)
+    raw.update({e.id: e.tokens for e in entries if not e.sources})
+    graph = dict(lin.sources)
+    graph.update({e.id: e.sources for e in entries if e.sources})
+    compacted = any(eid not in here for eid in lin.raw_tokens) or any(e.sources for e in entries)
+    return sum(raw.values()), graph, compacted
+
+
 def summary_lines(report: Report) -> list[str]:
-    raw = report.points[0]
+    first = report.points[0]
     last = report.points[-1]
-    out = [f"{report.conversations} conversations, {raw.questions} questions, raw {report.raw_tokens:,} tokens"]
-    if raw.prov["R@10"]:
+    out = [f"{report.conversations} conversations, {first.questions} questions, raw {report.raw_tokens:,} tokens"]
+    if first.age != "raw":
+        out.append(f"the brain was compressed already: row {first.age!r} is the brain as it is "
+                   f"({first.tree_tokens:,} tokens, {first.ratio:.1f}:1 against its raw input, "
+                   "counted from history); recall is compared with that row, not with raw")
+    if first.prov["R@10"]:
         out.append(f"at {last.age}: {last.ratio:.1f}:1, recall@10 through provenance "
-                   f"{last.prov['R@10'] / raw.prov['R@10']:.0%} of raw, from the tree alone "
-                   f"{last.tree['R@10'] / raw.prov['R@10']:.0%} of raw")
+                   f"{last.prov['R@10'] / first.prov['R@10']:.0%} of {first.age}, from the tree alone "
+                   f"{last.tree['R@10'] / first.prov['R@10']:.0%} of {first.age}")
     return out
 

@@ -77,6 +77,9 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
             hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
         _OPEN[key] = idx
     if log:
-        ids = [i for h in hits for i in h.entries]  # entries in the tree, not the raw leaves behind them
+        # Entries in the tree the query matched: not the raw leaves behind them (in history),
+        # nor the neighbours hit shaping joined for context (they would myelinate as
+        # reflexes by sitting next to what was asked).
+        ids = [i for h in hits for i in h.matched]
         recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC))
     return hits

@@ -45,13 +45,18 @@ class Hit:
     text: str
     ts: str | None = None
     label: int = field(default=-1, repr=False)
-    # The brain entries the hit covers (a recall counts for these); `ids` adds the raw
-    # leaves of summaries that matched (recall.deep), which are in history, not the tree.
+    # The brain entries the hit covers; `ids` adds the raw leaves of summaries that
+    # matched (recall.deep), which are in history, not the tree.
     entries: list[str] = field(default_factory=list, repr=False)
+    # Those of `entries` the query matched (a recall counts for these): the hit's best
+    # chunk and any other that ranked in the plain top k, not the neighbours that hit
+    # shaping (`hit_lines`) joined to it for context.
+    matched: list[str] = field(default_factory=list, repr=False)
 
     def as_json(self) -> dict:
         return {"path": self.path, "lines": [self.start, self.end], "score": round(self.score, 6),
-                "ids": self.ids, "tier": self.tier, "ts": self.ts, "text": self.text}
+                "ids": self.ids, "matched": self.matched, "tier": self.tier, "ts": self.ts,
+                "text": self.text}
 
 
 @dataclass
@@ -145,21 +150,25 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         spans = {lb: (rows[lb][2], rows[lb][3]) for lb in places}
         groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k)
     lent = lenders(groups, same, {lb: i for i, (lb, _) in enumerate(ranked)}, k)
+    plain = set(places[:k])  # what would have been hits with one chunk per hit
     hits = []
     for g in groups:
         best = max(g, key=lambda lb: fused[lb])
         _, path, _s, _e, tier, ts, _imp, _ids, _t = rows[best]
         ids: list[str] = []
         entries: list[str] = []
+        matched: list[str] = []
         for lb in g:
             for x in [lb, *lent[lb]]:
                 own = [i for i in rows[x][7].split(",") if i]
                 if own and own[0] not in entries:
                     entries.append(own[0])
+                if own and (lb == best or lb in plain) and own[0] not in matched:
+                    matched.append(own[0])
                 ids += [i for i in own if i not in ids]
         text = "\n".join(rows[lb][8] for lb in g)
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
-                        _iso(ts) if ts is not None else None, best, entries))
+                        _iso(ts) if ts is not None else None, best, entries, matched))
     return hits
 
 

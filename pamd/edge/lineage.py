@@ -1,0 +1,78 @@
+"""What history knows about every entry, read in one `git log -p` pass over the tiers.
+
+The tree holds only what is left; a brain's past holds every entry a commit
+ever added: each raw message as it was ingested and each summary's `from=`.
+Both are fixed once written (an entry id hashes its content, a summary's id
+its sources; only redaction edits a raw text later), so the newest version a
+commit added says enough. `pamd fsck` uses this to account for every id the
+ledger names, and `pamd eval --brain` to count the raw tokens behind a brain
+that was compacted before it was measured.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pamd.core.entry import count_tokens
+from pamd.core.fmt import HEADER_RE, FormatError, parse_doc
+from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
+
+ID_RE = re.compile(r"\b[es]-[0-9a-f]{12}\b")
+# A line of a commit message that names ids dropped on purpose: compaction writes
+# "Dropped as trash (...): e-…, e-…", a person may write "Dropped: e-…".
+DROPPED_RE = re.compile(r"^Dropped\b")
+
+
+@dataclass
+class Lineage:
+    added: set[str] = field(default_factory=set)  # every entry id a commit ever added
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # summary id -> its from=
+    raw_tokens: dict[str, int] = field(default_factory=dict)  # raw entry id -> tokens of its text
+
+
+def scan(brain: Brain, all_refs: bool = True) -> Lineage:
+    """Every entry a commit added to the tiers or MEMORY.md (all refs, or HEAD's history)."""
+    out = Lineage()
+    if not brain.repo.head():
+        return out
+    refs = ["--all"] if all_refs else []
+    text = brain.repo.log(*refs, "-p", "--no-color", "--unified=0", "--format=", "--no-renames",
+                          "--", MEMORY, *TIER_DIRS.values())
+    lines = text.split("\n")
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        i += 1
+        if not (line.startswith("+### ") and (m := HEADER_RE.match(line[1:]))):
+            continue
+        out.added.add(m.group(1))
+        # The header's metadata line and text follow it in the same hunk when the
+        # entry was added whole; a later edit (recalls=, a redaction) shows no header.
+        block = [line[1:]]
+        while i < n and lines[i].startswith("+") and not lines[i].startswith("+### "):
+            if len(block) > 1 and not lines[i].startswith("+>"):
+                break
+            block.append(lines[i][1:])
+            i += 1
+        try:
+            entries = parse_doc("\n".join(block) + "\n").entries
+        except FormatError:
+            continue
+        if not entries:
+            continue
+        e = entries[0]
+        if e.sources:
+            out.sources.setdefault(e.id, e.sources)  # newest first: keep the newest
+        else:
+            out.raw_tokens.setdefault(e.id, count_tokens(e.text))
+    return out
+
+
+def dropped_ids(brain: Brain, all_refs: bool = True) -> set[str]:
+    """Ids named on a `Dropped…` line of any commit message: dropped on purpose, said so."""
+    if not brain.repo.head():
+        return set()
+    refs = ["--all"] if all_refs else []
+    text = brain.repo.log(*refs, "--grep=^Dropped", "--format=%B")
+    return {eid for line in text.split("\n") if DROPPED_RE.match(line) for eid in ID_RE.findall(line)}

@@ -216,3 +216,13 @@ def test_eval_of_a_malformed_locomo_file_is_one_clear_line(brain, tmp_path):
         f.write_text(text)
         code, _, err = brain("eval", str(f))
         assert code == 1 and said in err and "internal error" not in err, (text[:60], err)
+
+
+def test_eval_reads_the_lines_a_hit_cites_as_recall_counts_them(tmp_path):
+    from types import SimpleNamespace
+
+    from pamd.fidelity.evaluate import _cited_units
+
+    # a bare CR does not end a line for recall's hits (nor git, grep, sed)
+    (tmp_path / "n.md").write_bytes(b"intro\rabout [D1:1]\n> said [D1:2]\n")
+    assert _cited_units(tmp_path, SimpleNamespace(path="n.md", start=2, end=2), {}) == {"D1:2"}

@@ -301,16 +301,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def check_staged(brain, rels: list[str]) -> list[Problem]:
-    """Format check of the staged versions (a plain hook sees the index, not the work tree)."""
-    from pamd.edge.check import check_text
+    """`pamd check` of what is about to be committed: the staged version of each of `rels`,
+    and an entry id held by two entry files of the index (`pamd check` and the pamd-check
+    hook report those too; a file-by-file check cannot see them)."""
+    from pamd.edge.brain import MEMORY, TIER_DIRS
+    from pamd.edge.check import check_texts, checked
 
-    problems: list[Problem] = []
-    read = read_staged(brain)
-    for rel in rels:
-        text = read(rel)
-        if text is not None:
-            problems += check_text(rel, text)
-    return problems
+    # as the framework's pamd-check hook, which runs only when one of its files is staged
+    mine = [r for r in rels if checked(r)]
+    if not mine:
+        return []
+    return check_texts(brain.repo.staged_texts(*mine, MEMORY, *TIER_DIRS.values()), only=set(mine))
 
 
 def all_files(brain) -> list[str]:

@@ -50,6 +50,18 @@ def test_check_reports_bad_config_values_with_their_line(brain):
     assert f'pamd.toml:{line}: [tiers] l1_hours: expected a number, got "12h"' in out
 
 
+@pytest.mark.parametrize("sep", ["\r", "\u2028", "\x85"])
+def test_check_names_a_frontmatter_line_as_git_and_sed_count_it(brain, sep):
+    # YAML also ends a line at a bare CR, NEL or U+2028; git, sed, grep and pamd at LF only
+    root = brain.cwd
+    (root / "DNA.md").write_text(f'---\nreflexes: []{sep}preferences: ["tea"]\nlearned_behaviors: [a, b\n'
+                                 "bad: 1\n---\n", "utf-8")
+    code, out, _ = brain("check")
+    line = int(re.search(r"^DNA\.md:(\d+): broken frontmatter", out, re.M).group(1))
+    assert code == 1 and line == 4
+    assert (root / "DNA.md").read_bytes().split(b"\n")[line - 1] == b"bad: 1"  # sed -n 4p
+
+
 def test_a_brains_own_hippocampus_type_and_clock_are_checked_too(brain):
     from pamd.core.config import problems
 

@@ -258,3 +258,56 @@ def test_eval_of_a_malformed_locomo_file_is_one_clear_line(brain, tmp_path):
         f.write_text(text)
         code, _, err = brain("eval", str(f))
         assert code == 1 and said in err and "internal error" not in err, (text[:60], err)
+
+
+def test_eval_reads_the_lines_a_hit_cites_as_recall_counts_them(tmp_path):
+    from types import SimpleNamespace
+
+    from pamd.fidelity.evaluate import _cited_units
+
+    # a bare CR does not end a line for recall's hits (nor git, grep, sed)
+    (tmp_path / "n.md").write_bytes(b"intro\rabout [D1:1]\n> said [D1:2]\n")
+    assert _cited_units(tmp_path, SimpleNamespace(path="n.md", start=2, end=2), {}) == {"D1:2"}
+
+
+BOM = "\ufeff"  # what Windows editors put first in a UTF-8 file
+
+
+def test_a_probes_file_saved_with_a_bom_is_read_by_probe_and_the_probe_hook(brain):
+    import subprocess
+    import sys
+
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    # as Notepad saves it: a BOM, CRLF line endings
+    (brain.cwd / "probes.jsonl").write_bytes(
+        (BOM + '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\r\n'
+         '{"question": "what did we decide for billing", "expect_text": "Postgres"}\r\n').encode())
+    code, out, err = brain("probe")
+    assert code == 0 and "2 of 2 probes resolve" in out, out + err
+    r = subprocess.run([sys.executable, "-m", "pamd.hooks", "probe"], cwd=brain.cwd,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "2 of 2 probes resolve" in r.stdout, r.stdout + r.stderr
+
+
+def test_eval_reads_question_files_saved_with_a_bom(brain, tmp_path):
+    from pamd.edge.brain import Brain
+    from pamd.fidelity import qa
+
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    eid = Brain(brain.cwd).load().entries[0].id
+    q = tmp_path / "q.jsonl"
+    # a BOM, CRLF, and a U+2028 that json.dumps(ensure_ascii=False) leaves inside a string
+    q.write_bytes((BOM + json.dumps({"question": "which database\u2028hosts billing",
+                                     "evidence_ids": [eid]}, ensure_ascii=False) + "\r\n").encode())
+    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    assert json.loads(out)["points"][0]["prov"]["R@10"] == 1.0
+    # LoCoMo's JSON with a BOM is still LoCoMo, not pamd's JSONL
+    locomo = _tiny_locomo(tmp_path / "tiny.json")
+    locomo.write_bytes(BOM.encode() + locomo.read_bytes())
+    assert qa.detect(locomo) == "locomo" and len(qa.load_locomo(locomo)[0].questions) == 3
+    # not UTF-8 at all: one clear line, not an internal error
+    q.write_bytes(b'{"question": "caf\xe9", "evidence_ids": ["e-000000000000"]}\n')
+    code, _, err = brain("eval", str(q))
+    assert code == 1 and "q.jsonl: not valid UTF-8 at byte" in err and "internal error" not in err

@@ -127,6 +127,41 @@ def test_plain_pre_commit_hook_checks_the_staged_version_not_the_work_tree(hooke
     assert r.returncode != 0 and "DNA.md:" in r.stdout + r.stderr
 
 
+def test_plain_pre_commit_hook_refuses_an_id_held_by_two_staged_files_as_pamd_check_does(hooked):
+    root = hooked.cwd
+    assert hooked("remember", "We decided to ship on Friday.")[0] == 0
+    l0 = next(root.glob("memory/L0/*.md"))
+    text = l0.read_text()
+    block = text[text.index("### "):]  # the entry: header, metadata line, blockquote
+    eid = block.split()[1]
+    # a person files the entry under another day too, and edits the original: both staged
+    (root / "memory" / "L1").mkdir(exist_ok=True)
+    copy = root / "memory" / "L1" / "2026-11-29.md"
+    copy.write_text("# 29 Nov\n\n" + block)
+    l0.write_text(text.replace("### ", "A note above the entries.\n\n### ", 1))
+    git(root, "add", "-A")
+
+    def commit():
+        return subprocess.run(["git", "commit", "-m", "file it twice"], cwd=root,
+                              capture_output=True, text=True, env=with_path())
+
+    code, out, _ = hooked("check")
+    want = f"memory/L1/2026-11-29.md:3: duplicate id {eid} (also at {l0.relative_to(root).as_posix()}:"
+    assert code == 1 and want in out  # what `pamd check` (and the pamd-check hook) says
+    r = commit()
+    assert r.returncode != 0 and want in r.stdout + r.stderr
+    assert git(root, "log", "-1", "--format=%s").startswith("pamd remember")
+    # only the copy staged, the original as committed: the index still holds the id twice
+    git(root, "reset", "-q", "--", l0.relative_to(root).as_posix())
+    r = commit()
+    assert r.returncode != 0 and want in r.stdout + r.stderr
+    # the work tree may hold it twice as long as what is committed does not
+    git(root, "rm", "-q", "--cached", "--", "memory/L1/2026-11-29.md")
+    git(root, "add", l0.relative_to(root).as_posix())
+    r = commit()
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_plain_pre_commit_hook_checks_a_staged_pamd_toml_and_budgets_only_tier_commits(hooked):
     root = hooked.cwd
     cfg = root / "pamd.toml"

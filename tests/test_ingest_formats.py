@@ -159,3 +159,23 @@ def test_a_note_dated_out_of_range_is_refused(brain, tmp_path, day):
     note.write_text("- an old thing\n")
     refused(brain, note, needle=f"date {day}")
     assert brain("status")[0] == 0 and brain("check")[0] == 0
+
+
+# Windows editors start a UTF-8 file with a BOM: ingest takes it in every shape (not a fix:
+# sources.decode reads utf-8-sig; this keeps it so, beside probes and eval's questions)
+
+@pytest.mark.parametrize("name, body", [
+    ("a.jsonl", '{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "Billing runs on Postgres 16."}\r\n'),
+    ("a.json", '[{"role": "user", "content": "Billing runs on Postgres 16."}]'),
+    ("2026-11-30.md", "# 2026-11-30\r\n\r\n- Billing runs on Postgres 16.\r\n"),
+    ("-", '{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "Billing runs on Postgres 16."}\n'),
+])
+def test_a_transcript_saved_with_a_bom_is_ingested(brain, tmp_path, name, body):
+    data = ("\ufeff" + body).encode()
+    if name == "-":
+        r = brain.proc("ingest", "-", input=data)
+    else:
+        (tmp_path / name).write_bytes(data)
+        r = brain.proc("ingest", str(tmp_path / name))
+    assert r.returncode == 0, r.stderr.decode()
+    assert [e.text for e in entries(brain.cwd)] == ["Billing runs on Postgres 16."]

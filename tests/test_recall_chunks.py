@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from recall_helpers import entries
@@ -134,3 +137,73 @@ def test_for_embedding_cuts_long_texts_and_long_neighbours_but_never_what_is_sea
     assert ctx[3].embed == ("# Notes\n" + long)[:EMBED_CHARS]
     # BM25, the hit's text and its lines still see everything
     assert [(c.text, c.start, c.end, c.hash) for c in ctx] == [(c.text, c.start, c.end, c.hash) for c in cs]
+
+
+_ENDINGS = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["# Title", "## Part", "- an item", "a paragraph", ""]),
+                          st.text("abcxyz ", min_size=1, max_size=12), _ENDINGS), max_size=25))
+def test_chunk_lines_count_lf_only_whatever_the_line_endings(lines):
+    # git, grep -n, sed -n and pamd's parser end a line at LF only; Markdown also at a bare CR.
+    text = "".join(f"{kind} {words}".strip() + end if kind else end for kind, words, end in lines)
+    on_disk = text.split("\n")
+    for c in chunk_file("memory/daily/d.md", text, "daily", max_chars=60):
+        assert 1 <= c.start <= c.end <= len(on_disk)
+        cited = "\n".join(on_disk[c.start - 1:c.end])
+        first, *rest = c.text.split("\n")
+        assert first in cited or first in text  # a long section's later chunks start with its heading
+        for ln in rest:
+            assert ln in cited, (c, cited)
+        assert "\r" not in c.text
+
+
+def test_recall_hits_on_files_with_cr_line_endings_cite_lines_as_sed_and_expand_count(tmp_path, capsys):
+    from recall_helpers import make_brain, recall_cli
+
+    from pamd.cli import main
+
+    es = entries()
+    files = {
+        # old Mac line endings: to git, grep and sed the whole note is line 1
+        "memory/daily/2026-11-01.md":
+            "# Notes\r\rThe walrus sleeps on the ice floe.\r\r# Other\r\rPenguins march in winter.\r",
+        # mixed: CRLF, a bare CR inside an LF line, LF
+        "memory/daily/2026-11-02.md": "---\ndate: 2026-11-02\n---\r\n# Mixed\r\nline one\r\n"
+                                      "\rThe giraffe eats acacia leaves.\n\n# Tail\rzebra stripes pattern\n",
+        # an entry file whose preamble a person edited on an old Mac
+        "memory/L0/2026-11-30.md": render_doc({"day": "2026-11-30"},
+                                              "# 30 Nov\rThe lighthouse keeper log.", es),
+    }
+    root = make_brain(tmp_path / "brain", files)
+    assert main(["index", "--brain", str(root)]) == 0
+    capsys.readouterr()
+
+    def sed(rel: str, a: int, b: int) -> str:
+        return subprocess.run(["sed", "-n", f"{a},{b}p", rel], cwd=root, capture_output=True,
+                              check=True).stdout.decode()
+
+    for query, rel, word in (
+        ("walrus sleeping on ice", "memory/daily/2026-11-01.md", "walrus"),
+        ("penguins marching", "memory/daily/2026-11-01.md", "Penguins"),
+        ("giraffe acacia leaves", "memory/daily/2026-11-02.md", "giraffe"),
+        ("zebra stripes", "memory/daily/2026-11-02.md", "zebra"),
+        ("lighthouse keeper", "memory/L0/2026-11-30.md", "lighthouse"),
+    ):
+        hit = next(h for h in recall_cli(root, query, 3, capsys) if word in h["text"])
+        a, b = hit["lines"]
+        assert hit["path"] == rel and word in sed(rel, a, b), (query, hit)
+        grep = subprocess.run(["grep", "-n", word, rel], cwd=root, capture_output=True, text=True)
+        assert a <= int(grep.stdout.split(":")[0]) <= b, (query, hit, grep.stdout)
+        assert b <= (root / rel).read_bytes().count(b"\n") + 1, (query, hit)
+    day = "memory/L0/2026-11-30.md"
+    on_disk = (root / day).read_bytes().decode("utf-8").split("\n")
+    for e in es:  # entries below the CR-edited preamble: the hit, sed and `pamd expand` agree
+        hit = next(h for h in recall_cli(root, e.text, 2, capsys) if e.id in h["ids"])
+        a, b = hit["lines"]
+        head = next(n for n, ln in enumerate(on_disk, 1) if ln.startswith(f"### {e.id} "))
+        assert a <= head <= b and f"> {e.text}" in sed(day, a, b), (e, hit)
+        assert on_disk[b - 1].startswith("> "), (e, hit)  # a hit ends with an entry's last line
+        assert main(["expand", "--brain", str(root), "--json", f"{day}:{b}"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["id"] in hit["ids"]

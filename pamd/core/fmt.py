@@ -82,7 +82,8 @@ def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[s
                 meta = load_yaml(raw) if raw.strip() else {}
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
-                line = 2 + (mark.line if mark else 0)
+                # YAML also ends a line at a bare CR, NEL, U+2028/9; a file's lines end at LF
+                line = 2 + (raw.count("\n", 0, mark.index) if mark else 0)
                 reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
                 raise FormatError(Problem(path, line, f"broken frontmatter: {reason}")) from None
             if meta is None:

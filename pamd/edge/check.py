@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from typing import Any
 
 from pamd.core import config as config_mod
 from pamd.core.fmt import FormatError, Problem, parse_doc, split_frontmatter
-from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, Brain, tier_of
+from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, TIER_DIRS, Brain, tier_of
 
 # Frontmatter fields a person may edit, and the shape each must have.
 SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -85,7 +86,7 @@ def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
     rels = list(SHAPES) + brain.entry_files()
     if only is not None:
         rels = [r for r in rels if r in set(only)] + [r for r in only if r not in rels and tier_of(r)]
-    seen: dict[str, tuple[str, int]] = {}
+    texts: dict[str, str] = {}
     for rel in dict.fromkeys(rels):
         try:
             text = brain.read(rel)
@@ -96,8 +97,25 @@ def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
             if only is not None:  # asked for by name: a typo must not pass as "ok"
                 problems.append(Problem(rel, 1, "no such file"))
             continue
+        texts[rel] = text
+    return problems + check_texts(texts)
+
+
+def check_texts(texts: dict[str, str], only: Collection[str] | None = None) -> list[Problem]:
+    """Problems of brain files given as {path: text}: each file's own (only for the paths in
+    `only`, when given) and every entry id found a second time, reported at that copy.
+
+    `pamd check` reads the work tree; the plain pre-commit hook passes what is staged.
+    Files are taken in check order (pamd.toml, DNA/STATE/PRELOAD, MEMORY.md, L0..L3 by
+    path), so the same duplicate is reported at the same copy whoever asks.
+    """
+    problems: list[Problem] = []
+    seen: dict[str, tuple[str, int]] = {}
+    for rel in sorted(texts, key=check_order):
+        text = texts[rel]
         found = check_text(rel, text)
-        problems += found
+        if only is None or rel in only:
+            problems += found
         if not found and tier_of(rel):
             for e in parse_doc(text, rel, tier_of(rel) or "L0").entries:
                 if e.id in seen:
@@ -106,6 +124,21 @@ def check_brain(brain: Brain, only: list[str] | None = None) -> list[Problem]:
                 else:
                     seen[e.id] = (rel, e.line_start)
     return problems
+
+
+def checked(rel: str) -> bool:
+    """Whether `pamd check` reads this file: pamd.toml, DNA/STATE/PRELOAD, MEMORY.md, L0..L3."""
+    return rel == CONFIG or rel in SHAPES or tier_of(rel) is not None
+
+
+def check_order(rel: str) -> tuple[int, str]:
+    """Sort key: pamd.toml, DNA/STATE/PRELOAD, MEMORY.md, then L0..L3 by path (as entry_files)."""
+    if rel == CONFIG:
+        return (0, "")
+    if rel in SHAPES:
+        return (1, str(list(SHAPES).index(rel)))
+    tier = tier_of(rel)
+    return (2 + ("L4", *TIER_DIRS).index(tier), rel) if tier else (9, rel)
 
 
 def problems_json(problems: list[Problem]) -> list[dict[str, Any]]:

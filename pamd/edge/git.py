@@ -131,6 +131,37 @@ class Repo:
         except git.GitCommandError:
             return None
 
+    def staged_texts(self, *pathspecs: str) -> dict[str, str]:
+        """{path: text} of the regular files the index holds under `pathspecs` (what a commit
+        would record), read with one `git cat-file --batch` rather than a `git show` each."""
+        out = self._run("ls-files", "-s", "-z", "--", *pathspecs, strip=False)
+        blobs: dict[str, str] = {}
+        for rec in out.split("\0"):
+            meta, tab, path = rec.partition("\t")
+            parts = meta.split()
+            # stage 0 only (an unmerged path is the conflict check's business); no symlinks
+            if tab and len(parts) == 3 and parts[2] == "0" and parts[0].startswith("100"):
+                blobs[path] = parts[1]
+        if not blobs:
+            return {}
+        with tempfile.TemporaryFile() as shas:
+            shas.write("".join(f"{sha}\n" for sha in blobs.values()).encode("ascii"))
+            shas.seek(0)
+            try:
+                data = self._exec(["cat-file", "--batch"], istream=shas, stdout_as_string=False,
+                                  strip_newline_in_stdout=False)
+            except git.GitCommandError as exc:
+                raise PamdError(f"git cat-file failed: {_first(exc)}") from None
+        texts: dict[str, str] = {}
+        pos = 0
+        for path in blobs:  # cat-file answers in the order it was asked
+            eol = data.index(b"\n", pos)
+            size = int(data[pos:eol].split()[2])
+            # as `show` reads it: bytes that are not UTF-8 survive as surrogate escapes
+            texts[path] = data[eol + 1:eol + 1 + size].decode("utf-8", "surrogateescape")
+            pos = eol + 1 + size + 1
+        return texts
+
     def log(self, *args: str) -> str:
         return self._run("log", *args)
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pamd.core.entry import TIERS
+from pamd.edge.files import read_text
 from pamd.errors import PamdError
 from pamd.fidelity.qa import TAG_RE, Conversation, Question
 
@@ -94,7 +95,8 @@ def _descend(eid: str, graph: dict[str, tuple[str, ...]], depth: int = 0) -> lis
 def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
     if hit.path not in cache:
         p = root / hit.path
-        cache[hit.path] = p.read_text("utf-8").split("\n") if p.is_file() else []
+        # the file's own LF lines, as hits count them (read_text would also end lines at a CR)
+        cache[hit.path] = read_text(p).split("\n") if p.is_file() else []
     lines = cache[hit.path][max(0, hit.start - 1): hit.end]
     return {m for ln in lines for m in TAG_RE.findall(ln)}
 

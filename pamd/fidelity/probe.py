@@ -5,7 +5,8 @@
     {"question": "deadline for the export", "expect_text": "Thursday"}
 A probe resolves when one of the top k hits is an expected entry, or a
 summary that came from one (provenance, through history), or cites the
-expected text. `pamd probe` exits 1 if any probe does not resolve.
+expected text. `pamd probe` exits 1 if any probe does not resolve. Blank lines
+and lines starting with # are skipped; a UTF-8 BOM and CRLF endings are fine.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
     if text is None:
         raise PamdError(f"this brain has no {rel}", 'add lines like {"question": "...", "expect_text": "..."}')
     out = []
-    for i, line in enumerate(text.split("\n"), 1):
+    # a BOM (Windows editors write one) is no part of the first probe: json refuses it
+    for i, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:

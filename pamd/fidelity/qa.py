@@ -46,10 +46,21 @@ def _norm_evidence(raw, known: set[str]) -> list[str]:
     return out
 
 
+def read(path: Path) -> str:
+    """A question file as a person saved it: UTF-8, with or without a BOM (Windows editors
+    write one, and json refuses it), its lines ending at LF or CRLF."""
+    try:
+        return Path(path).read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise PamdError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise PamdError(f"{path}: not valid UTF-8 at byte {exc.start}", "convert it to UTF-8 first") from None
+
+
 def load_locomo(path: Path, limit: int | None = None, adversarial: bool = False) -> list[Conversation]:
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(read(path))
+    except ValueError as exc:
         raise PamdError(f"{path}: cannot read a LoCoMo file ({exc})") from None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "conversation" not in data[0]:
         raise PamdError(f"{path}: not in LoCoMo's format (a list of samples with conversation and qa)")
@@ -89,7 +100,9 @@ def _sample(sample: dict, index: int, adversarial: bool) -> Conversation:
 
 def load_pamd(path: Path) -> list[Question]:
     out = []
-    for i, line in enumerate(Path(path).read_text("utf-8").splitlines(), 1):
+    # LF alone ends a line: splitlines() would also cut a question at a U+2028 that
+    # json.dumps(ensure_ascii=False) leaves raw inside its string
+    for i, line in enumerate(read(path).split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -108,5 +121,5 @@ def load_pamd(path: Path) -> list[Question]:
 
 
 def detect(path: Path) -> str:
-    head = Path(path).read_text("utf-8")[:200].lstrip()
+    head = read(path)[:200].lstrip()
     return "locomo" if head.startswith("[") else "pamd"

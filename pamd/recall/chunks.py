@@ -81,15 +81,23 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
         entries = {e.line_start: e for e in parse_doc(text, path, tier).entries}
     except FormatError:
         pass  # a malformed file stays searchable, as plain sections
+    # Markdown ends a line at CR, LF or CRLF; git, grep, sed and pamd's parser at LF only.
+    # markdown-it reads `body` cut its way (no CR left), and `at` turns its line numbers
+    # back into the file's: a chunk of a file saved with old Mac line endings (or a stray
+    # CR) cites the LF line that holds it, as `sed -n`, `pamd expand` and `pamd check` count.
+    body, nl = _markdown_lines(body)
     blocks = _blocks(_MD.parse("\n".join(body)))
-    off = body_line  # body line i (0-based) is file line off + i
+
+    def at(i: int) -> int:
+        """The file line (1-based) of Markdown body line i (0-based)."""
+        return body_line + nl[min(i, len(nl) - 1)]
 
     chunks: list[Chunk] = []
     section: list[tuple[int, int]] = []  # blocks of the current plain section
     heading = ""
 
     def flush() -> None:
-        chunks.extend(_pack(path, tier, body, off, section, heading, file_ts, max_chars))
+        chunks.extend(_pack(path, tier, body, at, section, heading, file_ts, max_chars))
         section.clear()
 
     i = 0
@@ -104,7 +112,7 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
             while j < len(blocks) and blocks[j][0] != "heading":
                 j += 1
             end_b = blocks[j - 1][2]
-            e = entries.get(off + a)
+            e = entries.get(at(a))
             if e is not None:
                 chunks.append(Chunk(path, e.line_start, e.line_end, tier, f"{e.role}: {e.text}",
                                     (e.id,), e.ts, e.importance))
@@ -118,7 +126,7 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
             else:
                 m = HEADER_RE.match(line)
                 rest = _strip_quote(body[a + 2:end_b]) if end_b > a + 2 else ""
-                chunks.append(Chunk(path, off + a, off + end_b - 1, tier,
+                chunks.append(Chunk(path, at(a), at(end_b - 1), tier,
                                     f"{m.group(3)}: {rest}".strip(), (m.group(1),),
                                     _time(m.group(2))))
             i = j
@@ -188,7 +196,7 @@ def _blocks(tokens) -> list[tuple[str, int, int]]:
     return out
 
 
-def _pack(path, tier, body, off, blocks, heading, ts, max_chars) -> list[Chunk]:
+def _pack(path, tier, body, at, blocks, heading, ts, max_chars) -> list[Chunk]:
     """Runs of consecutive blocks up to max_chars; the section heading is context for each."""
     out: list[Chunk] = []
     run: list[tuple[int, int]] = []
@@ -202,7 +210,7 @@ def _pack(path, tier, body, off, blocks, heading, ts, max_chars) -> list[Chunk]:
         if heading and not text.lstrip("#").strip().startswith(heading):
             text = f"{heading}\n{text}"
         if text:
-            out.append(Chunk(path, off + a, off + b - 1, tier, text, (), ts))
+            out.append(Chunk(path, at(a), at(b - 1), tier, text, (), ts))
 
     for a, b in blocks:
         n = sum(len(x) + 1 for x in body[a:b])
@@ -214,6 +222,23 @@ def _pack(path, tier, body, off, blocks, heading, ts, max_chars) -> list[Chunk]:
     if run:
         emit()
     return out
+
+
+def _markdown_lines(lines: list[str]) -> tuple[list[str], list[int]]:
+    """`lines` (cut at LF) cut again as Markdown cuts them (at a CR too, a CRLF once), and
+    for each resulting line the index of the LF line it came from."""
+    out: list[str] = []
+    nl: list[int] = []
+    for i, line in enumerate(lines):
+        if "\r" not in line:
+            out.append(line)
+            nl.append(i)
+            continue
+        # a CR right before the LF is half of a CRLF: the LF already ends this line
+        parts = (line[:-1] if line.endswith("\r") else line).split("\r")
+        out += parts
+        nl += [i] * len(parts)
+    return out, nl
 
 
 def _strip_quote(lines: list[str]) -> str:

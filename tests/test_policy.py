@@ -71,6 +71,20 @@ def test_compact_stops_at_l2_and_defrag_goes_on():
     assert decision_of(plan_compaction([old], CFG, NOW, "defrag"), old).target == "L4"
 
 
+def test_compact_never_moves_an_entry_back_up_a_tier():
+    # An L3 one-liner past L3's 7 days would go to L4, which only defrag writes:
+    # compact keeps it in L3 (it used to re-summarise it into L2).
+    l3 = entry("billing: export in EUR (2026-11-23)", 24 * 7 + 1, tier="L3", sources=["e-000000000003"])
+    l2 = entry("summary of last week", 24 * 8, tier="L2", sources=["e-000000000004"])
+    plan = plan_compaction([l3, l2], CFG, NOW, "compact")
+    for e in (l3, l2):
+        d = decision_of(plan, e)
+        assert d.action == "keep" and d.target == e.tier, d.why
+        assert "waits for defrag" in d.why
+    assert not plan.groups
+    assert decision_of(plan_compaction([l3], CFG, NOW, "defrag"), l3).target == "L4"
+
+
 def test_summaries_move_on_when_past_their_tier():
     l1 = entry("summary of the morning", 13, tier="L1", sources=["e-000000000001"])
     l2 = entry("summary of monday", 24 * 4, tier="L2", sources=["e-000000000002"])

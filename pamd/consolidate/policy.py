@@ -12,7 +12,8 @@ inside a level and what is dropped:
   or its clock if shorter) is under `drop_below` is dropped as trash (its raw text stays in history; the commit
   lists it by id). Tool output that nobody recalled goes this way.
 - Over a tier's token budget, the lowest-retention entries move down first.
-- `compact` moves entries as far as L2; `defrag` also to L3 and L4.
+- `compact` moves entries as far as L2; `defrag` also to L3 and L4. A tier never
+  goes backwards: an L3 entry past its 7 days waits in L3 for defrag.
 
 Entries that move together (same target tier, session and time bucket) become
 one summary of `ratio` times fewer tokens.
@@ -137,9 +138,13 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
             else:
                 why = f"age {age:.1f} h within {e.tier}"
         if action == COMPRESS and tier_index(target) > tier_index(ceiling):
-            target = ceiling
-            if target == e.tier:
-                action, why = KEEP, why + f"; waits for defrag ({mode} stops at {ceiling})"
+            # A tier never goes backwards: an entry already at or past the ceiling
+            # (an L3 one-liner in `compact`) stays where it is until defrag.
+            if tier_index(e.tier) >= tier_index(ceiling):
+                action, target = KEEP, e.tier
+                why += f"; waits for defrag ({mode} stops at {ceiling})"
+            else:
+                target = ceiling
         by_id[e.id] = Decision(e, r, action, target, why)
     _enforce_budgets(by_id, config, ceiling)
     plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts, d.entry.id))

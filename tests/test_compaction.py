@@ -577,3 +577,19 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
         helper.join()
     assert len(calls) >= 2
     assert "compact failed unexpectedly" in caplog.text and "No space left on device" in caplog.text
+
+
+def test_a_memory_recalled_ten_times_is_not_dropped_as_trash(brain):
+    # Its importance (0.2) alone makes it trash; ten recalls make it a reflex.
+    assert brain("remember", "ok, the wifi password for the office is on the fridge",
+                 "--importance", "0.2", now="2026-11-30T10:00:00Z")[0] == 0
+    (e,) = tier_entries(brain.cwd)
+    for _ in range(10):
+        assert brain("touch", e.id, now="2026-11-30T10:05:00Z")[0] == 0
+    code, out, err = brain("compact", now="2026-11-30T10:40:00Z")
+    assert code == 0, err
+    assert "dropped" not in out
+    t = trailers(brain.cwd)
+    assert t["Pamd-Dropped"] == "0" and t["Pamd-Moved"] == "1"
+    (s,) = tier_entries(brain.cwd)
+    assert s.tier == "L1" and s.sources == (e.id,) and s.recalls == 10

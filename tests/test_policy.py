@@ -71,6 +71,17 @@ def test_compact_stops_at_l2_and_defrag_goes_on():
     assert decision_of(plan_compaction([old], CFG, NOW, "defrag"), old).target == "L4"
 
 
+@pytest.mark.parametrize("recalls,dropped", [(0, True), (2, True), (3, False), (5, False), (10, False)])
+def test_a_myelinated_entry_is_never_trash(recalls, dropped):
+    # Importance alone would make it trash; recalled [myelin] thin (3) times or more,
+    # it is in use: it is compressed instead, and its summary keeps the recalls.
+    e = entry("ok, the wifi password for the office is on the fridge", 1, "ephemeral", 0.2, recalls=recalls)
+    d = decision_of(plan_compaction([e], CFG, NOW), e)
+    assert (d.action == "drop") is dropped, d.why
+    if not dropped:
+        assert d.action == "compress" and d.target == "L1" and "myelinated" in d.why
+
+
 def test_compact_never_moves_an_entry_back_up_a_tier():
     # An L3 one-liner past L3's 7 days would go to L4, which only defrag writes:
     # compact keeps it in L3 (it used to re-summarise it into L2).

@@ -10,7 +10,9 @@ inside a level and what is dropped:
 - A summary moves on when its age passes its tier's upper bound.
 - Leaving L0, an entry whose retention at the ordinary L0 age (`l0_hours`,
   or its clock if shorter) is under `drop_below` is dropped as trash (its raw text stays in history; the commit
-  lists it by id). Tool output that nobody recalled goes this way.
+  lists it by id). Tool output that nobody recalled goes this way. A myelinated
+  entry (recalled `[myelin] thin` times or more) is never trash: it is compressed
+  like any other, and its summary inherits the recalls (PRELOAD, DNA reflexes).
 - Over a tier's token budget, the lowest-retention entries move down first.
 - `compact` moves entries as far as L2; `defrag` also to L3 and L4. A tier never
   goes backwards: an L3 entry past its 7 days waits in L3 for defrag.
@@ -108,6 +110,8 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
     t = config["tiers"]
     trash = float(config["neurotag"]["trash_below"])
     ceiling = "L2" if mode == "compact" else "L4"
+    # A memory recalled often enough to be myelinated is in use: never trash.
+    thin = int(config.get("myelin", {}).get("thin", 3))
     plan = Plan(now=now, mode=mode)
     by_id: dict[str, Decision] = {}
     for e in entries:
@@ -124,11 +128,13 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
                 # that importance buys may turn an entry into trash.
                 judged = min(clock, float(t["l0_hours"]))
                 r_exit = retention(e, config, e.ts + timedelta(hours=judged))
-                if decide(r_exit, config) == DROP:
+                if decide(r_exit, config) == DROP and e.recalls < thin:
                     action, target, why = DROP, "-", f"retention {r_exit:.2f} at {judged:g} h < drop_below"
                 else:
                     target = max("L1", tier_for_age(age, t), key=tier_index)
                     action, why = COMPRESS, f"age {age:.1f} h >= {clock:g} h clock for importance {e.importance:.2f}"
+                    if e.recalls >= thin and decide(r_exit, config) == DROP:
+                        why += f"; recalled {e.recalls} times (myelinated), so not trash"
             else:
                 why = f"age {age:.1f} h < {clock:g} h clock for importance {e.importance:.2f}"
         else:

@@ -593,3 +593,24 @@ def test_a_memory_recalled_ten_times_is_not_dropped_as_trash(brain):
     assert t["Pamd-Dropped"] == "0" and t["Pamd-Moved"] == "1"
     (s,) = tier_entries(brain.cwd)
     assert s.tier == "L1" and s.sources == (e.id,) and s.recalls == 10
+
+
+
+def test_a_future_dated_entry_neither_churns_state_nor_is_dropped(brain, tmp_path):
+    f = tmp_path / "f.jsonl"
+    f.write_text(json.dumps({"ts": "2026-12-05T10:00:00Z", "role": "user",
+                             "text": "We decided to ship the release on Friday at noon."}) + "\n"
+                 + json.dumps({"ts": "2026-12-05T10:01:00Z", "role": "user", "text": "ok"}) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T12:00:00Z")[0] == 0
+    code, out, err = brain("compact", now="2026-11-30T12:00:00Z")  # the first STATE snapshot
+    assert code == 0, err
+    assert "dropped" not in out and len(tier_entries(brain.cwd)) == 2
+    n = head_count(brain.cwd)
+    for t in ("12:30", "13:00", "13:30"):
+        code, out, err = brain("compact", now=f"2026-11-30T{t}:00Z")
+        assert code == 0, err
+        assert out.strip() == "nothing to compact"  # STATE's `updated:` alone is no commit
+    code, out, err = brain("defrag", now="2026-12-01T02:30:00Z")
+    assert code == 0, err
+    assert "dropped" not in out
+    assert head_count(brain.cwd) <= n + 1 and len(tier_entries(brain.cwd)) == 2

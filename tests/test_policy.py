@@ -82,6 +82,17 @@ def test_a_myelinated_entry_is_never_trash(recalls, dropped):
         assert d.action == "compress" and d.target == "L1" and "myelinated" in d.why
 
 
+@pytest.mark.parametrize("mode", ["compact", "defrag"])
+def test_an_entry_dated_after_now_is_never_dropped(mode):
+    # A run whose clock is before an entry (a skewed source, an earlier --now) must not
+    # judge it: trash has a 0 h clock, and the age of a future entry clamps to 0.
+    later = entry("ok", -0.1, "ephemeral", 0.05)
+    plan = plan_compaction([later], CFG, NOW, mode)
+    d = decision_of(plan, later)
+    assert d.action == "keep" and d.target == "L0" and "after now" in d.why
+    assert plan.empty
+
+
 def test_compact_never_moves_an_entry_back_up_a_tier():
     # An L3 one-liner past L3's 7 days would go to L4, which only defrag writes:
     # compact keeps it in L3 (it used to re-summarise it into L2).

@@ -13,6 +13,7 @@ inside a level and what is dropped:
   lists it by id). Tool output that nobody recalled goes this way. A myelinated
   entry (recalled `[myelin] thin` times or more) is never trash: it is compressed
   like any other, and its summary inherits the recalls (PRELOAD, DNA reflexes).
+  An entry dated after `now` has not aged yet: it stays raw, never dropped.
 - Over a tier's token budget, the lowest-retention entries move down first.
 - `compact` moves entries as far as L2; `defrag` also to L3 and L4. A tier never
   goes backwards: an L3 entry past its 7 days waits in L3 for defrag.
@@ -122,7 +123,11 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
         action, target, why = KEEP, e.tier, ""
         if e.tier == "L0":
             clock = l0_clock(e.importance, t, trash)
-            if age >= clock:
+            if e.ts > now:
+                # Dated after the run's clock (a skewed source, or a run with an earlier
+                # --now): it has not aged at all yet, so nothing may judge it trash.
+                why = f"dated {(e.ts - now).total_seconds() / 3600:.1f} h after now; waits"
+            elif age >= clock:
                 # Worth is judged at the ordinary L0 exit age (or earlier, for trash):
                 # neither a late run (a laptop asleep for a week) nor the extra raw time
                 # that importance buys may turn an entry into trash.

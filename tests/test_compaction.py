@@ -614,3 +614,20 @@ def test_a_future_dated_entry_neither_churns_state_nor_is_dropped(brain, tmp_pat
     assert code == 0, err
     assert "dropped" not in out
     assert head_count(brain.cwd) <= n + 1 and len(tier_entries(brain.cwd)) == 2
+
+
+def test_gemini_without_a_key_still_refreshes_state_when_nothing_needs_summarising(brain, monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    _use_gemini(brain.cwd, "http://127.0.0.1:9")
+    assert brain("remember", "We decided to use Postgres 16.", now="2026-11-30T10:00:00Z")[0] == 0
+    n = head_count(brain.cwd)
+    code, out, err = brain("compact", now="2026-11-30T10:10:00Z")  # no summary, no lesson: no LLM
+    assert code == 0, err
+    assert head_count(brain.cwd) == n + 1
+    assert "Postgres 16" in (brain.cwd / "STATE.md").read_text()
+    assert trailers(brain.cwd)["Pamd-Summarizer"] == "gemini"
+    # When a summary is needed, the missing key is still the clear one-line error.
+    code, out, err = brain("compact", now="2026-12-09T10:10:00Z")
+    assert code != 0 and "GEMINI_API_KEY is not set" in err and "Traceback" not in err
+    assert head_count(brain.cwd) == n + 1 and git(brain.cwd, "status", "--porcelain") == ""

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pamd.consolidate import policy
-from pamd.consolidate.summarizers import Group, Usage, get_summarizer
+from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
@@ -42,11 +42,12 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
     lessons = lessons or []
     extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]), target_tokens=40)
              for i, ls in enumerate(lessons)]
-    summarizer = get_summarizer(config)
     if groups or extra:
-        texts, usage = summarizer.summarize(groups + extra)
+        # Constructed only now: an LLM backend without its key (GEMINI_API_KEY) fails
+        # here with its clear error, not in a run that only refreshes STATE or folds recalls.
+        texts, usage = get_summarizer(config).summarize(groups + extra)
     else:
-        texts, usage = [], Usage(summarizer.name, getattr(summarizer, "model", "-"))
+        texts, usage = [], Usage(backend_name(config), "-")
     for ls, text in zip(lessons, texts[len(groups):], strict=True):
         ls["text"] = f"{text.strip()} (lesson of {ls['day']})"
         del ls["entries"], ls["day"]

@@ -631,3 +631,20 @@ def test_gemini_without_a_key_still_refreshes_state_when_nothing_needs_summarisi
     code, out, err = brain("compact", now="2026-12-09T10:10:00Z")
     assert code != 0 and "GEMINI_API_KEY is not set" in err and "Traceback" not in err
     assert head_count(brain.cwd) == n + 1 and git(brain.cwd, "status", "--porcelain") == ""
+
+
+def test_a_gemini_summary_longer_than_its_input_is_not_stored(brain, monkeypatch):
+    from gemini_stub import GeminiStub, answer
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    assert brain("remember", "Deploy done.", "--importance", "0.5", now="2026-11-30T10:00:00Z")[0] == 0
+    with GeminiStub(responder=lambda req: answer(["X" * 5000 for _ in req.groups])) as stub:
+        _use_gemini(brain.cwd, stub.base_url)
+        code, out, err = brain("compact", now="2026-11-30T15:00:00Z")
+        assert code == 0, err
+        assert stub.requests
+    (s,) = tier_entries(brain.cwd)
+    assert s.tier == "L1" and "Deploy done" in s.text and "XX" not in s.text
+    t = trailers(brain.cwd)
+    assert t["Pamd-Fallback"].startswith("1 ")
+    assert "longer than their input" in git(brain.cwd, "log", "-1", "--format=%B")

@@ -577,3 +577,74 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
         helper.join()
     assert len(calls) >= 2
     assert "compact failed unexpectedly" in caplog.text and "No space left on device" in caplog.text
+
+
+def test_a_memory_recalled_ten_times_is_not_dropped_as_trash(brain):
+    # Its importance (0.2) alone makes it trash; ten recalls make it a reflex.
+    assert brain("remember", "ok, the wifi password for the office is on the fridge",
+                 "--importance", "0.2", now="2026-11-30T10:00:00Z")[0] == 0
+    (e,) = tier_entries(brain.cwd)
+    for _ in range(10):
+        assert brain("touch", e.id, now="2026-11-30T10:05:00Z")[0] == 0
+    code, out, err = brain("compact", now="2026-11-30T10:40:00Z")
+    assert code == 0, err
+    assert "dropped" not in out
+    t = trailers(brain.cwd)
+    assert t["Pamd-Dropped"] == "0" and t["Pamd-Moved"] == "1"
+    (s,) = tier_entries(brain.cwd)
+    assert s.tier == "L1" and s.sources == (e.id,) and s.recalls == 10
+
+
+
+def test_a_future_dated_entry_neither_churns_state_nor_is_dropped(brain, tmp_path):
+    f = tmp_path / "f.jsonl"
+    f.write_text(json.dumps({"ts": "2026-12-05T10:00:00Z", "role": "user",
+                             "text": "We decided to ship the release on Friday at noon."}) + "\n"
+                 + json.dumps({"ts": "2026-12-05T10:01:00Z", "role": "user", "text": "ok"}) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T12:00:00Z")[0] == 0
+    code, out, err = brain("compact", now="2026-11-30T12:00:00Z")  # the first STATE snapshot
+    assert code == 0, err
+    assert "dropped" not in out and len(tier_entries(brain.cwd)) == 2
+    n = head_count(brain.cwd)
+    for t in ("12:30", "13:00", "13:30"):
+        code, out, err = brain("compact", now=f"2026-11-30T{t}:00Z")
+        assert code == 0, err
+        assert out.strip() == "nothing to compact"  # STATE's `updated:` alone is no commit
+    code, out, err = brain("defrag", now="2026-12-01T02:30:00Z")
+    assert code == 0, err
+    assert "dropped" not in out
+    assert head_count(brain.cwd) <= n + 1 and len(tier_entries(brain.cwd)) == 2
+
+
+def test_gemini_without_a_key_still_refreshes_state_when_nothing_needs_summarising(brain, monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    _use_gemini(brain.cwd, "http://127.0.0.1:9")
+    assert brain("remember", "We decided to use Postgres 16.", now="2026-11-30T10:00:00Z")[0] == 0
+    n = head_count(brain.cwd)
+    code, out, err = brain("compact", now="2026-11-30T10:10:00Z")  # no summary, no lesson: no LLM
+    assert code == 0, err
+    assert head_count(brain.cwd) == n + 1
+    assert "Postgres 16" in (brain.cwd / "STATE.md").read_text()
+    assert trailers(brain.cwd)["Pamd-Summarizer"] == "gemini"
+    # When a summary is needed, the missing key is still the clear one-line error.
+    code, out, err = brain("compact", now="2026-12-09T10:10:00Z")
+    assert code != 0 and "GEMINI_API_KEY is not set" in err and "Traceback" not in err
+    assert head_count(brain.cwd) == n + 1 and git(brain.cwd, "status", "--porcelain") == ""
+
+
+def test_a_gemini_summary_longer_than_its_input_is_not_stored(brain, monkeypatch):
+    from gemini_stub import GeminiStub, answer
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    assert brain("remember", "Deploy done.", "--importance", "0.5", now="2026-11-30T10:00:00Z")[0] == 0
+    with GeminiStub(responder=lambda req: answer(["X" * 5000 for _ in req.groups])) as stub:
+        _use_gemini(brain.cwd, stub.base_url)
+        code, out, err = brain("compact", now="2026-11-30T15:00:00Z")
+        assert code == 0, err
+        assert stub.requests
+    (s,) = tier_entries(brain.cwd)
+    assert s.tier == "L1" and "Deploy done" in s.text and "XX" not in s.text
+    t = trailers(brain.cwd)
+    assert t["Pamd-Fallback"].startswith("1 ")
+    assert "longer than their input" in git(brain.cwd, "log", "-1", "--format=%B")

@@ -71,6 +71,42 @@ def test_compact_stops_at_l2_and_defrag_goes_on():
     assert decision_of(plan_compaction([old], CFG, NOW, "defrag"), old).target == "L4"
 
 
+@pytest.mark.parametrize("recalls,dropped", [(0, True), (2, True), (3, False), (5, False), (10, False)])
+def test_a_myelinated_entry_is_never_trash(recalls, dropped):
+    # Importance alone would make it trash; recalled [myelin] thin (3) times or more,
+    # it is in use: it is compressed instead, and its summary keeps the recalls.
+    e = entry("ok, the wifi password for the office is on the fridge", 1, "ephemeral", 0.2, recalls=recalls)
+    d = decision_of(plan_compaction([e], CFG, NOW), e)
+    assert (d.action == "drop") is dropped, d.why
+    if not dropped:
+        assert d.action == "compress" and d.target == "L1" and "myelinated" in d.why
+
+
+@pytest.mark.parametrize("mode", ["compact", "defrag"])
+def test_an_entry_dated_after_now_is_never_dropped(mode):
+    # A run whose clock is before an entry (a skewed source, an earlier --now) must not
+    # judge it: trash has a 0 h clock, and the age of a future entry clamps to 0.
+    later = entry("ok", -0.1, "ephemeral", 0.05)
+    plan = plan_compaction([later], CFG, NOW, mode)
+    d = decision_of(plan, later)
+    assert d.action == "keep" and d.target == "L0" and "after now" in d.why
+    assert plan.empty
+
+
+def test_compact_never_moves_an_entry_back_up_a_tier():
+    # An L3 one-liner past L3's 7 days would go to L4, which only defrag writes:
+    # compact keeps it in L3 (it used to re-summarise it into L2).
+    l3 = entry("billing: export in EUR (2026-11-23)", 24 * 7 + 1, tier="L3", sources=["e-000000000003"])
+    l2 = entry("summary of last week", 24 * 8, tier="L2", sources=["e-000000000004"])
+    plan = plan_compaction([l3, l2], CFG, NOW, "compact")
+    for e in (l3, l2):
+        d = decision_of(plan, e)
+        assert d.action == "keep" and d.target == e.tier, d.why
+        assert "waits for defrag" in d.why
+    assert not plan.groups
+    assert decision_of(plan_compaction([l3], CFG, NOW, "defrag"), l3).target == "L4"
+
+
 def test_summaries_move_on_when_past_their_tier():
     l1 = entry("summary of the morning", 13, tier="L1", sources=["e-000000000001"])
     l2 = entry("summary of monday", 24 * 4, tier="L2", sources=["e-000000000002"])

@@ -217,6 +217,26 @@ def test_lesson_names_the_failed_action_and_what_to_check():
     assert "migration 0042 was applied" in text and "\n" not in text
 
 
+@pytest.mark.parametrize("failure,fix,expected", [
+    # A report label ("Error:", "Incident:") is not the action, and the failure word
+    # in it must not hide the sentence's own; a dash never dangles in the line.
+    ("Error: KeyError 'rate' when converting GBP invoices — the rates table has no GBP row. "
+     "Export aborted, no data written.",
+     "Fixed by loading rates from the ECB feed into the rates table; GBP converts now.",
+     "before converting GBP invoices, check loading rates from the ECB feed into the rates table"),
+    ("Error: the deploy failed with a data loss incident: the migration deleted rows.",
+     "Fixed: restored from backup; always check the WHERE clause before running a DELETE.",
+     "before the deploy, check the WHERE clause before running a DELETE"),
+    ("Incident: the 01:00 run failed with OOMKilled at 512 MB on the 3rd of the month spike.",
+     "The cause was an unbounded in-memory dedupe set; replaced it with a Postgres DISTINCT ON.",
+     "before the 01:00 run, check an unbounded in-memory dedupe set"),
+    ("Ошибка: выгрузка упала при конвертации GBP — нет курса.", None, "before выгрузка, check why it failed"),
+])
+def test_lesson_skips_a_report_label_and_stops_at_a_clause(failure, fix, expected):
+    es = entries(("assistant", failure), *([("assistant", fix)] if fix else []), neuro=("cortisol",))
+    assert lesson(es) == expected
+
+
 def test_lesson_in_russian_and_with_no_cause():
     ru = entries(("user", "Бэкап упал из-за нехватки места на диске /var."), neuro=("cortisol",))
     assert lesson(ru) == "before бэкап, check нехватки места на диске /var"

@@ -173,6 +173,28 @@ def test_over_budget_and_multiline_one_liners_are_fitted(stub, sleeps):
     assert usage.notes == ["gemini: trimmed 1 over-budget summaries"]
 
 
+def tiny_group(text: str = "Deploy done.", tier: str = "L1") -> Group:
+    # 3 tokens of input, but a budget of 16 (the tier's minimum summary size).
+    return Group("tiny", tier, (Entry(id="e-000000000099", ts=T0, role="user", text=text),), 16)
+
+
+def test_a_summary_longer_than_its_input_falls_back_to_extractive(stub, sleeps):
+    stub.script.append(answer(["X" * 5000, "Alice: Orion moves to July."]))
+    groups = [tiny_group(), group(1)]
+    texts, usage = make(stub, sleeps).summarize(groups)
+    assert stub.requests[0].groups[0]["max_chars"] == len("Deploy done.")  # what it replaces
+    assert texts[0] == ExtractiveSummarizer().summarize([groups[0]])[0][0] and "XX" not in texts[0]
+    assert texts[1] == "Alice: Orion moves to July."
+    assert usage.fallbacks == 1
+    assert usage.notes == ["gemini: 1 summaries longer than their input; fell back to extractive for them"]
+
+
+def test_a_short_enough_summary_of_a_tiny_group_is_kept(stub, sleeps):
+    stub.script.append(answer(["Deploy done"]))
+    texts, usage = make(stub, sleeps).summarize([tiny_group()])
+    assert texts == ["Deploy done"] and usage.fallbacks == 0 and not usage.notes
+
+
 def test_unreachable_endpoint_is_transient(sleeps):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -120,6 +120,15 @@ def test_a_bad_answer_falls_back_for_that_batch_only(stub, sleeps, reply, why):
     assert usage.fallbacks == 2 and len(usage.notes) == 1 and why in usage.notes[0]
 
 
+def test_a_summary_longer_than_its_input_falls_back_to_extractive(stub, sleeps):
+    from test_summarizers_gemini import tiny_group
+
+    stub.script.append(chat_answer(["Deploy done. " + "Everything went great and more. " * 20]))
+    texts, usage = make(stub, sleeps).summarize([tiny_group(tier="L3")])
+    assert texts == ExtractiveSummarizer().summarize([tiny_group(tier="L3")])[0]
+    assert usage.fallbacks == 1 and "longer than their input" in usage.notes[0]
+
+
 def test_unreachable_endpoint_is_retried_then_falls_back(sleeps):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

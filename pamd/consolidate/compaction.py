@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from pamd.consolidate import policy
-from pamd.consolidate.summarizers import Group, Usage, get_summarizer
+from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
-from pamd.core.fmt import Doc, render_doc
+from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
 from pamd.errors import PamdError
 from pamd.myelin import myelin, recall_log, snapshot
@@ -42,11 +42,12 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
     lessons = lessons or []
     extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]), target_tokens=40)
              for i, ls in enumerate(lessons)]
-    summarizer = get_summarizer(config)
     if groups or extra:
-        texts, usage = summarizer.summarize(groups + extra)
+        # Constructed only now: an LLM backend without its key (GEMINI_API_KEY) fails
+        # here with its clear error, not in a run that only refreshes STATE or folds recalls.
+        texts, usage = get_summarizer(config).summarize(groups + extra)
     else:
-        texts, usage = [], Usage(summarizer.name, getattr(summarizer, "model", "-"))
+        texts, usage = [], Usage(backend_name(config), "-")
     for ls, text in zip(lessons, texts[len(groups):], strict=True):
         ls["text"] = f"{text.strip()} (lesson of {ls['day']})"
         del ls["entries"], ls["day"]
@@ -78,6 +79,22 @@ def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) 
         else:
             out[rel] = render_doc(doc.meta, doc.preamble, doc.entries)
     return out
+
+
+def refreshed_state(current: str | None, snap: dict[str, Any]) -> str:
+    """STATE.md with the new snapshot, or `current` unchanged when the snapshot says
+    nothing new: `updated:` alone moving would make a commit of nothing but a timestamp
+    (a future-dated entry kept STATE "stale" and made every compaction commit)."""
+    new = snapshot.render_state(current, snap)
+    if current is None or new == current:
+        return new
+    try:
+        old = split_frontmatter(current, STATE)[0].get("updated")
+    except FormatError:
+        return new
+    if old is not None and snapshot.render_state(current, {**snap, "updated": old}) == current:
+        return current
+    return new
 
 
 def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: list[Entry],
@@ -183,7 +200,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         changes[PRELOAD] = myelin.render_preload(brain.read(PRELOAD) or "", after, cfg)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
-        changes[STATE] = snapshot.render_state(state_text, snapshot.snapshot(entries, now))
+        changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
         if new_lessons:
             notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")
         if mode == "defrag":

@@ -10,9 +10,13 @@ inside a level and what is dropped:
 - A summary moves on when its age passes its tier's upper bound.
 - Leaving L0, an entry whose retention at the ordinary L0 age (`l0_hours`,
   or its clock if shorter) is under `drop_below` is dropped as trash (its raw text stays in history; the commit
-  lists it by id). Tool output that nobody recalled goes this way.
+  lists it by id). Tool output that nobody recalled goes this way. A myelinated
+  entry (recalled `[myelin] thin` times or more) is never trash: it is compressed
+  like any other, and its summary inherits the recalls (PRELOAD, DNA reflexes).
+  An entry dated after `now` has not aged yet: it stays raw, never dropped.
 - Over a tier's token budget, the lowest-retention entries move down first.
-- `compact` moves entries as far as L2; `defrag` also to L3 and L4.
+- `compact` moves entries as far as L2; `defrag` also to L3 and L4. A tier never
+  goes backwards: an L3 entry past its 7 days waits in L3 for defrag.
 
 Entries that move together (same target tier, session and time bucket) become
 one summary of `ratio` times fewer tokens.
@@ -107,6 +111,8 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
     t = config["tiers"]
     trash = float(config["neurotag"]["trash_below"])
     ceiling = "L2" if mode == "compact" else "L4"
+    # A memory recalled often enough to be myelinated is in use: never trash.
+    thin = int(config.get("myelin", {}).get("thin", 3))
     plan = Plan(now=now, mode=mode)
     by_id: dict[str, Decision] = {}
     for e in entries:
@@ -117,17 +123,23 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
         action, target, why = KEEP, e.tier, ""
         if e.tier == "L0":
             clock = l0_clock(e.importance, t, trash)
-            if age >= clock:
+            if e.ts > now:
+                # Dated after the run's clock (a skewed source, or a run with an earlier
+                # --now): it has not aged at all yet, so nothing may judge it trash.
+                why = f"dated {(e.ts - now).total_seconds() / 3600:.1f} h after now; waits"
+            elif age >= clock:
                 # Worth is judged at the ordinary L0 exit age (or earlier, for trash):
                 # neither a late run (a laptop asleep for a week) nor the extra raw time
                 # that importance buys may turn an entry into trash.
                 judged = min(clock, float(t["l0_hours"]))
                 r_exit = retention(e, config, e.ts + timedelta(hours=judged))
-                if decide(r_exit, config) == DROP:
+                if decide(r_exit, config) == DROP and e.recalls < thin:
                     action, target, why = DROP, "-", f"retention {r_exit:.2f} at {judged:g} h < drop_below"
                 else:
                     target = max("L1", tier_for_age(age, t), key=tier_index)
                     action, why = COMPRESS, f"age {age:.1f} h >= {clock:g} h clock for importance {e.importance:.2f}"
+                    if e.recalls >= thin and decide(r_exit, config) == DROP:
+                        why += f"; recalled {e.recalls} times (myelinated), so not trash"
             else:
                 why = f"age {age:.1f} h < {clock:g} h clock for importance {e.importance:.2f}"
         else:
@@ -137,9 +149,13 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
             else:
                 why = f"age {age:.1f} h within {e.tier}"
         if action == COMPRESS and tier_index(target) > tier_index(ceiling):
-            target = ceiling
-            if target == e.tier:
-                action, why = KEEP, why + f"; waits for defrag ({mode} stops at {ceiling})"
+            # A tier never goes backwards: an entry already at or past the ceiling
+            # (an L3 one-liner in `compact`) stays where it is until defrag.
+            if tier_index(e.tier) >= tier_index(ceiling):
+                action, target = KEEP, e.tier
+                why += f"; waits for defrag ({mode} stops at {ceiling})"
+            else:
+                target = ceiling
         by_id[e.id] = Decision(e, r, action, target, why)
     _enforce_budgets(by_id, config, ceiling)
     plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts, d.entry.id))

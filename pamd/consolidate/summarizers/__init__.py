@@ -23,15 +23,27 @@ from pamd.errors import PamdError
 
 __all__ = [
     "MIN_TOKENS", "SUMMARY_TIERS", "ExtractiveSummarizer", "Group", "Summarizer", "Usage",
-    "extract_lesson", "get_summarizer", "lesson",
+    "backend_name", "extract_lesson", "get_summarizer", "lesson",
 ]
 
 BACKENDS = ("extractive", "gemini", "openai")
 
 
+def backend_name(config: dict[str, Any] | None) -> str:
+    """The backend pamd.toml names (checked), without constructing it: an LLM backend
+    needs its key only when there is something to summarise."""
+    backend = str(section(config).get("backend") or "extractive").strip().lower()
+    if backend not in BACKENDS:
+        raise PamdError(
+            f"unknown summarizer backend {backend!r} in pamd.toml",
+            f'set [summarizer] backend to one of: {", ".join(BACKENDS)}',
+        )
+    return backend
+
+
 def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
     """The summarizer named by config["summarizer"]["backend"] (default "extractive")."""
-    backend = str(section(config).get("backend") or "extractive").strip().lower()
+    backend = backend_name(config)
     if backend == "extractive":
         return ExtractiveSummarizer()
     if backend == "gemini":
@@ -43,7 +55,4 @@ def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
         from pamd.consolidate.summarizers.openai_compat import OpenAISummarizer
 
         return OpenAISummarizer.from_config(config or {})
-    raise PamdError(
-        f"unknown summarizer backend {backend!r} in pamd.toml",
-        f'set [summarizer] backend to one of: {", ".join(BACKENDS)}',
-    )
+    raise AssertionError(backend)  # backend_name checked it

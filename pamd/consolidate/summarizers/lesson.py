@@ -21,7 +21,8 @@ _FAILURE = re.compile(
     re.IGNORECASE,
 )
 _CAUSE = re.compile(
-    r"\b(?:because(?: of)?|due to|since|caused by|root cause(?: was| is)?:?|forgot(?: to)?|"
+    r"\b(?:because(?: of)?|due to|since|caused by|root cause(?: was| is)?:?|the cause (?:was|is):?|"
+    r"forgot(?: to)?|"
     r"missing|without|потому что|из-за|так как|забыл[иа]?|не хватало|без)\s+",
     re.IGNORECASE,
 )
@@ -61,20 +62,44 @@ def _facts(sentence: str) -> int:
     return caps + len(tx.NUMBER.findall(sentence)) + 2 * bool(_CAUSE.search(sentence))
 
 
+# A label in front of a report ("Error:", "Incident:", "Root cause:", "Ошибка:"): not
+# the action, and its failure word would hide the one in the sentence itself.
+_LABEL = re.compile(r"^\s*[\w-]+(?: [\w-]+)?:\s+")
+# Where one clause of a sentence ends: a dash, a semicolon, a colon (", " is kept: a
+# check like "the rates table, not the cache" needs it).
+_CLAUSE_END = re.compile(r"\s+[—–]\s+|\s+-\s+|;|:\s")
+# "KeyError 'rate' when converting GBP invoices": the action is the when-clause.
+_WHEN = re.compile(r"\b(?:when|while|during|при|во время|когда)\s+(\w.*)", re.IGNORECASE)
+_CHECK_WORD = re.compile(r"^(?:check|verify|проверить|проверяй)(?: that)?\s+(?=\S+\s)", re.IGNORECASE)
+_EDGE = " .,:;!?—–-\"'«»"
+
+
+def _clause(text: str) -> str:
+    """The text up to its first clause break."""
+    return _CLAUSE_END.split(text, maxsplit=1)[0]
+
+
 def _words(text: str, n: int) -> str:
-    return " ".join(text.strip(" .,:;!?—–-").split()[:n])
+    """The first n words of the text's first clause, without dangling punctuation."""
+    words = _clause(text.strip(_EDGE)).split()[:n]
+    return " ".join(words).strip(_EDGE)
 
 
 def _action(failure: str) -> str:
-    """The thing that was being done: the words before the failure word."""
-    m = _FAILURE.search(failure)
-    head = failure[: m.start()] if m else failure
+    """The thing that was being done: the words before the failure word, or the
+    "when ..." clause of a sentence that starts with the failure ("KeyError when X")."""
+    rest = _LABEL.sub("", failure, count=1)
+    m = _FAILURE.search(rest)
+    head = _clause(rest[: m.start()]) if m else ""
     # Drop auxiliaries left dangling before the failure verb ("the deploy has failed").
     head = re.sub(
         r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять)\s*$",
         "", head.strip(), flags=re.IGNORECASE,
     )
     words = _words(head, _X_WORDS)
+    if not words:
+        when = _WHEN.search(rest)
+        words = _words(when.group(1) if when else rest, _X_WORDS)
     if not words:
         words = _words(failure, _X_WORDS)
     return words[:1].lower() + words[1:] if words[:2] != words[:2].upper() else words
@@ -91,7 +116,10 @@ def _check(sentences: list[str], failure: str) -> str:
                 if len(found.split()) >= 2:
                     # "check the migration was not applied" -> "... was applied": the
                     # lesson names what to verify, not what went wrong.
-                    return _NEGATION.sub(r"\1", found) if pattern is _CAUSE else found
+                    if pattern is _CAUSE:
+                        return _NEGATION.sub(r"\1", found)
+                    # "always check the WHERE clause" -> "the WHERE clause", not "check check ..."
+                    return _CHECK_WORD.sub("", found, count=1)
     return ""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+from pamd.core.entry import count_tokens
 from pamd.errors import PamdError
 
 # Worth retrying: request timeout, rate limits and server-side failures.
@@ -86,7 +87,7 @@ class LLMSummarizer:
         usage = Usage(backend=self.name, model=self.model)
         texts: list[str] = []
         failures: Counter[str] = Counter()
-        trimmed = 0
+        trimmed = longer = 0
         for start in range(0, len(groups), self.batch_size):
             batch = groups[start : start + self.batch_size]
             answer, reason = self._ask(batch, usage)
@@ -102,10 +103,21 @@ class LLMSummarizer:
                 continue
             for text, group in zip(answer, batch, strict=True):
                 fitted, cut = prompts.fit(text, group)
+                if count_tokens(fitted) > prompts.longest(group):
+                    # Longer than what it replaces (a small group's budget may exceed
+                    # its input): padding or invention, not a summary. The extractive
+                    # text of the group stands instead.
+                    longer += 1
+                    usage.fallbacks += 1
+                    texts.extend(ExtractiveSummarizer().summarize([group])[0])
+                    continue
                 trimmed += cut
                 texts.append(fitted)
         for reason, n in failures.items():
             usage.notes.append(f"{self.name}: {reason}; fell back to extractive for {n} groups")
+        if longer:
+            usage.notes.append(f"{self.name}: {longer} summaries longer than their input; "
+                               "fell back to extractive for them")
         if trimmed:
             usage.notes.append(f"{self.name}: trimmed {trimmed} over-budget summaries")
         usage.cost_usd = self._cost(usage)

@@ -38,6 +38,19 @@ SYSTEM_OBJECT = SYSTEM_RULES + """- Answer with a JSON object {"summaries": [...
   in the list, in the same order as the groups."""
 
 
+def source_tokens(group: Group) -> int:
+    """What the group's entries hold, in tokens: what a summary of them replaces."""
+    return sum(count_tokens(e.text) for e in group.entries)
+
+
+def longest(group: Group) -> int:
+    """Tokens an LLM text may use: the budget and, for a summary (not a lesson, which is
+    a new line learned beside its entries), never more than the text it replaces."""
+    if group.tier == "lesson":
+        return group.budget
+    return max(1, min(group.budget, source_tokens(group)))
+
+
 def request_payload(groups: list[Group]) -> str:
     """The user turn: the groups as JSON (timestamps and speakers kept for dates/names)."""
     items = []
@@ -47,7 +60,7 @@ def request_payload(groups: list[Group]) -> str:
                 "i": i,
                 "tier": group.tier,
                 "style": STYLES.get(group.tier, STYLES["L2"]),
-                "max_chars": group.budget * CHARS_PER_TOKEN,
+                "max_chars": longest(group) * CHARS_PER_TOKEN,
                 "messages": [
                     {"ts": fmt_time(e.ts), "speaker": e.role, "text": e.text}
                     for e in group.entries

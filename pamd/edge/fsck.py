@@ -21,13 +21,12 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-from pamd.core.fmt import Problem, parse_doc, split_frontmatter
+from pamd.core.fmt import CONFLICT_MESSAGE, Problem, conflict_marker, parse_doc, split_frontmatter
 from pamd.edge.brain import MEMORY, SYNAPSE_DIR, TIER_DIRS, Brain, tier_of
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
 ID_RE = re.compile(r"^[es]-[0-9a-f]{12}$")
-CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
 ADDED_HEADER_RE = re.compile(r"^\+### ([es]-[0-9a-f]{12}) · ")
 
 
@@ -40,10 +39,8 @@ def conflicts(brain: Brain) -> list[Problem]:
     for rel in _brain_texts(brain):
         if rel in seen:
             continue
-        for i, line in enumerate((brain.read(rel) or "").split("\n"), 1):
-            if CONFLICT_RE.match(line):
-                problems.append(Problem(rel, i, "conflict marker left in the file"))
-                break
+        if found := conflict_marker(rel, brain.read(rel) or ""):
+            problems.append(found)
     return problems
 
 
@@ -246,4 +243,9 @@ def fsck(brain: Brain, skip: tuple[str, ...] = (), deep: bool = False) -> dict[s
         if name in skip:
             continue
         out[name] = provenance(brain, deep) if name == "provenance" else fn(brain)
+    if "conflicts" in out and "format" in out:  # `pamd check` flags markers too: report them once
+        seen = {p.path for p in out["conflicts"]}
+        out["format"] = [
+            p for p in out["format"] if not (p.message == CONFLICT_MESSAGE and p.path in seen)
+        ]
     return out

@@ -117,6 +117,9 @@ def test_a_ten_megabyte_message_is_refused(brain, tmp_path):
 def test_missing_file_and_a_bad_file_among_good_ones(brain, tmp_path):
     code, _, err = brain("ingest", str(tmp_path / "missing.jsonl"))
     assert code == 1 and "no such file" in err
+    code, _, err = brain("ingest", str(tmp_path))  # a directory is named as one, not as missing
+    assert code == 1
+    assert err == f"pamd: error: {tmp_path} is a directory (name its transcripts, e.g. {tmp_path}/*.jsonl)\n"
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n")
     code, _, err = brain("ingest", str(DATA / "pamd.jsonl"), str(bad))

@@ -27,6 +27,8 @@ def run(args) -> int:
             inputs.append((STDIN, sys.stdin.buffer.read()))
             continue
         p = Path(f)
+        if p.is_dir():
+            raise PamdError(f"{f} is a directory", f"name its transcripts, e.g. {f.rstrip('/')}/*.jsonl")
         if not p.is_file():
             raise PamdError(f"{f}: no such file", "check the path")
         inputs.append((str(p) if str(p) != STDIN else f"./{p}", p.read_bytes()))  # a file named stdin

@@ -241,6 +241,19 @@ def test_bad_input_gives_one_clear_line(brain, tmp_path, capsys):
     assert "green tea" in hits[0]["text"]
 
 
+def test_recall_help_names_every_tier_that_tier_accepts():
+    import argparse
+
+    from pamd.commands import recall
+    from pamd.recall.sources import TIERS
+
+    p = argparse.ArgumentParser()
+    recall.add_arguments(p)
+    tier_help = " ".join(next(a.help for a in p._actions if "--tier" in a.option_strings).split())
+    named = {t.strip("(").rstrip(";,") for t in tier_help.split()}
+    assert "L0..L4" in named and not [t for t in TIERS if t not in named and not t.startswith("L")]
+
+
 def test_filters_by_tier_and_time(tmp_path, capsys):
     old = entries([("user", "Old decision: the logo stays blue.")],
                   start=entries()[0].ts.replace(year=2025), tier="L3")

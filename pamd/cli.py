@@ -34,8 +34,9 @@ def now_arg(value: str | None) -> datetime:
     """--now, else PAMD_NOW, else the real clock (aware UTC)."""
     from pamd.core.entry import parse_time
 
-    raw = value or os.environ.get("PAMD_NOW")
-    if not raw:
+    # An empty PAMD_NOW is unset, as for any variable; an empty --now was typed and is a bad time.
+    raw = value if value is not None else (os.environ.get("PAMD_NOW") or None)
+    if raw is None:
         return datetime.now(UTC).replace(microsecond=0)
     try:
         return parse_time(raw)

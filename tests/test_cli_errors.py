@@ -137,3 +137,22 @@ def test_expand_and_touch_take_a_path_as_check_does_from_the_cwd(brain):
         assert code == 1 and err.startswith("pamd: error: ../../memory is a directory (name a file and a line")
     finally:
         brain.cwd = root
+
+
+@pytest.mark.parametrize("args, message", [
+    (("recall", "ship", "--until", ""), "bad time '' for --until"),
+    (("recall", "ship", "--since", ""), "bad time '' for --since"),
+    (("boot", "--at", ""), "empty --at"),
+    (("state", "--at", " "), "empty --at"),
+    (("status", "--now", ""), "bad time '' for --now"),
+])
+def test_an_empty_time_or_commit_is_refused_like_an_empty_tier(brain, args, message):
+    r = brain.proc(*args)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith(f"pamd: error: {message}") and err.count("\n") == 1, err
+    assert r.stdout == b""
+
+
+def test_an_empty_pamd_now_is_unset_like_any_variable(brain):
+    r = brain.proc("status", now=None, env={"PAMD_NOW": ""})
+    assert r.returncode == 0, r.stderr

@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _time(value: str | None, flag: str, end_of_day: bool = False):
     """A time flag; with `end_of_day`, a date alone is that day's last second (`--until 2026-11-30` keeps the 30th)."""
-    if not value:
-        return None
+    if value is None:
+        return None  # an empty value is a bad time below, as `--tier ''` is an unknown tier
     import re
     from datetime import timedelta
 

@@ -18,7 +18,7 @@ def test_status_reports_tiers_commits_and_index_freshness(brain):
     assert brain("index")[0] == 0
     assert json.loads(brain("status", "--json")[1])["index"].startswith("fresh")
     brain("remember", "one more thing to find later")
-    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 files")
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 file changed")
     code, out, _ = brain("status")
     assert "L0" in out and "index: stale" in out
 

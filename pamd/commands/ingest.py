@@ -16,6 +16,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from pamd.core.words import plural
     from pamd.edge.brain import Brain
     from pamd.encode.ingest import STDIN, ingest
     from pamd.errors import PamdError
@@ -36,5 +37,5 @@ def run(args) -> int:
     if sha:
         print(f"ingested {plan.summary_line()} ({sha[:8]})")
     else:
-        print(f"nothing new: {plan.skipped} entries already in the brain")
+        print(f"nothing new: {plural(plan.skipped, 'entry')} already in the brain")
     return 0

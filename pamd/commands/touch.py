@@ -12,6 +12,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from pamd.commands.expand import cwd_ref
     from pamd.consolidate.provenance import find_in_tree, resolve_ref
+    from pamd.core.words import plural
     from pamd.edge.brain import Brain
     from pamd.errors import PamdError
     from pamd.myelin import recall_log
@@ -22,5 +23,5 @@ def run(args) -> int:
     if missing:
         raise PamdError(f"no entry {sorted(missing)[0]} in the brain's tiers", "check the id with pamd recall --json")
     recall_log.append(brain.state_dir, ids, "(touch)", args.now, source="touch")
-    print(f"noted {len(ids)} recall{'s' if len(ids) != 1 else ''}; the next compaction folds it in")
+    print(f"noted {plural(len(ids), 'recall')}; the next compaction folds it in")
     return 0

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
@@ -66,8 +67,8 @@ class Report:
 
     def __str__(self) -> str:
         how = "rebuilt" if self.rebuilt else "refreshed"
-        return (f"index {how}: {self.chunks} chunks, +{self.added} -{self.removed}, "
-                f"{self.embedded} embedded, {self.files_changed} files changed")
+        return (f"index {how}: {plural(self.chunks, 'chunk')}, +{self.added} -{self.removed}, "
+                f"{self.embedded} embedded, {plural(self.files_changed, 'file')} changed")
 
 
 class Index:

@@ -108,6 +108,10 @@ def test_recall_is_logged(brain, capsys):
     assert set(p.last_seen.values()) == {"2026-12-01"}
     recall_json(brain, "revenue", capsys, "--no-log")
     assert pending(brain / ".pamd", None).counts == p.counts
+    # options may come between the query's words, as in `pamd recall ship --no-log friday`
+    code, out, err = run(brain, "recall", "revenue", "--no-log", "report", "-k", "1", "board", capsys=capsys)
+    assert code == 0 and len(out.splitlines()) == 1 and "revenue report is due to the board" in out, err
+    assert pending(brain / ".pamd", None).counts == p.counts
 
 
 def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsys):

@@ -258,6 +258,21 @@ def test_recall_help_names_every_tier_that_tier_accepts():
     assert "L0..L4" in named and not [t for t in TIERS if t not in named and not t.startswith("L")]
 
 
+def test_a_new_brains_guidance_in_memory_and_dna_is_no_recall_hit(tmp_path, capsys):
+    from conftest import REPO
+
+    tmpl = REPO / "templates" / "brain"
+    b = make_brain(tmp_path / "b", files={
+        DAY: render_doc({}, "", entries()),
+        "MEMORY.md": (tmpl / "MEMORY.md").read_text(), "DNA.md": (tmpl / "DNA.md").read_text(),
+    })
+    hits = recall_json(b, "long-term knowledge reflexes learned behaviours nightly defrag", capsys)
+    assert hits and not [h for h in hits if h["path"] in ("MEMORY.md", "DNA.md")]
+    assert recall_json(b, "knowledge", capsys, "--tier", "L4") == []  # was the template at score 1.0
+    code, out, err = run(b, "check", capsys=capsys)
+    assert code == 0 and out == "brain format ok\n", out + err
+
+
 def test_filters_by_tier_and_time(tmp_path, capsys):
     old = entries([("user", "Old decision: the logo stays blue.")],
                   start=entries()[0].ts.replace(year=2025), tier="L3")

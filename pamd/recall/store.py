@@ -41,8 +41,8 @@ from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "4"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
-# 4: raw leaves are embedded with, and count the words of, the leaves around them
+VERSION = "5"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
+# 4: raw leaves are embedded with, and count the words of, the leaves around them; 5: HTML comments are not chunked
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32

@@ -34,8 +34,9 @@ def now_arg(value: str | None) -> datetime:
     """--now, else PAMD_NOW, else the real clock (aware UTC)."""
     from pamd.core.entry import parse_time
 
-    raw = value or os.environ.get("PAMD_NOW")
-    if not raw:
+    # An empty PAMD_NOW is unset, as for any variable; an empty --now was typed and is a bad time.
+    raw = value if value is not None else (os.environ.get("PAMD_NOW") or None)
+    if raw is None:
         return datetime.now(UTC).replace(microsecond=0)
     try:
         return parse_time(raw)
@@ -43,11 +44,33 @@ def now_arg(value: str | None) -> datetime:
         raise PamdError(f"bad time {raw!r} for --now/PAMD_NOW", "use ISO 8601, e.g. 2026-11-30T14:00:00Z") from None
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser that lets options come between its words: `pamd recall ship --no-log friday`."""
+
+    _plain = False  # set while parse_known_intermixed_args runs its own two plain passes
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._plain or any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):
+            return super().parse_known_args(args, namespace)  # a command with sub-verbs (synapse)
+        self._plain = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._plain = False
+
+
+def _global_options(p: argparse.ArgumentParser, default) -> None:
+    p.add_argument("--brain", metavar="DIR", default=default,
+                   help="the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)")
+    p.add_argument("--now", metavar="ISO", default=default,
+                   help="pretend it is this time (default: $PAMD_NOW or the clock)")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    # --brain and --now go before the command or after it (`pamd --brain b status`, `pamd status
+    # --brain b`); after it they must not reset one given before, hence SUPPRESS as their default there.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--brain", metavar="DIR",
-                        help="the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)")
-    common.add_argument("--now", metavar="ISO", help="pretend it is this time (default: $PAMD_NOW or the clock)")
+    _global_options(common, argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="pamd",
         description="pamd: an AI agent's memory as a git repository of Markdown.",
@@ -55,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pamd {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _global_options(parser, None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name in COMMANDS:
         try:
             mod = _module(name)

@@ -129,3 +129,42 @@ def test_parse_time_turns_overflow_into_value_error():
     for value in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"):
         with pytest.raises(ValueError, match="out of range"):
             parse_time(value)
+
+
+def test_expand_and_touch_take_a_path_as_check_does_from_the_cwd(brain):
+    root = brain.cwd
+    code, out, _ = brain("remember", "We decided to ship v2 on Friday.")
+    eid = out.split()[1]
+    l0 = next(root.glob("memory/L0/*.md"))
+    line = 1 + l0.read_text().split("\n").index(next(ln for ln in l0.read_text().split("\n") if eid in ln))
+    brain.cwd = l0.parent  # inside memory/L0, where `pamd check 2026-11-30.md` works
+    try:
+        for ref in (f"{l0.name}:{line}", f"memory/L0/{l0.name}:{line}", f"{l0}:{line + 1}"):
+            code, out, err = brain("expand", ref, "--json")
+            assert code == 0 and eid in out, (ref, err)
+        assert brain("touch", f"{l0.name}:{line}")[0] == 0
+        code, _, err = brain("expand", f"nope-{l0.name}:{line}")
+        assert code == 1 and err.startswith(f"pamd: error: nope-{l0.name}: no such file in the brain")
+        code, _, err = brain("expand", "../../memory:3")
+        assert code == 1 and err.startswith("pamd: error: ../../memory is a directory (name a file and a line")
+    finally:
+        brain.cwd = root
+
+
+@pytest.mark.parametrize("args, message", [
+    (("recall", "ship", "--until", ""), "bad time '' for --until"),
+    (("recall", "ship", "--since", ""), "bad time '' for --since"),
+    (("boot", "--at", ""), "empty --at"),
+    (("state", "--at", " "), "empty --at"),
+    (("status", "--now", ""), "bad time '' for --now"),
+])
+def test_an_empty_time_or_commit_is_refused_like_an_empty_tier(brain, args, message):
+    r = brain.proc(*args)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith(f"pamd: error: {message}") and err.count("\n") == 1, err
+    assert r.stdout == b""
+
+
+def test_an_empty_pamd_now_is_unset_like_any_variable(brain):
+    r = brain.proc("status", now=None, env={"PAMD_NOW": ""})
+    assert r.returncode == 0, r.stderr

@@ -44,6 +44,28 @@ def test_probe_bad_file_is_one_clear_line(brain):
     assert code == 1 and "probes.jsonl:1:" in err
 
 
+def test_probe_file_from_the_cwd_the_root_or_outside_the_brain(brain, tmp_path):
+    root = brain.cwd
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    probe = '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\n'
+    shared = tmp_path / "shared-probes.jsonl"  # outside the brain: a set of probes kept elsewhere
+    shared.write_text(probe)
+    (root / "protocols" / "mine.jsonl").write_text(probe)
+    code, out, err = brain("probe", "--file", str(shared))
+    assert code == 0 and "1 of 1 probes resolve" in out, err
+    brain.cwd = root / "protocols"
+    try:
+        for name in ("mine.jsonl", "protocols/mine.jsonl", "../protocols/mine.jsonl"):  # cwd, else the root
+            code, out, err = brain("probe", "--file", name)
+            assert code == 0 and "1 of 1 probes resolve" in out, (name, err)
+        code, _, err = brain("probe", "--file", "missing.jsonl")
+        assert code == 1 and err.startswith("pamd: error: missing.jsonl: no such file (check the path")
+        code, _, err = brain("probe", "--file", "..")
+        assert code == 1 and err == "pamd: error: .. is a directory (name a .jsonl file of probes)\n"
+    finally:
+        brain.cwd = root
+
+
 def _tiny_locomo(path):
     turns = [("D1:1", "Ana", "I adopted a grey cat named Pixel last week."),
              ("D1:2", "Ben", "Nice! I started learning the cello in March."),

@@ -114,6 +114,36 @@ def test_plain_pre_commit_hook_blocks_a_broken_file_with_path_line(hooked):
     assert git(root, "log", "-1", "--format=%s").startswith("pamd remember")
 
 
+CONFLICT = "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> side\n"
+
+
+def test_check_and_both_hooks_refuse_conflict_markers_that_fsck_reports(hooked):
+    root = hooked.cwd
+    mem = root / "MEMORY.md"
+    good = mem.read_text()
+    mem.write_text(good + CONFLICT)  # a half-resolved merge of the person-notes part
+    line = len(good.split("\n"))  # the "<<<<<<<" line
+    want = f"MEMORY.md:{line}: conflict marker left in the file"
+    code, out, _ = hooked("check")
+    assert code == 1 and want in out
+    code, out, _ = hooked("fsck", "--skip", "index")
+    assert code == 1 and out.count(want) == 1  # fsck's conflicts check, not reported twice
+    r = hook(root, "check", "MEMORY.md")  # the pre-commit framework's pamd-check entry
+    assert r.returncode == 1 and want in r.stdout
+    git(root, "add", "MEMORY.md")
+    mem.write_text(good)  # the work tree is resolved, the staged file is not
+    r = subprocess.run(
+        ["git", "commit", "-m", "bad merge"], cwd=root, capture_output=True, text=True, env=with_path()
+    )
+    assert r.returncode != 0 and want in r.stdout + r.stderr
+    assert "<<<<<<<" not in git(root, "show", "HEAD:MEMORY.md")
+    # a pamd.toml marker is named as one, not as a TOML syntax error
+    cfg = root / "pamd.toml"
+    cfg.write_text(">>>>>>> side\n" + cfg.read_text())
+    code, out, _ = hooked("check", "pamd.toml")
+    assert code == 1 and out.strip() == "pamd.toml:1: conflict marker left in the file"
+
+
 def test_plain_pre_commit_hook_checks_the_staged_version_not_the_work_tree(hooked):
     root = hooked.cwd
     dna = root / "DNA.md"

@@ -44,6 +44,22 @@ def test_reingest_adds_nothing_and_makes_no_commit(brain):
     assert head_count(brain.cwd) == n
 
 
+def test_one_entry_is_one_entry_in_messages_and_the_commit_subject(brain):
+    from pamd.core.words import plural
+
+    assert [plural(1, "entry"), plural(0, "entry"), plural(2, "file"), plural(3, "day"),
+            plural(1, "new entry", "new entries"), plural(2, "new entry", "new entries")] == [
+        "1 entry", "0 entries", "2 files", "3 days", "1 new entry", "2 new entries"]
+    r = brain.proc("ingest", "-", input=b'{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "hi there"}\n')
+    assert r.returncode == 0 and r.stdout.decode().startswith("ingested 1 new entry, 0 already known"), r.stderr
+    assert git(brain.cwd, "log", "-1", "--format=%s").strip() == "pamd ingest: 1 entry from stdin"
+    r = brain.proc("ingest", "-", input=b'{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "hi there"}\n')
+    assert r.stdout == b"nothing new: 1 entry already in the brain\n"
+    (brain.cwd / "DNA.md").write_text("---\nreflexes: x\n---\n")
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 1 and out.splitlines()[-1].startswith("1 problem; checked: ")
+
+
 @pytest.mark.parametrize("name,count,roles", [
     ("openai.json", 4, {"system", "user", "assistant", "tool"}),
     ("openai.jsonl", 2, {"user", "assistant"}),
@@ -117,6 +133,9 @@ def test_a_ten_megabyte_message_is_refused(brain, tmp_path):
 def test_missing_file_and_a_bad_file_among_good_ones(brain, tmp_path):
     code, _, err = brain("ingest", str(tmp_path / "missing.jsonl"))
     assert code == 1 and "no such file" in err
+    code, _, err = brain("ingest", str(tmp_path))  # a directory is named as one, not as missing
+    assert code == 1
+    assert err == f"pamd: error: {tmp_path} is a directory (name its transcripts, e.g. {tmp_path}/*.jsonl)\n"
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n")
     code, _, err = brain("ingest", str(DATA / "pamd.jsonl"), str(bad))

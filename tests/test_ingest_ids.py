@@ -55,7 +55,7 @@ def test_untimed_stdin_is_said_now_timed_stdin_is_idempotent(brain):
     r = brain.proc("ingest", "-", input=untimed, now="2026-12-01T09:00:00Z")
     assert r.returncode == 0 and b"nothing new" in r.stdout  # the same run again
     r = brain.proc("ingest", "-", input=untimed, now="2026-12-08T09:00:00Z")
-    assert r.returncode == 0 and b"1 new entries" in r.stdout  # said again a week later
+    assert r.returncode == 0 and b"1 new entry," in r.stdout  # said again a week later
     assert len(entries(brain.cwd)) == 2
     timed = b'{"ts": "2026-12-01T08:00:00Z", "role": "user", "text": "the plants"}\n'
     assert brain.proc("ingest", "-", input=timed, now="2026-12-01T09:00:00Z").returncode == 0
@@ -93,7 +93,7 @@ def test_editing_an_undated_note_adds_only_the_new_items(brain, tmp_path):
     assert brain("ingest", str(note))[0] == 0
     note.write_text("- zero\n- one\n- two\n")
     code, out, _ = brain("ingest", str(note))
-    assert code == 0 and "1 new entries, 2 already known" in out
+    assert code == 0 and "1 new entry, 2 already known" in out
     assert len(entries(brain.cwd)) == 3
 
 
@@ -123,11 +123,11 @@ def test_a_brain_from_before_takes_no_copies_of_note_items(brain, tmp_path):
     assert "nothing new: 2" in brain("ingest", str(note))[1]
     note.write_text("- alpha\n- beta\n- gamma\n")  # appended: the old items keep their places
     code, out, _ = brain("ingest", str(note))
-    assert code == 0 and "1 new entries, 2 already known" in out
+    assert code == 0 and "1 new entry, 2 already known" in out
     assert set(old) <= ledger(brain.cwd)  # their new ids joined the ledger with that commit
     note.write_text("- first\n- alpha\n- beta\n- gamma\n")  # now their places move
     code, out, _ = brain("ingest", str(note))
-    assert code == 0 and "1 new entries, 3 already known" in out
+    assert code == 0 and "1 new entry, 3 already known" in out
     assert len(entries(brain.cwd)) == 4
     assert brain("fsck", "--skip", "index")[0] == 0
 

@@ -181,6 +181,19 @@ def test_planted_secret_is_blocked_then_cleaned_by_pamd_redact(lived, hook_repo)
     assert r.returncode == 0, r.stdout
 
 
+def test_pamd_check_hook_refuses_a_staged_conflict_marker(lived, hook_repo):
+    snap, sha, home = hook_repo
+    root = lived.cwd
+    use_pamd_repo(root, snap, sha)
+    mem = root / "MEMORY.md"
+    good = mem.read_text()
+    mem.write_text(good + "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> side\n")
+    git(root, "add", "MEMORY.md")
+    r = precommit(root, home, "run")  # the staged files, as at `git commit`
+    assert r.returncode == 1
+    assert f"MEMORY.md:{len(good.split(chr(10)))}: conflict marker left in the file" in r.stdout
+
+
 def test_index_hook_runs_at_checkout_and_never_fails_it(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd

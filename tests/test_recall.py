@@ -108,6 +108,10 @@ def test_recall_is_logged(brain, capsys):
     assert set(p.last_seen.values()) == {"2026-12-01"}
     recall_json(brain, "revenue", capsys, "--no-log")
     assert pending(brain / ".pamd", None).counts == p.counts
+    # options may come between the query's words, as in `pamd recall ship --no-log friday`
+    code, out, err = run(brain, "recall", "revenue", "--no-log", "report", "-k", "1", "board", capsys=capsys)
+    assert code == 0 and len(out.splitlines()) == 1 and "revenue report is due to the board" in out, err
+    assert pending(brain / ".pamd", None).counts == p.counts
 
 
 def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsys):
@@ -239,6 +243,34 @@ def test_bad_input_gives_one_clear_line(brain, tmp_path, capsys):
     # a query in a language the brain does not hold still answers, from the dense side
     hits = recall_json(brain, "Anna trinkt morgens lieber grünen Tee", capsys, "-k", "1")
     assert "green tea" in hits[0]["text"]
+
+
+def test_recall_help_names_every_tier_that_tier_accepts():
+    import argparse
+
+    from pamd.commands import recall
+    from pamd.recall.sources import TIERS
+
+    p = argparse.ArgumentParser()
+    recall.add_arguments(p)
+    tier_help = " ".join(next(a.help for a in p._actions if "--tier" in a.option_strings).split())
+    named = {t.strip("(").rstrip(";,") for t in tier_help.split()}
+    assert "L0..L4" in named and not [t for t in TIERS if t not in named and not t.startswith("L")]
+
+
+def test_a_new_brains_guidance_in_memory_and_dna_is_no_recall_hit(tmp_path, capsys):
+    from conftest import REPO
+
+    tmpl = REPO / "templates" / "brain"
+    b = make_brain(tmp_path / "b", files={
+        DAY: render_doc({}, "", entries()),
+        "MEMORY.md": (tmpl / "MEMORY.md").read_text(), "DNA.md": (tmpl / "DNA.md").read_text(),
+    })
+    hits = recall_json(b, "long-term knowledge reflexes learned behaviours nightly defrag", capsys)
+    assert hits and not [h for h in hits if h["path"] in ("MEMORY.md", "DNA.md")]
+    assert recall_json(b, "knowledge", capsys, "--tier", "L4") == []  # was the template at score 1.0
+    code, out, err = run(b, "check", capsys=capsys)
+    assert code == 0 and out == "brain format ok\n", out + err
 
 
 def test_filters_by_tier_and_time(tmp_path, capsys):

@@ -30,6 +30,23 @@ def test_entry_chunks_span_header_to_blockquote_with_frontmatter_offset():
     assert "day:" not in " ".join(c.text for c in chunks)  # frontmatter is not searchable
 
 
+def test_html_comments_are_not_searched_and_a_new_brains_guidance_is_one():
+    from conftest import REPO
+
+    for name, tier in (("MEMORY.md", "L4"), ("DNA.md", "dna")):
+        text = (REPO / "templates" / "brain" / name).read_text()
+        assert chunk_file(name, text, tier) == [], name  # the template's guidance answers no query
+    text = ("# Notes\n\nThe staging server is ferret.\n\n<!--\nguidance\n\nmore guidance\n-->\n\n"
+            "Backups run at 02:00.\n\n<!-- a mark --> but words after it\n")
+    lines = text.split("\n")
+    chunks = chunk_file("MEMORY.md", text, "L4")
+    assert "guidance" not in " ".join(c.text for c in chunks)
+    ferret = next(c for c in chunks if "ferret" in c.text)
+    backups = next(c for c in chunks if "Backups" in c.text)
+    assert lines[ferret.end - 1] == "The staging server is ferret."  # the comment is the section's edge
+    assert backups.text.startswith("Notes\n") and "but words after it" in backups.text  # text beside a comment stays
+
+
 def test_plain_markdown_sections_and_long_lists_are_split():
     items = "\n".join(f"- item {i} about topic{i} with words to fill the line" for i in range(60))
     text = ("---\ntitle: notes\n---\n# Alpha\n\nFirst para.\n\n## Beta\n\n"

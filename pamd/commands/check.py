@@ -11,7 +11,7 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="problems as JSON")
 
 
-def brain_rel(root, name: str) -> str:
+def brain_rel(root, name: str, dir_hint: str = "name its files, or run `pamd check` for the whole brain") -> str:
     """A FILE argument as a path inside the brain: as given from the cwd, else from the brain's root."""
     from pathlib import Path
 
@@ -24,7 +24,7 @@ def brain_rel(root, name: str) -> str:
     if not path.is_relative_to(root):
         raise PamdError(f"{name} is not inside the brain at {root}", "name a file of this brain")
     if path.is_dir():
-        raise PamdError(f"{name} is a directory", "name its files, or run `pamd check` for the whole brain")
+        raise PamdError(f"{name} is a directory", dir_hint)
     if not path.is_file():
         raise PamdError(f"{name}: no such file in the brain", "`git ls-files` lists them")
     return path.relative_to(root).as_posix()

@@ -7,9 +7,20 @@ EXAMPLE = "pamd expand s-1a2b3c4d5e6f\npamd expand memory/L3/2026-11-20.md:7\npa
 
 
 def add_arguments(p) -> None:
-    p.add_argument("refs", nargs="+", metavar="ID|PATH:LINE")
+    p.add_argument("refs", nargs="+", metavar="ID|PATH:LINE",
+                   help="an entry id, or a line of an entry file (PATH from the cwd or the brain's root)")
     p.add_argument("--all", action="store_true", help="also print the summaries in between")
     p.add_argument("--json", action="store_true")
+
+
+def cwd_ref(root, ref: str) -> str:
+    """PATH:LINE with PATH as `pamd check` takes it: from the cwd, else from the brain's root."""
+    from pamd.commands.check import brain_rel
+
+    path, sep, line = ref.strip().rpartition(":")
+    if not sep or not path or ref.strip().startswith(("e-", "s-")) or not line.split("-")[0].isdigit():
+        return ref  # an id, or a malformed reference that resolve_ref names
+    return f"{brain_rel(root, path, dir_hint='name a file and a line in it')}:{line}"
 
 
 def run(args) -> int:
@@ -18,7 +29,7 @@ def run(args) -> int:
     from pamd.edge.brain import Brain
 
     brain = Brain.find(args.brain)
-    ids = [resolve_ref(brain, r) for r in args.refs]
+    ids = [resolve_ref(brain, cwd_ref(brain.root.resolve(), r)) for r in args.refs]
     found = expand_ids(brain, ids)
     shown = [f for f in found if args.all or not f.entry.sources or f.depth == 0]
     if args.json:

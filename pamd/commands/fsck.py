@@ -27,6 +27,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from pamd.core.words import plural
     from pamd.edge.brain import Brain
     from pamd.edge.fsck import fsck
 
@@ -47,7 +48,7 @@ def run(args) -> int:
         for p in problems:
             print(p)
         print(
-            ("brain ok: " if not problems else f"{len(problems)} problems; checked: ")
+            ("brain ok: " if not problems else f"{plural(len(problems), 'problem')}; checked: ")
             + ", ".join(found)
         )
     return 1 if problems else 0

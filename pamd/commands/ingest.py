@@ -16,6 +16,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from pamd.core.words import plural
     from pamd.edge.brain import Brain
     from pamd.encode.ingest import STDIN, ingest
     from pamd.errors import PamdError
@@ -27,6 +28,8 @@ def run(args) -> int:
             inputs.append((STDIN, sys.stdin.buffer.read()))
             continue
         p = Path(f)
+        if p.is_dir():
+            raise PamdError(f"{f} is a directory", f"name its transcripts, e.g. {f.rstrip('/')}/*.jsonl")
         if not p.is_file():
             raise PamdError(f"{f}: no such file", "check the path")
         inputs.append((str(p) if str(p) != STDIN else f"./{p}", p.read_bytes()))  # a file named stdin
@@ -34,5 +37,5 @@ def run(args) -> int:
     if sha:
         print(f"ingested {plan.summary_line()} ({sha[:8]})")
     else:
-        print(f"nothing new: {plan.skipped} entries already in the brain")
+        print(f"nothing new: {plural(plan.skipped, 'entry')} already in the brain")
     return 0

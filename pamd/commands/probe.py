@@ -7,7 +7,9 @@ pamd probe --json -k 5"""
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--file", default="probes.jsonl", help="probes file inside the brain (default probes.jsonl)")
+    p.add_argument("--file", default="probes.jsonl",
+                   help="the probes file (default: probes.jsonl at the brain's root); a path from the cwd, "
+                        "else from the brain's root; it may live outside the brain (a shared set of probes)")
     p.add_argument("-k", type=int, default=10, metavar="N", help="a probe must resolve within the top N hits")
     p.add_argument("--json", action="store_true")
 
@@ -19,7 +21,7 @@ def run(args) -> int:
     from pamd.fidelity.probe import load, run_probes
 
     brain = Brain.find(args.brain)
-    results = run_probes(brain, load(brain, args.file), args.now, args.k)
+    results = run_probes(brain, load(brain, probes_path(brain.root.resolve(), args.file)), args.now, args.k)
     lost = [r for r in results if r.rank is None]
     if args.json:
         print(json.dumps([{"question": r.probe.question, "line": r.probe.line, "rank": r.rank,
@@ -30,3 +32,18 @@ def run(args) -> int:
             print(f"{args.file}:{r.probe.line}: {state}  {r.probe.question}")
         print(f"{len(results) - len(lost)} of {len(results)} probes resolve")
     return 1 if lost else 0
+
+
+def probes_path(root, name: str) -> str:
+    """--file as `load` reads it: brain-relative inside the brain, else absolute (outside is fine)."""
+    from pathlib import Path
+
+    from pamd.errors import PamdError
+
+    path = Path(name).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = root / path
+    path = path.resolve()
+    if path.is_dir():
+        raise PamdError(f"{name} is a directory", "name a .jsonl file of probes")
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)

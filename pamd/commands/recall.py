@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="+", help="what to look for (words in any language)")
     p.add_argument("-k", type=int, default=10, metavar="N", help="number of hits (default 10)")
     p.add_argument("--tier", action="append", default=[], metavar="TIER",
-                   help="only this tier: L0..L4, daily, dna, synapse (repeatable)")
+                   help="only this tier: L0..L4, daily, dna, synapse, memory (other files under memory/; "
+                        "repeatable)")
     p.add_argument("--since", metavar="ISO", help="only entries at or after this time")
     p.add_argument("--until", metavar="ISO",
                    help="only entries at or before this time; a date alone means the end of that day (UTC)")
@@ -74,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _time(value: str | None, flag: str, end_of_day: bool = False):
     """A time flag; with `end_of_day`, a date alone is that day's last second (`--until 2026-11-30` keeps the 30th)."""
-    if not value:
-        return None
+    if value is None:
+        return None  # an empty value is a bad time below, as `--tier ''` is an unknown tier
     import re
     from datetime import timedelta
 

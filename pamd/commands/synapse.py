@@ -42,6 +42,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from pamd.core.words import plural
     from pamd.edge import synapse
     from pamd.edge.brain import Brain
 
@@ -56,17 +57,17 @@ def run(args) -> int:
         sha, pulled = synapse.pull(brain, args.name)
         for p in pulled:
             files = sum(1 for t in p.changes.values() if t is not None)
-            print(f"{p.name}: {files} files from {p.url} at {p.commit[:12]}")
+            print(f"{p.name}: {plural(files, 'file')} from {p.url} at {p.commit[:12]}")
         print(
             f"pulled in one commit ({sha[:8]})" if sha else "already up to date; nothing committed"
         )
     elif args.verb == "publish":
         sha, branch, paths = synapse.publish(brain, args.branch)
         if sha is None:
-            print(f"{branch} already holds what this brain shares ({len(paths)} files)")
+            print(f"{branch} already holds what this brain shares ({plural(len(paths), 'file')})")
         else:
             print(
-                f"published {len(paths)} files to {branch} ({sha[:8]}); "
+                f"published {plural(len(paths), 'file')} to {branch} ({sha[:8]}); "
                 f"push it: git push origin {branch}"
             )
     else:
@@ -74,7 +75,7 @@ def run(args) -> int:
         files = synapse.synapse_files(brain)
         for name, table in remotes.items():
             mine = [f for f in files if f.startswith(f"synapse/{name}/")]
-            print(f"{name}\t{table['url']}\t{len(mine)} files")
+            print(f"{name}\t{table['url']}\t{plural(len(mine), 'file')}")
         if not remotes:
             print("no synapse remotes (pamd synapse add NAME URL)")
     return 0

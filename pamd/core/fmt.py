@@ -24,6 +24,10 @@ SEP = " · "
 HEADER_RE = re.compile(r"^### ([es]-[0-9a-f]{12}) · (\S+) · (\S+)\s*$")
 # A line that looks like an attempt at a header; used to report malformed ones.
 HEADER_LIKE_RE = re.compile(r"^### [es]-")
+# git's outer conflict markers; a lone "=======" is also a Markdown heading
+# underline, so it alone does not count (a real conflict has all three).
+CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
+CONFLICT_MESSAGE = "conflict marker left in the file"
 META_KEYS = ("type", "importance", "neuro", "session", "recalls", "seen", "from")
 MAX_FRONTMATTER = 64 * 1024
 
@@ -58,6 +62,14 @@ class _NoAliasLoader(yaml.SafeLoader):
                 None, None, "aliases are not allowed in pamd frontmatter", event.start_mark
             )
         return super().compose_node(parent, index)
+
+
+def conflict_marker(path: str, text: str) -> Problem | None:
+    """The first line of `text` that git left as a merge-conflict marker, as a problem."""
+    for n, line in enumerate(text.split("\n"), 1):
+        if CONFLICT_RE.match(line):
+            return Problem(path, n, CONFLICT_MESSAGE)
+    return None
 
 
 def load_yaml(text: str) -> Any:

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from typing import Any
 
 from pamd.core import config as config_mod
-from pamd.core.fmt import FormatError, Problem, parse_doc, split_frontmatter
+from pamd.core.fmt import FormatError, Problem, conflict_marker, parse_doc, split_frontmatter
 from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, TIER_DIRS, Brain, tier_of
 
 # Frontmatter fields a person may edit, and the shape each must have.
@@ -42,15 +42,17 @@ def check_meta_file(rel: str, text: str) -> list[Problem]:
 
 def check_text(rel: str, text: str) -> list[Problem]:
     """Problems of one brain file's text (pamd.toml, DNA/STATE/PRELOAD, an entry file)."""
+    if rel != CONFIG and rel not in SHAPES and tier_of(rel) is None:
+        return []
+    # a half-resolved merge first: what follows would misreport it as bad TOML or YAML
+    if found := conflict_marker(rel, text):
+        return [found]
     if rel == CONFIG:
         return config_problems(text)
     if rel in SHAPES:
         return check_meta_file(rel, text)
-    tier = tier_of(rel)
-    if tier is None:
-        return []
     try:
-        parse_doc(text, rel, tier)
+        parse_doc(text, rel, tier_of(rel) or "L0")
     except FormatError as exc:
         return [exc.problem]
     return []

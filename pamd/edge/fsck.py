@@ -26,14 +26,13 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-from pamd.core.fmt import Problem, parse_doc, split_frontmatter
+from pamd.core.fmt import CONFLICT_MESSAGE, Problem, conflict_marker, parse_doc, split_frontmatter
 from pamd.edge import lineage
 from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
 ID_RE = re.compile(r"^[es]-[0-9a-f]{12}$")
-CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
 History = Callable[[], lineage.Lineage]
 
 
@@ -46,10 +45,8 @@ def conflicts(brain: Brain) -> list[Problem]:
     for rel in _brain_texts(brain):
         if rel in seen:
             continue
-        for i, line in enumerate((brain.read(rel) or "").split("\n"), 1):
-            if CONFLICT_RE.match(line):
-                problems.append(Problem(rel, i, "conflict marker left in the file"))
-                break
+        if found := conflict_marker(rel, brain.read(rel) or ""):
+            problems.append(found)
     return problems
 
 
@@ -316,4 +313,9 @@ def fsck(brain: Brain, skip: tuple[str, ...] = (), deep: bool = False) -> dict[s
             out[name] = ledger(brain, history)
         else:
             out[name] = fn(brain)
+    if "conflicts" in out and "format" in out:  # `pamd check` flags markers too: report them once
+        seen = {p.path for p in out["conflicts"]}
+        out["format"] = [
+            p for p in out["format"] if not (p.message == CONFLICT_MESSAGE and p.path in seen)
+        ]
     return out

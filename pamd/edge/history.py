@@ -20,8 +20,10 @@ class TreeView:
 
     @classmethod
     def at(cls, brain: Brain, ref: str | None) -> TreeView:
-        if not ref:
+        if ref is None:
             return cls(brain, None)
+        if not ref.strip():
+            raise PamdError("empty --at", "use a commit, or ISO 8601 like 2026-11-30T14:00; leave --at out for now")
         if re.match(r"\d{4}-\d{2}-\d{2}", ref.strip()):
             return cls(brain, commit_at(brain, at_time(ref)))
         sha = brain.repo.rev_parse(ref)

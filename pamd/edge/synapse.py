@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
+from pamd.core.words import plural
 from pamd.edge.brain import CONFIG, DNA, MEMORY, SYNAPSE_DIR, Brain
 from pamd.errors import PamdError
 
@@ -188,7 +189,7 @@ def read_source(brain: Brain, name: str, cache: Path, sha: str) -> tuple[dict[st
     ]
     if len(wanted) > MAX_FILES:
         raise PamdError(
-            f"synapse remote {name} shares {len(wanted)} files", f"at most {MAX_FILES} are pulled"
+            f"synapse remote {name} shares {plural(len(wanted), 'file')}", f"at most {MAX_FILES} are pulled"
         )
     files = {}
     for rel in wanted:
@@ -320,7 +321,7 @@ def pull_message(pulled: list[Pulled]) -> str:
     lines = [f"pamd synapse pull: {names}", ""]
     for p in pulled:
         files = sum(1 for t in p.changes.values() if t is not None)
-        lines.append(f"{p.name}: {files} files from {p.url} at {p.commit[:12]}.")
+        lines.append(f"{p.name}: {plural(files, 'file')} from {p.url} at {p.commit[:12]}.")
         if p.redacted:
             found = ", ".join(f"{n} {kind}" for kind, n in sorted(p.redacted.items()))
             lines.append(f"Redacted from {p.name}'s files before they were written: {found}.")
@@ -399,7 +400,7 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
                 return None, branch, paths
             parents = ["-p", prev] if prev else []
             msg = (
-                f"pamd synapse publish: {len(paths)} files from {head[:12]}\n\n"
+                f"pamd synapse publish: {plural(len(paths), 'file')} from {head[:12]}\n\n"
                 f"Pamd-Run: synapse-publish\nPamd-Source-Commit: {head}\n"
             )
             sha = brain.repo.run("commit-tree", tree, *parents, "-m", msg)

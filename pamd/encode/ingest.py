@@ -18,6 +18,7 @@ from typing import Any
 
 from pamd.core.entry import NEURO, Entry, entry_id, fmt_time
 from pamd.core.fmt import render_doc
+from pamd.core.words import plural
 from pamd.edge.brain import Brain, tier_path
 from pamd.encode import sources
 from pamd.encode.neurotag import Tagger
@@ -36,7 +37,7 @@ class IngestPlan:
     redacted: Counter = field(default_factory=Counter)
 
     def summary_line(self) -> str:
-        return f"{len(self.entries)} new entries, {self.skipped} already known"
+        return f"{plural(len(self.entries), 'new entry', 'new entries')}, {self.skipped} already known"
 
 
 def ledger_path(ts: datetime) -> str:
@@ -154,7 +155,7 @@ def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime
     types = Counter(e.type for e in plan.entries)
     src = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     lines = [
-        f"pamd {title}: {len(plan.entries)} entries from {src}",
+        f"pamd {title}: {plural(len(plan.entries), 'entry')} from {src}",
         "",
         f"Tags: {tag_counts(plan.entries)}.",
         "Types: " + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ".",

@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pamd.core.entry import clean_token, fmt_time, parse_time
+from pamd.core.words import plural
 from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
@@ -158,7 +159,7 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
             seen[ident] += 1
     if msgs and not out and fmt in ("pamd", "openai"):
         # Every record of these formats is meant to be a message: none is a wrong shape.
-        raise PamdError(f"{name}: {len(msgs)} records but no message text in any",
+        raise PamdError(f"{name}: {plural(len(msgs), 'record')} but no message text in any",
                         "give each message a 'content' (or 'text') string")
     return out
 

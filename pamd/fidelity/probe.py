@@ -38,7 +38,9 @@ class Result:
 
 
 def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
-    text = brain.read(rel)
+    text = brain.read(rel)  # an absolute `rel` (a file outside the brain) is read as it is
+    if text is None and rel != PROBES:
+        raise PamdError(f"{rel}: no such file", "check the path; --file is taken from the cwd, else the brain's root")
     if text is None:
         raise PamdError(f"this brain has no {rel}", 'add lines like {"question": "...", "expect_text": "..."}')
     out = []

@@ -19,6 +19,7 @@ from typing import Any
 
 from pamd.core.entry import Entry, count_tokens, fmt_time
 from pamd.core.fmt import FormatError, parse_doc, split_frontmatter
+from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.encode.hippocampus import retention
 
@@ -61,7 +62,7 @@ class Boot:
         # The token count in the header is padded, so it does not change the length it counts.
         head = [f"# Boot context: {self.name} at {fmt_time(self.now)}",
                 f"<!-- pamd boot: {tokens:>9,} of {self.budget:,} tokens"
-                + (f"; cut {self.cut_entries} entries ({self.cut_tokens:,} tokens) of retention "
+                + (f"; cut {plural(self.cut_entries, 'entry')} ({self.cut_tokens:,} tokens) of retention "
                    f"< {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", ""]
         body = [f"## {s.name} ({', '.join(s.sources)})\n\n{s.text.rstrip()}\n" for s in self.sections]
         return "\n".join(head) + "\n".join(body)

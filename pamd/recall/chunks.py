@@ -5,13 +5,16 @@ metadata line, blockquote) becomes one chunk whose searchable text is the
 speaker and the message; any other Markdown (preamble, MEMORY.md prose, daily
 notes, synapse files) is cut into sections at headings, and long sections into
 runs of whole blocks (list items count as blocks) of at most `max_chars`, so a
-hit never makes the reader take a whole file. Line numbers are 1-based and
-inclusive, counted in the file as it is on disk (frontmatter included).
+hit never makes the reader take a whole file. A block of HTML comments only
+is not searched (a new brain's MEMORY.md and DNA.md keep their guidance in
+one). Line numbers are 1-based and inclusive, counted in the file as it is on
+disk (frontmatter included).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -19,6 +22,7 @@ from pamd.core.entry import parse_time
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc, split_frontmatter
 
 MAX_CHARS = 800
+COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,10 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
                                     _time(m.group(2))))
             i = j
             continue
+        if kind == "comment":  # an edge of the section around it, never searched itself
+            flush()
+            i += 1
+            continue
         if kind == "heading":
             flush()
             heading = line.lstrip("#").strip()
@@ -191,6 +199,9 @@ def _blocks(tokens) -> list[tuple[str, int, int]]:
             out.append(("heading", *t.map))
         elif t.level == 1 and t.type == "list_item_open":
             out.append(("item", *t.map))
+        elif t.level == 0 and t.type == "html_block" and not COMMENT_RE.sub("", t.content).strip():
+            # a reader of the rendered file never sees it: a template's guidance, pamd's own marks
+            out.append(("comment", *t.map))
         elif t.level == 0 and t.type not in ("bullet_list_open", "ordered_list_open"):
             out.append(("block", *t.map))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from pamd.core.words import plural
 from pamd.recall.sources import source_files
 
 
@@ -35,5 +36,6 @@ def freshness(brain) -> str:
     stale += len(set(known) - on_disk)
     model = meta.get("model", "?")
     if stale:
-        return f"stale: {stale} files changed since it was built ({chunks} chunks, {model}); recall refreshes it"
-    return f"fresh: {chunks} chunks, {model}"
+        return (f"stale: {plural(stale, 'file')} changed since it was built ({plural(chunks, 'chunk')}, {model}); "
+                "recall refreshes it")
+    return f"fresh: {plural(chunks, 'chunk')}, {model}"

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
@@ -40,9 +41,10 @@ from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "5"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
+VERSION = "6"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
 # 4: raw leaves are embedded with, and count the words of, the leaves around them;
-# 5: lines end at LF only (a file with CR endings had chunks at other lines, or none)
+# 5: lines end at LF only (a file with CR endings had chunks at other lines, or none);
+# 6: HTML comments are not chunked
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
@@ -67,8 +69,8 @@ class Report:
 
     def __str__(self) -> str:
         how = "rebuilt" if self.rebuilt else "refreshed"
-        return (f"index {how}: {self.chunks} chunks, +{self.added} -{self.removed}, "
-                f"{self.embedded} embedded, {self.files_changed} files changed")
+        return (f"index {how}: {plural(self.chunks, 'chunk')}, +{self.added} -{self.removed}, "
+                f"{self.embedded} embedded, {plural(self.files_changed, 'file')} changed")
 
 
 class Index:

@@ -64,18 +64,24 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
     dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
     qvec = Background(emb.query, query) if dense and getattr(emb, "concurrent", False) else None
-    with store.lock(brain.state_dir):
-        key = str(brain.state_dir)
-        _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
-                               progress=progress, idx=_OPEN.pop(key, None))
-        flt = Filters(tuple(tiers), since, until)
-        try:
-            hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
-        except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
-            idx.wipe()
-            _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
-            hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
-        _OPEN[key] = idx
+    try:
+        with store.lock(brain.state_dir):
+            key = str(brain.state_dir)
+            _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
+                                   progress=progress, idx=_OPEN.pop(key, None))
+            flt = Filters(tuple(tiers), since, until)
+            try:
+                hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+            except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
+                idx.wipe()
+                _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
+                hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+            _OPEN[key] = idx
+    finally:
+        # search() returns early without the query's vector when a filter leaves nothing
+        # (and an error can leave it unread): the thread must still end before we return.
+        if qvec is not None:
+            qvec.wait()
     if log:
         ids = [i for h in hits for i in h.entries]  # entries in the tree, not the raw leaves behind them
         recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC))

@@ -111,6 +111,14 @@ def test_recall_is_logged(brain, capsys):
     assert pending(brain / ".pamd", None).counts == p.counts
 
 
+def test_a_query_with_bytes_that_are_not_utf8_is_logged_with_replacement_characters(brain, capsys):
+    """argv hands such bytes over as lone surrogates; writing the recall log then crashed."""
+    hits = recall_json(brain, "revenue report \udcff\udcfe", capsys, "-k", "3")
+    assert hits and "revenue" in hits[0]["text"]
+    last = json.loads((brain / ".pamd" / "recall.log").read_text("utf-8").splitlines()[-1])
+    assert last["query"] == "revenue report \ufffd\ufffd"
+
+
 def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsys):
     queries = ["ship v2 friday", "API key vault", "перенести релиз"]
     before = [recall_json(brain, q, capsys) for q in queries]

@@ -109,3 +109,16 @@ def test_init_refused_by_a_hook_leaves_an_existing_repo_as_it_was(tmp_path, brai
     code, _, err = brain("init", str(repo))  # the retry works
     assert code == 0, err
     assert head_count(repo) == 2 and git(repo, "status", "--porcelain") == ""
+
+
+def test_init_refuses_a_bare_repository_in_one_line(tmp_path, brain):
+    bare = tmp_path / "e4.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    before = sorted(p.name for p in bare.rglob("*"))
+    brain.cwd = tmp_path
+    code, _, err = brain("init", "e4.git")
+    assert code == 1 and err.startswith("pamd: error: e4.git is a bare git repository")
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = brain("init", "e4.git/refs")
+    assert code == 1 and "inside the bare git repository" in err, err
+    assert sorted(p.name for p in bare.rglob("*")) == before

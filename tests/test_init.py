@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 from conftest import git, head_count
 
 
@@ -122,3 +124,39 @@ def test_init_refuses_a_bare_repository_in_one_line(tmp_path, brain):
     code, _, err = brain("init", "e4.git/refs")
     assert code == 1 and "inside the bare git repository" in err, err
     assert sorted(p.name for p in bare.rglob("*")) == before
+
+
+def test_a_refused_init_leaves_no_folder_or_git_behind(tmp_path, brain, monkeypatch):
+    """Refused inside another repository, or by a hook after `git init`: nothing init made stays."""
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    brain.cwd = outer
+    for sub in ("sub", "a/b/c"):
+        code, _, err = brain("init", sub)
+        assert code == 1 and f"{sub} is inside the git repository" in err, err
+    assert sorted(p.name for p in outer.iterdir()) == [".git"]
+    bare = tmp_path / "e4.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    brain.cwd = tmp_path
+    code, _, err = brain("init", "e4.git/refs/x")
+    assert code == 1 and "inside the bare git repository" in err, err
+    assert not (bare / "refs" / "x").exists()
+    (tmp_path / "file").write_text("x")
+    code, _, err = brain("init", "file/sub")
+    assert code == 1 and "file is not a folder" in err, err
+    tmpl = tmp_path / "refusing-template"  # every new repository gets a hook that refuses commits
+    (tmpl / "hooks").mkdir(parents=True)
+    (tmpl / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 1\n")
+    (tmpl / "hooks" / "pre-commit").chmod(0o755)
+    plain = os.environ["GIT_TEMPLATE_DIR"]
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tmpl))
+    (tmp_path / "empty").mkdir()
+    for target in ("new/deep", "empty"):
+        code, _, err = brain("init", target)
+        assert code == 1 and "git commit failed" in err, err
+    assert not (tmp_path / "new").exists()
+    assert list((tmp_path / "empty").iterdir()) == []
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", plain)
+    code, _, err = brain("init", "new/deep")  # the retry works
+    assert code == 0, err

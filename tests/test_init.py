@@ -160,3 +160,20 @@ def test_a_refused_init_leaves_no_folder_or_git_behind(tmp_path, brain, monkeypa
     monkeypatch.setenv("GIT_TEMPLATE_DIR", plain)
     code, _, err = brain("init", "new/deep")  # the retry works
     assert code == 0, err
+
+
+def test_init_name_is_written_as_a_toml_string_or_refused_in_one_line(tmp_path, brain):
+    import tomllib
+
+    brain.cwd = tmp_path
+    for i, name in enumerate(['Claude "Opus"', "C:\\new\\agent", 'a\\"b', "Клод 🤖 'x'"]):
+        code, _, err = brain("init", "--name", name, f"ok{i}")
+        assert code == 0, err
+        config = tomllib.loads((tmp_path / f"ok{i}" / "pamd.toml").read_text("utf-8"))
+        assert config["brain"]["name"] == name
+    for i, (name, why) in enumerate([("x\ny = 1", "line break"), ("a\tb", "control character"),
+                                     ("bell\x07", "control character"), ("\udcff", "not UTF-8"),
+                                     ("", "--name is empty"), ("  ", "--name is empty")]):
+        code, _, err = brain("init", "--name", name, f"bad{i}")
+        assert code == 1 and why in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / f"bad{i}").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -47,6 +48,20 @@ def ci_files() -> dict[str, str]:
     return {dest: root.joinpath(src).read_text("utf-8") for src, dest in CI_FILES.items()}
 
 
+# Control characters (tab and line breaks too) and lone surrogates (argv bytes that are not UTF-8).
+_BAD_NAME = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def toml_name(name: str) -> str:
+    """--name as a TOML basic string: one line of text, `"` and `\\` escaped."""
+    if not name.strip():
+        raise PamdError("--name is empty", "give the agent a name, e.g. --name claude, or leave --name out")
+    if _BAD_NAME.search(name):
+        raise PamdError(f"--name {name!r} has a control character, a line break or bytes that are not UTF-8",
+                        "use one line of plain text")
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple[Brain, str]:
     """Lay a new brain in `target` and commit it. Everything is checked before the folder or
     its .git is made, and a failed init takes back all it made, so a retry starts clean."""
@@ -67,8 +82,8 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
     files = template_files()
     if ci:
         files.update(ci_files())
-    if name:
-        files[CONFIG] = files[CONFIG].replace('name = "agent"', f'name = "{name}"', 1)
+    if name is not None:
+        files[CONFIG] = files[CONFIG].replace('name = "agent"', f"name = {toml_name(name)}", 1)
     clash = [rel for rel in files if (target / rel).exists() and rel != ".gitignore"]
     if clash:
         raise PamdError(f"{target} already has {', '.join(sorted(clash)[:3])}",

@@ -43,11 +43,20 @@ def now_arg(value: str | None) -> datetime:
         raise PamdError(f"bad time {raw!r} for --now/PAMD_NOW", "use ISO 8601, e.g. 2026-11-30T14:00:00Z") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+BRAIN_HELP = "the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)"
+
+
+def _common(brain_help: str | None) -> argparse.ArgumentParser:
+    """The options every command takes; brain_help None keeps --brain out of a command's help."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--brain", metavar="DIR",
-                        help="the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)")
+    common.add_argument("--brain", metavar="DIR", help=brain_help or argparse.SUPPRESS)
     common.add_argument("--now", metavar="ISO", help="pretend it is this time (default: $PAMD_NOW or the clock)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common(BRAIN_HELP)
+    quiet = _common(None)  # for a command whose module says LIST_BRAIN = False (init)
     parser = argparse.ArgumentParser(
         prog="pamd",
         description="pamd: an AI agent's memory as a git repository of Markdown.",
@@ -62,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         except ModuleNotFoundError:
             continue  # a command not built yet
         p = sub.add_parser(
-            name, parents=[common], help=mod.HELP, description=mod.HELP,
+            name, parents=[common if getattr(mod, "LIST_BRAIN", True) else quiet],
+            help=mod.HELP, description=mod.HELP,
             epilog="Example:\n" + "\n".join("  " + ln for ln in mod.EXAMPLE.strip().splitlines()),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

@@ -177,3 +177,24 @@ def test_init_name_is_written_as_a_toml_string_or_refused_in_one_line(tmp_path, 
         code, _, err = brain("init", "--name", name, f"bad{i}")
         assert code == 1 and why in err and len(err.strip().splitlines()) == 1, err
         assert not (tmp_path / f"bad{i}").exists()
+
+
+def test_init_takes_brain_as_its_folder_and_refuses_an_empty_one(tmp_path, brain):
+    from pamd.cli import build_parser
+
+    work = tmp_path / "work"
+    work.mkdir()
+    brain.cwd = work
+    for argv, why in ((["init", ""], "DIR is empty"), (["init", "--brain", ""], "--brain is empty"),
+                      (["init", "a", "--brain", "b"], "two folders for the brain")):
+        code, _, err = brain(*argv)
+        assert code == 1 and why in err, err
+    assert list(work.iterdir()) == []  # the cwd did not become a brain
+    code, out, err = brain("init", "--brain", str(tmp_path / "target"))
+    assert code == 0 and str(tmp_path / "target") in out, err
+    assert (tmp_path / "target" / "pamd.toml").is_file() and list(work.iterdir()) == []
+    code, _, err = brain("init", "same", "--brain", "./same")
+    assert code == 0 and (work / "same" / "pamd.toml").is_file(), err
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert "--brain" not in sub.choices["init"].format_help()
+    assert "--brain" in sub.choices["status"].format_help()

@@ -59,9 +59,12 @@ class CommandParser(argparse.ArgumentParser):
             self._plain = False
 
 
-def _global_options(p: argparse.ArgumentParser, default) -> None:
-    p.add_argument("--brain", metavar="DIR", default=default,
-                   help="the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)")
+BRAIN_HELP = "the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)"
+
+
+def _global_options(p: argparse.ArgumentParser, default, brain_help: str | None = BRAIN_HELP) -> None:
+    """--brain and --now; brain_help None keeps --brain out of a command's help (init: DIR says it)."""
+    p.add_argument("--brain", metavar="DIR", default=default, help=brain_help or argparse.SUPPRESS)
     p.add_argument("--now", metavar="ISO", default=default,
                    help="pretend it is this time (default: $PAMD_NOW or the clock)")
 
@@ -71,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     # --brain b`); after it they must not reset one given before, hence SUPPRESS as their default there.
     common = argparse.ArgumentParser(add_help=False)
     _global_options(common, argparse.SUPPRESS)
+    quiet = argparse.ArgumentParser(add_help=False)  # for a command whose module says LIST_BRAIN = False (init)
+    _global_options(quiet, argparse.SUPPRESS, None)
     parser = argparse.ArgumentParser(
         prog="pamd",
         description="pamd: an AI agent's memory as a git repository of Markdown.",
@@ -86,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         except ModuleNotFoundError:
             continue  # a command not built yet
         p = sub.add_parser(
-            name, parents=[common], help=mod.HELP, description=mod.HELP,
+            name, parents=[common if getattr(mod, "LIST_BRAIN", True) else quiet],
+            help=mod.HELP, description=mod.HELP,
             epilog="Example:\n" + "\n".join("  " + ln for ln in mod.EXAMPLE.strip().splitlines()),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 from conftest import git, head_count
 
 
@@ -109,3 +111,90 @@ def test_init_refused_by_a_hook_leaves_an_existing_repo_as_it_was(tmp_path, brai
     code, _, err = brain("init", str(repo))  # the retry works
     assert code == 0, err
     assert head_count(repo) == 2 and git(repo, "status", "--porcelain") == ""
+
+
+def test_init_refuses_a_bare_repository_in_one_line(tmp_path, brain):
+    bare = tmp_path / "e4.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    before = sorted(p.name for p in bare.rglob("*"))
+    brain.cwd = tmp_path
+    code, _, err = brain("init", "e4.git")
+    assert code == 1 and err.startswith("pamd: error: e4.git is a bare git repository")
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = brain("init", "e4.git/refs")
+    assert code == 1 and "inside the bare git repository" in err, err
+    assert sorted(p.name for p in bare.rglob("*")) == before
+
+
+def test_a_refused_init_leaves_no_folder_or_git_behind(tmp_path, brain, monkeypatch):
+    """Refused inside another repository, or by a hook after `git init`: nothing init made stays."""
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    brain.cwd = outer
+    for sub in ("sub", "a/b/c"):
+        code, _, err = brain("init", sub)
+        assert code == 1 and f"{sub} is inside the git repository" in err, err
+    assert sorted(p.name for p in outer.iterdir()) == [".git"]
+    bare = tmp_path / "e4.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    brain.cwd = tmp_path
+    code, _, err = brain("init", "e4.git/refs/x")
+    assert code == 1 and "inside the bare git repository" in err, err
+    assert not (bare / "refs" / "x").exists()
+    (tmp_path / "file").write_text("x")
+    code, _, err = brain("init", "file/sub")
+    assert code == 1 and "file is not a folder" in err, err
+    tmpl = tmp_path / "refusing-template"  # every new repository gets a hook that refuses commits
+    (tmpl / "hooks").mkdir(parents=True)
+    (tmpl / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 1\n")
+    (tmpl / "hooks" / "pre-commit").chmod(0o755)
+    plain = os.environ["GIT_TEMPLATE_DIR"]
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tmpl))
+    (tmp_path / "empty").mkdir()
+    for target in ("new/deep", "empty"):
+        code, _, err = brain("init", target)
+        assert code == 1 and "git commit failed" in err, err
+    assert not (tmp_path / "new").exists()
+    assert list((tmp_path / "empty").iterdir()) == []
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", plain)
+    code, _, err = brain("init", "new/deep")  # the retry works
+    assert code == 0, err
+
+
+def test_init_name_is_written_as_a_toml_string_or_refused_in_one_line(tmp_path, brain):
+    import tomllib
+
+    brain.cwd = tmp_path
+    for i, name in enumerate(['Claude "Opus"', "C:\\new\\agent", 'a\\"b', "Клод 🤖 'x'"]):
+        code, _, err = brain("init", "--name", name, f"ok{i}")
+        assert code == 0, err
+        config = tomllib.loads((tmp_path / f"ok{i}" / "pamd.toml").read_text("utf-8"))
+        assert config["brain"]["name"] == name
+    for i, (name, why) in enumerate([("x\ny = 1", "line break"), ("a\tb", "control character"),
+                                     ("bell\x07", "control character"), ("\udcff", "not UTF-8"),
+                                     ("", "--name is empty"), ("  ", "--name is empty")]):
+        code, _, err = brain("init", "--name", name, f"bad{i}")
+        assert code == 1 and why in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / f"bad{i}").exists()
+
+
+def test_init_takes_brain_as_its_folder_and_refuses_an_empty_one(tmp_path, brain):
+    from pamd.cli import build_parser
+
+    work = tmp_path / "work"
+    work.mkdir()
+    brain.cwd = work
+    for argv, why in ((["init", ""], "DIR is empty"), (["init", "--brain", ""], "--brain is empty"),
+                      (["init", "a", "--brain", "b"], "two folders for the brain")):
+        code, _, err = brain(*argv)
+        assert code == 1 and why in err, err
+    assert list(work.iterdir()) == []  # the cwd did not become a brain
+    code, out, err = brain("init", "--brain", str(tmp_path / "target"))
+    assert code == 0 and str(tmp_path / "target") in out, err
+    assert (tmp_path / "target" / "pamd.toml").is_file() and list(work.iterdir()) == []
+    code, _, err = brain("init", "same", "--brain", "./same")
+    assert code == 0 and (work / "same" / "pamd.toml").is_file(), err
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert "--brain" not in sub.choices["init"].format_help()
+    assert "--brain" in sub.choices["status"].format_help()

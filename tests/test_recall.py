@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,14 @@ def test_recall_is_logged(brain, capsys):
     code, out, err = run(brain, "recall", "revenue", "--no-log", "report", "-k", "1", "board", capsys=capsys)
     assert code == 0 and len(out.splitlines()) == 1 and "revenue report is due to the board" in out, err
     assert pending(brain / ".pamd", None).counts == p.counts
+
+
+def test_a_query_with_bytes_that_are_not_utf8_is_logged_with_replacement_characters(brain, capsys):
+    """argv hands such bytes over as lone surrogates; writing the recall log then crashed."""
+    hits = recall_json(brain, "revenue report \udcff\udcfe", capsys, "-k", "3")
+    assert hits and "revenue" in hits[0]["text"]
+    last = json.loads((brain / ".pamd" / "recall.log").read_text("utf-8").splitlines()[-1])
+    assert last["query"] == "revenue report \ufffd\ufffd"
 
 
 def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsys):
@@ -406,3 +415,33 @@ def test_only_a_thread_safe_embedder_embeds_the_query_beside_a_refresh(brain, mo
     assert started == []
     assert [h.ids for h in api.recall(b, "green tea", embedder=e5, log=False)] == [h.ids for h in careful]
     assert len(started) == 1
+
+
+def test_the_query_thread_has_ended_when_recall_returns_with_no_candidates(brain, monkeypatch):
+    """A filter that leaves nothing returned [] while the query still embedded on its thread:
+    the CLI then exited with the thread inside native code and aborted (SIGABRT, exit 134)."""
+    import time
+
+    from pamd.edge.brain import Brain
+    from pamd.recall.embed import load
+
+    started = []
+    real = api.Background
+    monkeypatch.setattr(api, "Background", lambda fn, *a: started.append(real(fn, *a)) or started[-1])
+    e5 = load("e5-small")
+
+    class Slow:  # the query takes a while, as a cold model does
+        name, identity, dims, concurrent = e5.name, e5.identity, e5.dims, True
+        passages = staticmethod(e5.passages)
+
+        @staticmethod
+        def query(text):
+            time.sleep(0.5)
+            return e5.query(text)
+
+    b = Brain(brain)
+    for flt in ({"since": datetime(2030, 1, 1, tzinfo=UTC)}, {"tiers": ("synapse",)}, {}):
+        hits = api.recall(b, "green tea", embedder=Slow(), log=False, **flt)
+        assert bool(hits) == (not flt)
+        assert not started[-1]._t.is_alive()
+    assert len(started) == 3

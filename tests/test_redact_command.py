@@ -123,3 +123,22 @@ def test_a_file_name_with_glob_characters_names_only_that_file(brain):
     assert git(root, "show", "--name-only", "--format=", "HEAD").splitlines() == ["notes [ab].md"]
     assert AWS not in odd.read_text()
     assert git(root, "status", "--porcelain").splitlines() == [' M "notes a.md"']
+
+
+def test_redact_refuses_a_file_that_does_not_exist_like_check(remembered):
+    """A typo in the path said "no secrets found" and exit 0: the secret stayed."""
+    brain = remembered
+    rel, _ = plant(brain.cwd)
+    n = head_count(brain.cwd)
+    for argv in (["redact", "nonexist.md"], ["redact", "--check", "nonexist.md"],
+                 ["redact", "--no-commit", rel, "nonexist.md"], ["redact", "memory"]):
+        code, out, err = brain(*argv)
+        assert code == 1 and "no secrets found" not in out, argv
+        assert err.startswith("pamd: error: ") and len(err.strip().splitlines()) == 1, err
+    assert "nonexist.md: no such file in the brain" in brain("redact", "nonexist.md")[2]
+    assert "memory is a directory" in brain("redact", "memory")[2]
+    assert "not inside the brain" in brain("redact", "/etc/hostname")[2]
+    assert AWS in (brain.cwd / rel).read_text() and head_count(brain.cwd) == n
+    brain.cwd = brain.cwd / "memory"  # a path from the brain's root works from a subfolder, as for check
+    code, out, err = brain("redact", "--check", rel)
+    assert code == 1 and "2 secrets found" in out, err

@@ -2,6 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pamd.errors import PamdError
+
+# Every command takes --brain; for init it can only mean DIR, so its help does not list it (cli.py).
+LIST_BRAIN = False
 HELP = "create a brain: a git repository with pamd's layout, config and protocols"
 EXAMPLE = """
 pamd init ~/brains/agent
@@ -11,7 +15,7 @@ pamd init --ci      # also a nightly-defrag GitHub workflow and a .pre-commit-co
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", nargs="?", default=".", help="folder for the brain (default: here)")
+    p.add_argument("dir", nargs="?", help="folder for the brain (default: here)")
     p.add_argument("--name", help="the agent's name, written to pamd.toml")
     p.add_argument("--hooks", action="store_true", help="install pamd's git hooks into .git/hooks")
     p.add_argument("--ci", action="store_true",
@@ -21,7 +25,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from pamd.edge.layout import init_brain
 
-    brain, sha = init_brain(Path(args.dir), args.name, ci=args.ci)
+    brain, sha = init_brain(target(args.dir, args.brain), args.name, ci=args.ci)
     print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
     if args.hooks:
         from pamd.edge.githooks import install_hooks
@@ -29,3 +33,16 @@ def run(args) -> int:
         for name in install_hooks(brain):
             print(f"installed hook {name}")
     return 0
+
+
+def target(folder: str | None, brain: str | None) -> Path:
+    """DIR, or --brain DIR (the same thing said the way other commands say it), else here.
+
+    An empty name is refused: Path("") is the current folder, which nobody asked for."""
+    for given, what in ((folder, "DIR"), (brain, "--brain")):
+        if given is not None and not given.strip():
+            raise PamdError(f"{what} is empty", "name the folder for the brain, or leave it out for this one")
+    if folder is not None and brain is not None and \
+            Path(folder).expanduser().resolve() != Path(brain).expanduser().resolve():
+        raise PamdError(f"two folders for the brain: {folder} and --brain {brain}", "give one of them")
+    return Path(folder or brain or ".")

@@ -32,16 +32,17 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from pamd.commands.check import brain_rel
     from pamd.edge.brain import Brain
     from pamd.edge.files import write_atomic
     from pamd.edge.redaction import clean, commit_message, scan
     from pamd.errors import PamdError
-    from pamd.hooks import all_files, brain_rels
+    from pamd.hooks import all_files
 
     brain = Brain.find(args.brain)
-    rels = brain_rels(brain, args.files) if args.files else all_files(brain)
-    if args.files and len(rels) != len(args.files):
-        raise PamdError("some files are not inside the brain", "name files of this brain")
+    # Each FILE as `pamd check` takes it: a missing one (a typo) is an error, not "no secrets".
+    root = brain.root.resolve()
+    rels = list(dict.fromkeys(brain_rel(root, f) for f in args.files)) if args.files else all_files(brain)
     if args.check:
         found = scan(brain, rels, brain.read)
         for f in found:

@@ -44,10 +44,18 @@ class Repo:
 
     @staticmethod
     def toplevel(start: Path) -> Path | None:
+        """The working tree of the repository holding `start` (an existing folder); None
+        outside any. A bare repository has no working tree for a brain: refused."""
         try:
-            return Path(git.Repo(start, search_parent_directories=True).working_tree_dir)
+            found = git.Repo(start, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             return None
+        if found.working_tree_dir is None:
+            gitdir = Path(found.git_dir)
+            what = (f"{start} is a bare git repository" if gitdir.resolve() == Path(start).resolve()
+                    else f"{start} is inside the bare git repository {gitdir}")
+            raise PamdError(what, "a brain needs a working tree: `git clone` it and init the clone")
+        return Path(found.working_tree_dir)
 
     # ------------------------------------------------------------ state
     def head(self) -> str | None:

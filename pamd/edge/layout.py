@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from importlib import resources
 from pathlib import Path
 
@@ -45,27 +48,64 @@ def ci_files() -> dict[str, str]:
     return {dest: root.joinpath(src).read_text("utf-8") for src, dest in CI_FILES.items()}
 
 
+# Control characters (tab and line breaks too) and lone surrogates (argv bytes that are not UTF-8).
+_BAD_NAME = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def toml_name(name: str) -> str:
+    """--name as a TOML basic string: one line of text, `"` and `\\` escaped."""
+    if not name.strip():
+        raise PamdError("--name is empty", "give the agent a name, e.g. --name claude, or leave --name out")
+    if _BAD_NAME.search(name):
+        raise PamdError(f"--name {name!r} has a control character, a line break or bytes that are not UTF-8",
+                        "use one line of plain text")
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple[Brain, str]:
+    """Lay a new brain in `target` and commit it. Everything is checked before the folder or
+    its .git is made, and a failed init takes back all it made, so a retry starts clean."""
     target = target.expanduser()
     if target.exists() and not target.is_dir():
         raise PamdError(f"{target} exists and is not a folder")
     if (target / CONFIG).exists():
         raise PamdError(f"{target} is already a pamd brain", "use it as it is, or pick another folder")
-    target.mkdir(parents=True, exist_ok=True)
-    top = Repo.toplevel(target)
-    if top is not None and top.resolve() != target.resolve():
+    near = target
+    while not near.exists():  # the repository of a folder not made yet is its parent's
+        near = near.parent
+    if not near.is_dir():
+        raise PamdError(f"{near} is not a folder", "pick a folder for the brain")
+    top = Repo.toplevel(near)
+    if top is not None and (not target.exists() or top.resolve() != target.resolve()):
         raise PamdError(f"{target} is inside the git repository {top}",
                         "a brain is a repository of its own: pick a folder outside it")
-    repo = Repo(target) if top is not None else Repo.init(target)
     files = template_files()
     if ci:
         files.update(ci_files())
-    if name:
-        files[CONFIG] = files[CONFIG].replace('name = "agent"', f'name = "{name}"', 1)
+    if name is not None:
+        files[CONFIG] = files[CONFIG].replace('name = "agent"', f"name = {toml_name(name)}", 1)
     clash = [rel for rel in files if (target / rel).exists() and rel != ".gitignore"]
     if clash:
         raise PamdError(f"{target} already has {', '.join(sorted(clash)[:3])}",
                         "move those files away, or init an empty folder")
+    new_dirs = [d for d in (target, *target.parents) if not d.exists()]  # deepest first
+    new_git = top is None and not os.path.lexists(target / ".git")
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        return _lay(target, files, top is not None)
+    except BaseException:
+        if new_git:
+            shutil.rmtree(target / ".git", ignore_errors=True)
+        for d in new_dirs:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _lay(target: Path, files: dict[str, str], adopt: bool) -> tuple[Brain, str]:
+    repo = Repo(target) if adopt else Repo.init(target)
     gi = target / ".gitignore"
     old: str | None = None
     if gi.exists():

@@ -6,6 +6,7 @@ benchmarks all call these two functions.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import UTC, datetime
 
@@ -17,6 +18,7 @@ from pamd.recall.search import Filters, Hit, search
 from pamd.recall.sources import TIERS
 
 MAX_QUERY = 4000
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Open indexes by state dir: a long-lived caller (benchmarks, a future `pamd serve`)
 # keeps the loaded graph between queries; a CLI process uses it once.
 _OPEN: dict[str, store.Index] = {}
@@ -47,7 +49,10 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     """The k best hits for `query`, refreshing a stale index first; logs each hit.
 
     progress(done, total) is called as the refresh embeds new chunks, if it does."""
-    query = " ".join((query or "").split())
+    # argv carries bytes that are not UTF-8 as lone surrogates (surrogateescape): they
+    # become U+FFFD, as `pamd remember` stores them, so the log, the reranker and the
+    # output can encode the query.
+    query = " ".join(_SURROGATE.sub("\ufffd", query or "").split())
     if not query:
         raise PamdError("empty query", "say what to recall, e.g. pamd recall 'deploy friday'")
     if len(query) > MAX_QUERY:
@@ -64,18 +69,24 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
     dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
     qvec = Background(emb.query, query) if dense and getattr(emb, "concurrent", False) else None
-    with store.lock(brain.state_dir):
-        key = str(brain.state_dir)
-        _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
-                               progress=progress, idx=_OPEN.pop(key, None))
-        flt = Filters(tuple(tiers), since, until)
-        try:
-            hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
-        except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
-            idx.wipe()
-            _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
-            hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
-        _OPEN[key] = idx
+    try:
+        with store.lock(brain.state_dir):
+            key = str(brain.state_dir)
+            _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
+                                   progress=progress, idx=_OPEN.pop(key, None))
+            flt = Filters(tuple(tiers), since, until)
+            try:
+                hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+            except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
+                idx.wipe()
+                _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
+                hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+            _OPEN[key] = idx
+    finally:
+        # search() returns early without the query's vector when a filter leaves nothing
+        # (and an error can leave it unread): the thread must still end before we return.
+        if qvec is not None:
+            qvec.wait()
     if log:
         # Entries in the tree the query matched: not the raw leaves behind them (in history),
         # nor the neighbours hit shaping joined for context (they would myelinate as

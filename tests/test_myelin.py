@@ -218,3 +218,50 @@ def test_a_recall_of_an_entry_not_yet_committed_is_counted_once_it_is(brain, tmp
 
     counts = {("echidna" if "echidna" in e.text else "dns"): e.recalls for e in Brain(root).load().entries}
     assert counts == {"dns": 1, "echidna": 1}
+
+
+def test_a_persons_text_in_preload_outside_pamds_block_survives_compaction(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    root = brain.cwd
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    pre = root / "PRELOAD.md"
+    pre.write_text(pre.read_text() + "\n## Also pinned\n\n- The on-call phone is +1 555 0100.\n")
+    assert brain("check")[0] == 0
+    git(root, "commit", "-qam", "another pin")
+    touch_and_compact(brain, es["decided"].id, 5, now="2026-11-30T10:00:00Z")
+    text = pre.read_text()
+    assert es["decided"].id in text and "The on-call phone is +1 555 0100." in text
+    assert text.index("<!-- pamd:end -->") < text.index("## Also pinned")
+    assert brain("check")[0] == 0
+    # A line a person writes inside pamd's block would be replaced: `pamd check` says so.
+    pre.write_text(text.replace("<!-- pamd:end -->", "- mine, inside\n<!-- pamd:end -->"))
+    code, out, _ = brain("check")
+    assert code == 1 and "PRELOAD.md:" in out and "inside pamd's block" in out
+    pre.write_text(text.replace("<!-- pamd:end -->\n", ""))
+    code, out, _ = brain("check")
+    assert code == 1 and "PRELOAD.md:" in out and "pamd:end" in out
+    git(root, "commit", "-qam", "person breaks the block")
+    n = head_count(root)
+    assert brain("touch", es["decided"].id, now="2026-11-30T10:30:00Z")[0] == 0
+    code, _, err = brain("compact", now="2026-11-30T10:30:00Z")
+    assert code == 1 and "PRELOAD.md" in err and "will not overwrite" in err and head_count(root) == n
+
+
+def test_a_preload_from_before_the_markers_keeps_what_follows_pamds_lines(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    root = brain.cwd
+    eid = es["decided"].id
+    pre = root / "PRELOAD.md"
+    pre.write_text(pre.read_text() + "\n## Myelinated memories\n\n"
+                   f"- An old line. <!-- {eid} · recalls 5 · memory/L0/2026-11-30.md -->\n"
+                   "- Ask Anna before any schema change.\n\n## Also pinned\n\n- Phone: 0100.\n")
+    git(root, "commit", "-qam", "a PRELOAD from an older pamd, with a person's lines")
+    touch_and_compact(brain, eid, 5)
+    text = pre.read_text()
+    assert "An old line." not in text and text.count(eid) == 1
+    assert text.count("## Myelinated memories") == 1
+    assert "- Ask Anna before any schema change." in text and "- Phone: 0100." in text
+    assert text.index("<!-- pamd:end -->") < text.index("Ask Anna")
+    assert brain("check")[0] == 0
+    code, out, _ = brain("boot")
+    assert "Ask Anna" in out and "pamd:begin" not in out

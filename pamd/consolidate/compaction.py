@@ -18,7 +18,7 @@ from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, render_doc
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
 from pamd.errors import PamdError
-from pamd.myelin import myelin, recall_log, snapshot
+from pamd.myelin import myelin, preload, recall_log, snapshot
 
 
 @dataclass
@@ -180,7 +180,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
                 after_docs[rel] = brain.parse(rel, text)
         after = [e for d in after_docs.values() for e in d.entries]
         # Myelin, reflexes and the snapshot ride along in the same commit.
-        changes[PRELOAD] = myelin.render_preload(brain.read(PRELOAD) or "", after, cfg)
+        changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
         changes[STATE] = snapshot.render_state(state_text, snapshot.snapshot(entries, now))

@@ -8,6 +8,7 @@ from typing import Any
 from pamd.core import config as config_mod
 from pamd.core.fmt import FormatError, Problem, parse_doc, split_frontmatter
 from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, Brain, tier_of
+from pamd.myelin import preload
 
 # Frontmatter fields a person may edit, and the shape each must have.
 SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -43,6 +44,8 @@ def check_text(rel: str, text: str) -> list[Problem]:
     """Problems of one brain file's text (pamd.toml, DNA/STATE/PRELOAD, an entry file)."""
     if rel == CONFIG:
         return config_problems(text)
+    if rel == PRELOAD:
+        return check_meta_file(rel, text) + [Problem(rel, n, msg) for n, msg in preload.problems(text)]
     if rel in SHAPES:
         return check_meta_file(rel, text)
     tier = tier_of(rel)

@@ -87,24 +87,6 @@ def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[di
     return out, touched, n
 
 
-# ------------------------------------------------------------------ PRELOAD.md
-PRELOAD_HEAD = "## Myelinated memories"
-
-
-def render_preload(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
-    """PRELOAD.md: the person's preamble kept, pamd's section rebuilt from thick+ memories."""
-    keep = current.split("\n" + PRELOAD_HEAD, 1)[0].rstrip("\n")
-    thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
-                   key=lambda e: (-e.recalls, e.id))
-    lines = [keep, "", PRELOAD_HEAD, ""]
-    if not thick:
-        lines.append("(none yet: memories recalled 5+ times appear here)")
-    for e in thick:
-        text = " ".join(e.text.split())
-        lines.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} -->")
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------ DNA.md
 def parse_dna(text: str, path: str = "DNA.md") -> tuple[dict[str, Any], str]:
     try:

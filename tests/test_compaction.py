@@ -577,3 +577,25 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
         helper.join()
     assert len(calls) >= 2
     assert "compact failed unexpectedly" in caplog.text and "No space left on device" in caplog.text
+
+
+def test_an_emptied_tier_file_with_a_persons_note_is_kept(brain):
+    root = brain.cwd
+    for day in ("2026-11-20", "2026-11-21"):
+        assert brain("remember", f"We decided to use Postgres 16 for billing ({day}).",
+                     now=f"{day}T10:00:00Z")[0] == 0
+    noted = root / "memory/L0/2026-11-20.md"
+    noted.write_text(noted.read_text().replace(
+        "# L0 · 2026-11-20\n", "# L0 · 2026-11-20\n\nPerson note: the kickoff day; ask Anna about the budget.\n"))
+    assert brain("check")[0] == 0
+    git(root, "commit", "-qam", "note on the day")
+    code, _, err = brain("compact", now="2026-11-30T10:00:00Z")
+    assert code == 0, err
+    # pamd's own emptied file goes; the one holding the person's note stays, note and all.
+    assert not (root / "memory/L0/2026-11-21.md").exists()
+    text = noted.read_text()
+    assert "Person note: the kickoff day; ask Anna about the budget." in text and "### " not in text
+    assert "Kept 1 tier files" in git(root, "log", "-1", "--format=%B")
+    assert brain("check")[0] == 0
+    n = head_count(root)
+    assert "nothing to compact" in brain("compact", now="2026-11-30T10:30:00Z")[1] and head_count(root) == n

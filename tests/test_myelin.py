@@ -265,3 +265,21 @@ def test_a_preload_from_before_the_markers_keeps_what_follows_pamds_lines(brain,
     assert brain("check")[0] == 0
     code, out, _ = brain("boot")
     assert "Ask Anna" in out and "pamd:begin" not in out
+
+
+def test_a_reflex_a_person_deletes_stays_deleted(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    root = brain.cwd
+    touch_and_compact(brain, es["decided"].id, 10)  # a lesson (the deploy failure) and a recalled reflex
+    dna = root / "DNA.md"
+    m, body, _ = split_frontmatter(dna.read_text())
+    assert {r["kind"] for r in m["reflexes"]} == {"lesson", "recalled"}
+    m["reflexes"] = []
+    dna.write_text("---\n" + yaml.safe_dump(m, sort_keys=False, allow_unicode=True) + "---\n" + "\n".join(body))
+    git(root, "commit", "-qam", "those reflexes are wrong, remove them")
+    assert brain("remember", "The weather is nice today.", now="2026-11-30T10:30:00Z")[0] == 0
+    touch_and_compact(brain, es["decided"].id, 1, now="2026-11-30T10:40:00Z")
+    assert meta(dna)["reflexes"] == []
+    # The record of what pamd learned from is in the tree: delete an id from it to learn again.
+    m = meta(dna)
+    assert es["deploy"].id in m["learned_from"] and es["decided"].id in m["learned_from"]

@@ -197,7 +197,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         # Myelin, reflexes and the snapshot ride along in the same commit.
         changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
-        changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
+        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
         changes[STATE] = snapshot.render_state(state_text, snapshot.snapshot(entries, now))
         if new_lessons:
             notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")

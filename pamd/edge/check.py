@@ -12,7 +12,8 @@ from pamd.myelin import preload
 
 # Frontmatter fields a person may edit, and the shape each must have.
 SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
-    DNA: {"learned_behaviors": list, "communication_patterns": list, "reflexes": list, "preferences": list},
+    DNA: {"learned_behaviors": list, "communication_patterns": list, "reflexes": list, "preferences": list,
+          "learned_from": list},
     STATE: {"active_goals": list, "current_focus": (str, type(None)), "hypotheses": list,
             "emotional_context": (str, type(None))},
     PRELOAD: {},

@@ -88,41 +88,72 @@ def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[di
 
 
 # ------------------------------------------------------------------ DNA.md
+# Ids of the entries pamd has made a reflex from (a lesson's failures and fix, a recalled
+# memory) and of every summary made from them since, while they are in the tree. pamd makes
+# no second reflex from them, so one a person deletes from `reflexes` stays deleted.
+LEARNED = "learned_from"
+
+
 def parse_dna(text: str, path: str = "DNA.md") -> tuple[dict[str, Any], str]:
     try:
         meta, body, _ = split_frontmatter(text, path)
     except FormatError as exc:
         raise PamdError(f"{exc.problem}; pamd will not overwrite it",
                         "fix the frontmatter (pamd check DNA.md) and commit") from None
-    for key in ("learned_behaviors", "communication_patterns", "reflexes", "preferences"):
+    for key in ("learned_behaviors", "communication_patterns", "reflexes", "preferences", LEARNED):
         if key in meta and not isinstance(meta[key], list):
             raise PamdError(f"{path}: {key} must be a list; pamd will not overwrite it",
                             "fix it and commit, then run again")
     return meta, "\n".join(body)
 
 
-def merge_dna(text: str, reflexes: list[dict[str, Any]]) -> str:
+def _learned(meta: dict[str, Any]) -> set[str]:
+    out = {str(x) for x in meta.get(LEARNED) or []}
+    for i in meta.get("reflexes") or []:
+        if isinstance(i, dict) and isinstance(i.get("from"), list):
+            out.update(str(x) for x in i["from"])
+    return out
+
+
+def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> str:
     """Add pamd's reflexes to DNA.md without touching what a person wrote.
 
-    A pamd item is a mapping with `from:` (its source ids); an item whose
-    sources are already listed is not added again, even if a person has since
-    reworded its text.
+    A pamd item is a mapping with `from:` (its source ids). A lesson whose sources
+    are already listed is not added again, even if a person has since reworded
+    its text; a recalled memory is not made a reflex again once it is in
+    `learned_from`. `learned_from` keeps the ids that are still in `tree` (the
+    entries after this run), so it does not grow without end.
     """
-    meta, body = parse_dna(text)
+    try:
+        meta, body = parse_dna(text)
+    except PamdError:
+        if reflexes:
+            raise
+        return text  # nothing to add: a broken DNA.md is for `pamd check` to name
+    learned = _learned(meta)
     items = list(meta.get("reflexes") or [])
     have = {tuple(sorted(i.get("from", []))) for i in items if isinstance(i, dict)}
     have_text = {i if isinstance(i, str) else str(i.get("text", "")) for i in items}
-    changed = False
+    added = False
     for r in reflexes:
         key = tuple(sorted(r["from"]))
         if key in have or r["text"] in have_text:
             continue
+        if r.get("kind") == "recalled" and learned.intersection(r["from"]):
+            continue
         items.append(r)
         have.add(key)
-        changed = True
-    if not changed:
+        learned.update(r["from"])
+        added = True
+    present = {e.id for e in tree}
+    keep = sorted(learned & present)
+    relearned = keep != list(meta.get(LEARNED) or []) and (bool(keep) or LEARNED in meta)
+    if not added and not relearned:
         return text
-    meta["reflexes"] = items
+    if added:
+        meta["reflexes"] = items
+    if relearned:
+        meta[LEARNED] = keep
     return "---\n" + dump_yaml(meta) + "---\n" + body
 
 
@@ -171,13 +202,9 @@ def _sentence(text: str, limit: int) -> str:
 
 
 def dna_sources(text: str) -> set[str]:
+    """Ids pamd has made a reflex from: no lesson is learned from them again."""
     try:
         meta, _ = parse_dna(text)
     except PamdError:
         return set()
-    out: set[str] = set()
-    for i in meta.get("reflexes") or []:
-        if isinstance(i, dict):
-            out.update(str(x) for x in i.get("from", []))
-    return out
-
+    return _learned(meta)

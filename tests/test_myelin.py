@@ -267,6 +267,28 @@ def test_a_preload_from_before_the_markers_keeps_what_follows_pamds_lines(brain,
     assert "Ask Anna" in out and "pamd:begin" not in out
 
 
+def test_a_recalled_reflex_follows_its_memory_down_the_tiers(brain):
+    """One reflex per memory: the L2 and L3 summaries a reflex's entry is folded into
+    inherit its recalls, and are not made reflexes again."""
+    from importlib import resources
+
+    root = brain.cwd
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-23T09:30:00Z")[0] == 0
+    assert brain("compact", now="2026-11-23T09:40:00Z")[0] == 0
+    eid = next(e.id for e in l0_entries(root) if e.text.startswith("Let's build the billing export"))
+    touch_and_compact(brain, eid, 10, now="2026-11-23T09:50:00Z")
+    for t in ("2026-11-23T16:00:00Z", "2026-11-24T12:00:00Z", "2026-11-27T12:00:00Z"):
+        assert brain("defrag", now=t)[0] == 0
+    holder = [e for e in l0_entries(root) if e.recalls >= 10]
+    assert holder and holder[0].id != eid and holder[0].tier in ("L2", "L3")  # it did move down
+    m = meta(root / "DNA.md")
+    recalled = [r for r in m["reflexes"] if isinstance(r, dict) and r.get("kind") == "recalled"]
+    assert [r["from"] for r in recalled] == [[eid]]
+    assert holder[0].id in m["learned_from"]
+    assert brain("check")[0] == 0
+
+
 def test_a_reflex_a_person_deletes_stays_deleted(brain, tmp_path):
     es = seed(brain, tmp_path)
     root = brain.cwd

@@ -115,14 +115,26 @@ def _learned(meta: dict[str, Any]) -> set[str]:
     return out
 
 
+def _follow(learned: set[str], tree: list[Entry]) -> None:
+    """A summary of a memory pamd has a reflex of stands for that memory from now on."""
+    grew = bool(learned)
+    while grew:
+        grew = False
+        for e in tree:
+            if e.id not in learned and learned.intersection(e.sources):
+                learned.add(e.id)
+                grew = True
+
+
 def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> str:
     """Add pamd's reflexes to DNA.md without touching what a person wrote.
 
     A pamd item is a mapping with `from:` (its source ids). A lesson whose sources
     are already listed is not added again, even if a person has since reworded
-    its text; a recalled memory is not made a reflex again once it is in
-    `learned_from`. `learned_from` keeps the ids that are still in `tree` (the
-    entries after this run), so it does not grow without end.
+    its text; a recalled memory is not made a reflex again once it, or a memory it
+    was summarised from, is in `learned_from` (a reflex follows its memory down
+    the tiers through the summaries' `from=`). `learned_from` keeps the ids that
+    are still in `tree` (the entries after this run), so it does not grow without end.
     """
     try:
         meta, body = parse_dna(text)
@@ -131,6 +143,7 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> s
             raise
         return text  # nothing to add: a broken DNA.md is for `pamd check` to name
     learned = _learned(meta)
+    _follow(learned, tree)
     items = list(meta.get("reflexes") or [])
     have = {tuple(sorted(i.get("from", []))) for i in items if isinstance(i, dict)}
     have_text = {i if isinstance(i, str) else str(i.get("text", "")) for i in items}
@@ -145,6 +158,7 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> s
         have.add(key)
         learned.update(r["from"])
         added = True
+    _follow(learned, tree)
     present = {e.id for e in tree}
     keep = sorted(learned & present)
     relearned = keep != list(meta.get(LEARNED) or []) and (bool(keep) or LEARNED in meta)

@@ -595,7 +595,6 @@ def test_a_memory_recalled_ten_times_is_not_dropped_as_trash(brain):
     assert s.tier == "L1" and s.sources == (e.id,) and s.recalls == 10
 
 
-
 def test_a_future_dated_entry_neither_churns_state_nor_is_dropped(brain, tmp_path):
     f = tmp_path / "f.jsonl"
     f.write_text(json.dumps({"ts": "2026-12-05T10:00:00Z", "role": "user",
@@ -648,3 +647,25 @@ def test_a_gemini_summary_longer_than_its_input_is_not_stored(brain, monkeypatch
     t = trailers(brain.cwd)
     assert t["Pamd-Fallback"].startswith("1 ")
     assert "longer than their input" in git(brain.cwd, "log", "-1", "--format=%B")
+
+
+def test_an_emptied_tier_file_with_a_persons_note_is_kept(brain):
+    root = brain.cwd
+    for day in ("2026-11-20", "2026-11-21"):
+        assert brain("remember", f"We decided to use Postgres 16 for billing ({day}).",
+                     now=f"{day}T10:00:00Z")[0] == 0
+    noted = root / "memory/L0/2026-11-20.md"
+    noted.write_text(noted.read_text().replace(
+        "# L0 · 2026-11-20\n", "# L0 · 2026-11-20\n\nPerson note: the kickoff day; ask Anna about the budget.\n"))
+    assert brain("check")[0] == 0
+    git(root, "commit", "-qam", "note on the day")
+    code, _, err = brain("compact", now="2026-11-30T10:00:00Z")
+    assert code == 0, err
+    # pamd's own emptied file goes; the one holding the person's note stays, note and all.
+    assert not (root / "memory/L0/2026-11-21.md").exists()
+    text = noted.read_text()
+    assert "Person note: the kickoff day; ask Anna about the budget." in text and "### " not in text
+    assert "Kept 1 tier files" in git(root, "log", "-1", "--format=%B")
+    assert brain("check")[0] == 0
+    n = head_count(root)
+    assert "nothing to compact" in brain("compact", now="2026-11-30T10:30:00Z")[1] and head_count(root) == n

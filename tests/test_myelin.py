@@ -218,3 +218,90 @@ def test_a_recall_of_an_entry_not_yet_committed_is_counted_once_it_is(brain, tmp
 
     counts = {("echidna" if "echidna" in e.text else "dns"): e.recalls for e in Brain(root).load().entries}
     assert counts == {"dns": 1, "echidna": 1}
+
+
+def test_a_persons_text_in_preload_outside_pamds_block_survives_compaction(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    root = brain.cwd
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    pre = root / "PRELOAD.md"
+    pre.write_text(pre.read_text() + "\n## Also pinned\n\n- The on-call phone is +1 555 0100.\n")
+    assert brain("check")[0] == 0
+    git(root, "commit", "-qam", "another pin")
+    touch_and_compact(brain, es["decided"].id, 5, now="2026-11-30T10:00:00Z")
+    text = pre.read_text()
+    assert es["decided"].id in text and "The on-call phone is +1 555 0100." in text
+    assert text.index("<!-- pamd:end -->") < text.index("## Also pinned")
+    assert brain("check")[0] == 0
+    # A line a person writes inside pamd's block would be replaced: `pamd check` says so.
+    pre.write_text(text.replace("<!-- pamd:end -->", "- mine, inside\n<!-- pamd:end -->"))
+    code, out, _ = brain("check")
+    assert code == 1 and "PRELOAD.md:" in out and "inside pamd's block" in out
+    pre.write_text(text.replace("<!-- pamd:end -->\n", ""))
+    code, out, _ = brain("check")
+    assert code == 1 and "PRELOAD.md:" in out and "pamd:end" in out
+    git(root, "commit", "-qam", "person breaks the block")
+    n = head_count(root)
+    assert brain("touch", es["decided"].id, now="2026-11-30T10:30:00Z")[0] == 0
+    code, _, err = brain("compact", now="2026-11-30T10:30:00Z")
+    assert code == 1 and "PRELOAD.md" in err and "will not overwrite" in err and head_count(root) == n
+
+
+def test_a_preload_from_before_the_markers_keeps_what_follows_pamds_lines(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    root = brain.cwd
+    eid = es["decided"].id
+    pre = root / "PRELOAD.md"
+    pre.write_text(pre.read_text() + "\n## Myelinated memories\n\n"
+                   f"- An old line. <!-- {eid} · recalls 5 · memory/L0/2026-11-30.md -->\n"
+                   "- Ask Anna before any schema change.\n\n## Also pinned\n\n- Phone: 0100.\n")
+    git(root, "commit", "-qam", "a PRELOAD from an older pamd, with a person's lines")
+    touch_and_compact(brain, eid, 5)
+    text = pre.read_text()
+    assert "An old line." not in text and text.count(eid) == 1
+    assert text.count("## Myelinated memories") == 1
+    assert "- Ask Anna before any schema change." in text and "- Phone: 0100." in text
+    assert text.index("<!-- pamd:end -->") < text.index("Ask Anna")
+    assert brain("check")[0] == 0
+    code, out, _ = brain("boot")
+    assert "Ask Anna" in out and "pamd:begin" not in out
+
+
+def test_a_recalled_reflex_follows_its_memory_down_the_tiers(brain):
+    """One reflex per memory: the L2 and L3 summaries a reflex's entry is folded into
+    inherit its recalls, and are not made reflexes again."""
+    from importlib import resources
+
+    root = brain.cwd
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-23T09:30:00Z")[0] == 0
+    assert brain("compact", now="2026-11-23T09:40:00Z")[0] == 0
+    eid = next(e.id for e in l0_entries(root) if e.text.startswith("Let's build the billing export"))
+    touch_and_compact(brain, eid, 10, now="2026-11-23T09:50:00Z")
+    for t in ("2026-11-23T16:00:00Z", "2026-11-24T12:00:00Z", "2026-11-27T12:00:00Z"):
+        assert brain("defrag", now=t)[0] == 0
+    holder = [e for e in l0_entries(root) if e.recalls >= 10]
+    assert holder and holder[0].id != eid and holder[0].tier in ("L2", "L3")  # it did move down
+    m = meta(root / "DNA.md")
+    recalled = [r for r in m["reflexes"] if isinstance(r, dict) and r.get("kind") == "recalled"]
+    assert [r["from"] for r in recalled] == [[eid]]
+    assert holder[0].id in m["learned_from"]
+    assert brain("check")[0] == 0
+
+
+def test_a_reflex_a_person_deletes_stays_deleted(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    root = brain.cwd
+    touch_and_compact(brain, es["decided"].id, 10)  # a lesson (the deploy failure) and a recalled reflex
+    dna = root / "DNA.md"
+    m, body, _ = split_frontmatter(dna.read_text())
+    assert {r["kind"] for r in m["reflexes"]} == {"lesson", "recalled"}
+    m["reflexes"] = []
+    dna.write_text("---\n" + yaml.safe_dump(m, sort_keys=False, allow_unicode=True) + "---\n" + "\n".join(body))
+    git(root, "commit", "-qam", "those reflexes are wrong, remove them")
+    assert brain("remember", "The weather is nice today.", now="2026-11-30T10:30:00Z")[0] == 0
+    touch_and_compact(brain, es["decided"].id, 1, now="2026-11-30T10:40:00Z")
+    assert meta(dna)["reflexes"] == []
+    # The record of what pamd learned from is in the tree: delete an id from it to learn again.
+    m = meta(dna)
+    assert es["deploy"].id in m["learned_from"] and es["decided"].id in m["learned_from"]

@@ -16,9 +16,9 @@ from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
-from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_path
+from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_of, tier_path
 from pamd.errors import PamdError
-from pamd.myelin import myelin, recall_log, snapshot
+from pamd.myelin import myelin, preload, recall_log, snapshot
 
 
 @dataclass
@@ -74,7 +74,7 @@ def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) 
         changed[rel] = doc
     out: dict[str, str | None] = {}
     for rel, doc in changed.items():
-        if not doc.entries and rel != MEMORY:
+        if not doc.entries and rel != MEMORY and only_pamds(rel, doc):
             out[rel] = None  # an emptied tier file goes away; its text stays in history
         else:
             out[rel] = render_doc(doc.meta, doc.preamble, doc.entries)
@@ -95,6 +95,15 @@ def refreshed_state(current: str | None, snap: dict[str, Any]) -> str:
     if old is not None and snapshot.render_state(current, {**snap, "updated": old}) == current:
         return current
     return new
+
+
+def only_pamds(rel: str, doc: Doc) -> bool:
+    """Whether a tier file holds nothing but what pamd writes above its entries (the
+    `tier`/`date` frontmatter and the `# L0 · DAY` heading). A file with a person's
+    text in it is kept when its last entry leaves: pamd never deletes what it did not write."""
+    day = rel.rsplit("/", 1)[-1].removesuffix(".md")
+    heading = f"# {tier_of(rel) or doc.meta.get('tier', '')} · {day}"
+    return set(doc.meta) <= {"tier", "date"} and doc.preamble.strip() in ("", heading)
 
 
 def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: list[Entry],
@@ -196,10 +205,16 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
             if text is not None and (rel == MEMORY or rel.startswith("memory/L")):
                 after_docs[rel] = brain.parse(rel, text)
         after = [e for d in after_docs.values() for e in d.entries]
+        kept = sorted(rel for rel, text in changes.items() if text is not None and rel != MEMORY
+                      and tier_of(rel) and rel in docs and docs[rel].entries
+                      and not after_docs[rel].entries)
+        if kept:
+            notes.append(f"Kept {len(kept)} tier files whose last entry left, for the text a person "
+                         f"wrote in them: {', '.join(kept)}.")
         # Myelin, reflexes and the snapshot ride along in the same commit.
-        changes[PRELOAD] = myelin.render_preload(brain.read(PRELOAD) or "", after, cfg)
+        changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
-        changes[DNA] = myelin.merge_dna(dna_text, reflexes) if reflexes else dna_text
+        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
         changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
         if new_lessons:
             notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")

@@ -9,10 +9,12 @@ from typing import Any
 from pamd.core import config as config_mod
 from pamd.core.fmt import FormatError, Problem, conflict_marker, parse_doc, split_frontmatter
 from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, TIER_DIRS, Brain, tier_of
+from pamd.myelin import preload
 
 # Frontmatter fields a person may edit, and the shape each must have.
 SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
-    DNA: {"learned_behaviors": list, "communication_patterns": list, "reflexes": list, "preferences": list},
+    DNA: {"learned_behaviors": list, "communication_patterns": list, "reflexes": list, "preferences": list,
+          "learned_from": list},
     STATE: {"active_goals": list, "current_focus": (str, type(None)), "hypotheses": list,
             "emotional_context": (str, type(None))},
     PRELOAD: {},
@@ -49,6 +51,8 @@ def check_text(rel: str, text: str) -> list[Problem]:
         return [found]
     if rel == CONFIG:
         return config_problems(text)
+    if rel == PRELOAD:
+        return check_meta_file(rel, text) + [Problem(rel, n, msg) for n, msg in preload.problems(text)]
     if rel in SHAPES:
         return check_meta_file(rel, text)
     try:

@@ -22,6 +22,7 @@ from pamd.core.fmt import FormatError, parse_doc, split_frontmatter
 from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.encode.hippocampus import retention
+from pamd.myelin import preload
 
 DNA_KEYS = ("reflexes", "learned_behaviors", "communication_patterns", "preferences")
 STATE_KEYS = ("current_focus", "active_goals", "hypotheses", "emotional_context", "updated")
@@ -117,6 +118,8 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
         if text is None:
             continue
         meta, body = _body(text, rel)
+        if rel == PRELOAD:
+            body = preload.without_markers(body)
         parts = [p for p in (_yaml_lists(meta, keys) if keys else "", body) if p]
         fixed.append(Section(title, [rel], "\n\n".join(parts)))
     memory_pre = ""

@@ -87,60 +87,87 @@ def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[di
     return out, touched, n
 
 
-# ------------------------------------------------------------------ PRELOAD.md
-PRELOAD_HEAD = "## Myelinated memories"
-
-
-def render_preload(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
-    """PRELOAD.md: the person's preamble kept, pamd's section rebuilt from thick+ memories."""
-    keep = current.split("\n" + PRELOAD_HEAD, 1)[0].rstrip("\n")
-    thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
-                   key=lambda e: (-e.recalls, e.id))
-    lines = [keep, "", PRELOAD_HEAD, ""]
-    if not thick:
-        lines.append("(none yet: memories recalled 5+ times appear here)")
-    for e in thick:
-        text = " ".join(e.text.split())
-        lines.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} -->")
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------ DNA.md
+# Ids of the entries pamd has made a reflex from (a lesson's failures and fix, a recalled
+# memory) and of every summary made from them since, while they are in the tree. pamd makes
+# no second reflex from them, so one a person deletes from `reflexes` stays deleted.
+LEARNED = "learned_from"
+
+
 def parse_dna(text: str, path: str = "DNA.md") -> tuple[dict[str, Any], str]:
     try:
         meta, body, _ = split_frontmatter(text, path)
     except FormatError as exc:
         raise PamdError(f"{exc.problem}; pamd will not overwrite it",
                         "fix the frontmatter (pamd check DNA.md) and commit") from None
-    for key in ("learned_behaviors", "communication_patterns", "reflexes", "preferences"):
+    for key in ("learned_behaviors", "communication_patterns", "reflexes", "preferences", LEARNED):
         if key in meta and not isinstance(meta[key], list):
             raise PamdError(f"{path}: {key} must be a list; pamd will not overwrite it",
                             "fix it and commit, then run again")
     return meta, "\n".join(body)
 
 
-def merge_dna(text: str, reflexes: list[dict[str, Any]]) -> str:
+def _learned(meta: dict[str, Any]) -> set[str]:
+    out = {str(x) for x in meta.get(LEARNED) or []}
+    for i in meta.get("reflexes") or []:
+        if isinstance(i, dict) and isinstance(i.get("from"), list):
+            out.update(str(x) for x in i["from"])
+    return out
+
+
+def _follow(learned: set[str], tree: list[Entry]) -> None:
+    """A summary of a memory pamd has a reflex of stands for that memory from now on."""
+    grew = bool(learned)
+    while grew:
+        grew = False
+        for e in tree:
+            if e.id not in learned and learned.intersection(e.sources):
+                learned.add(e.id)
+                grew = True
+
+
+def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> str:
     """Add pamd's reflexes to DNA.md without touching what a person wrote.
 
-    A pamd item is a mapping with `from:` (its source ids); an item whose
-    sources are already listed is not added again, even if a person has since
-    reworded its text.
+    A pamd item is a mapping with `from:` (its source ids). A lesson whose sources
+    are already listed is not added again, even if a person has since reworded
+    its text; a recalled memory is not made a reflex again once it, or a memory it
+    was summarised from, is in `learned_from` (a reflex follows its memory down
+    the tiers through the summaries' `from=`). `learned_from` keeps the ids that
+    are still in `tree` (the entries after this run), so it does not grow without end.
     """
-    meta, body = parse_dna(text)
+    try:
+        meta, body = parse_dna(text)
+    except PamdError:
+        if reflexes:
+            raise
+        return text  # nothing to add: a broken DNA.md is for `pamd check` to name
+    learned = _learned(meta)
+    _follow(learned, tree)
     items = list(meta.get("reflexes") or [])
     have = {tuple(sorted(i.get("from", []))) for i in items if isinstance(i, dict)}
     have_text = {i if isinstance(i, str) else str(i.get("text", "")) for i in items}
-    changed = False
+    added = False
     for r in reflexes:
         key = tuple(sorted(r["from"]))
         if key in have or r["text"] in have_text:
             continue
+        if r.get("kind") == "recalled" and learned.intersection(r["from"]):
+            continue
         items.append(r)
         have.add(key)
-        changed = True
-    if not changed:
+        learned.update(r["from"])
+        added = True
+    _follow(learned, tree)
+    present = {e.id for e in tree}
+    keep = sorted(learned & present)
+    relearned = keep != list(meta.get(LEARNED) or []) and (bool(keep) or LEARNED in meta)
+    if not added and not relearned:
         return text
-    meta["reflexes"] = items
+    if added:
+        meta["reflexes"] = items
+    if relearned:
+        meta[LEARNED] = keep
     return "---\n" + dump_yaml(meta) + "---\n" + body
 
 
@@ -189,13 +216,9 @@ def _sentence(text: str, limit: int) -> str:
 
 
 def dna_sources(text: str) -> set[str]:
+    """Ids pamd has made a reflex from: no lesson is learned from them again."""
     try:
         meta, _ = parse_dna(text)
     except PamdError:
         return set()
-    out: set[str] = set()
-    for i in meta.get("reflexes") or []:
-        if isinstance(i, dict):
-            out.update(str(x) for x in i.get("from", []))
-    return out
-
+    return _learned(meta)

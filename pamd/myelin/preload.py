@@ -1,0 +1,112 @@
+"""PRELOAD.md: a person's text, and pamd's fenced block of myelinated memories.
+
+pamd owns only the lines between its two markers:
+
+    ## Myelinated memories
+
+    <!-- pamd:begin · pamd rewrites the lines up to pamd:end at every compaction; write yours outside -->
+    - We decided to use Postgres 16. <!-- e-… · recalls 6 · memory/L0/2026-11-30.md -->
+    <!-- pamd:end -->
+
+Everything outside them (the heading included) is the person's and is kept as
+it is. A file from before the markers (pamd's lines right under the heading,
+up to the first other line) is read as if they were there, so its person's
+text below pamd's lines is kept too. Pure functions; the compaction run writes
+what `render` returns and `pamd check` reports what `problems` finds.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pamd.core.entry import Entry
+from pamd.errors import PamdError
+from pamd.myelin.myelin import REFLEX, THICK, level
+
+HEAD = "## Myelinated memories"
+BEGIN = ("<!-- pamd:begin · pamd rewrites the lines up to pamd:end at every compaction; "
+         "write yours outside -->")
+END = "<!-- pamd:end -->"
+EMPTY = "(none yet: memories recalled 5+ times appear here)"
+_BEGIN, _END = "<!-- pamd:begin", "<!-- pamd:end"
+# A line pamd writes into its block (also how the section looked before the markers).
+_OURS = re.compile(r"^- .* <!-- [es]-[0-9a-f]{12} · recalls \d+ · \S+ -->$")
+
+
+def _markers(lines: list[str]) -> tuple[list[int], list[int]]:
+    begins = [i for i, ln in enumerate(lines) if ln.strip().startswith(_BEGIN)]
+    ends = [i for i, ln in enumerate(lines) if ln.strip().startswith(_END)]
+    return begins, ends
+
+
+def _broken(begins: list[int], ends: list[int]) -> str | None:
+    if not begins and not ends:
+        return None
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        return (f"pamd's block needs one `{_BEGIN} … -->` line and, after it, one `{END}` line "
+                f"(found {len(begins)} and {len(ends)})")
+    return None
+
+
+def _ours(line: str) -> bool:
+    s = line.strip()
+    return not s or s == EMPTY or bool(_OURS.match(s))
+
+
+def split(text: str, path: str = "PRELOAD.md") -> tuple[str, str]:
+    """The person's text before and after pamd's block (the heading is in `before`)."""
+    lines = text.split("\n")
+    begins, ends = _markers(lines)
+    problem = _broken(begins, ends)
+    if problem:
+        raise PamdError(f"{path}: {problem}; pamd will not overwrite it",
+                        "fix the markers (pamd check PRELOAD.md) and commit, then run again")
+    if begins:
+        return "\n".join(lines[:begins[0]]), "\n".join(lines[ends[0] + 1:])
+    head = next((i for i, ln in enumerate(lines) if ln.strip() == HEAD), None)
+    if head is None:
+        return (text.rstrip("\n") + "\n\n" + HEAD if text.strip() else HEAD), ""
+    stop = head + 1
+    while stop < len(lines) and _ours(lines[stop]):
+        stop += 1
+    return "\n".join(lines[:head + 1]), "\n".join(lines[stop:])
+
+
+def render(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
+    """PRELOAD.md with pamd's block rebuilt from the thick+ memories, the rest kept."""
+    before, after = split(current)
+    thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
+                   key=lambda e: (-e.recalls, e.id))
+    block = [BEGIN]
+    if not thick:
+        block.append(EMPTY)
+    for e in thick:
+        text = " ".join(e.text.split())
+        block.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} -->")
+    block.append(END)
+    out = before.rstrip("\n") + "\n\n" + "\n".join(block) + "\n"
+    if after.strip():
+        out += "\n" + after.strip("\n") + "\n"
+    return out
+
+
+def problems(text: str) -> list[tuple[int, str]]:
+    """(line, message) for broken markers, and for a person's text inside pamd's block,
+    which the next compaction would replace."""
+    lines = text.split("\n")
+    begins, ends = _markers(lines)
+    problem = _broken(begins, ends)
+    if problem:
+        return [((begins or ends)[0] + 1, problem)]
+    if not begins:
+        return []
+    return [(i + 1, f"text inside pamd's block is replaced by the next compaction; "
+                    f"move it below `{END}`")
+            for i in range(begins[0] + 1, ends[0]) if not _ours(lines[i])]
+
+
+def without_markers(text: str) -> str:
+    """The text with pamd's two marker lines taken out: what an agent reads at boot."""
+    return "\n".join(ln for ln in text.split("\n")
+                     if not ln.strip().startswith((_BEGIN, _END)))

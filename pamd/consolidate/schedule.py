@@ -100,8 +100,10 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     stop = stop or threading.Event()
     cfg = brain.config["schedule"]
-    minutes = float(compact_minutes or cfg["compact_every_minutes"])
-    at = defrag_at or str(cfg["defrag_at"])
+    minutes = float(cfg["compact_every_minutes"] if compact_minutes is None else compact_minutes)
+    if not minutes > 0:
+        raise PamdError(f"the compact interval must be above 0 minutes, got {minutes:g}")
+    at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
 
     clock = clock or (lambda: datetime.now(UTC))
 

@@ -100,6 +100,18 @@ def test_daemon_refuses_compact_every_minutes_0_in_pamd_toml(brain):
     assert "[schedule] compact_every_minutes: expected a number above 0, got 0" in err
 
 
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_daemon_refuses_a_pretend_clock(brain, how):
+    """A daemon waits on the real clock: --now/PAMD_NOW would be accepted and then ignored."""
+    if how == "flag":
+        r = daemon_proc(brain, "--now", "2026-11-30T10:00:00Z")
+    else:
+        r = daemon_proc(brain, env={"PAMD_NOW": "2026-11-30T10:00:00Z"})
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.count("\n") == 1
+    assert err.startswith("pamd: error: pamd daemon runs on the real clock") and "run-due --now" in err
+
+
 def test_check_file_names_a_file_of_this_brain(brain, tmp_path):
     root = brain.cwd
     outside = tmp_path / "hostname"

@@ -18,6 +18,11 @@ def run(args) -> int:
     from pamd.edge.brain import Brain
     from pamd.errors import PamdError
 
+    if args.now_given:
+        # A daemon waits on the real clock; a pretend time would be stamped on every run
+        # while the waits stayed real, so it is refused rather than silently ignored.
+        raise PamdError("pamd daemon runs on the real clock; --now/PAMD_NOW is not for it",
+                        "unset PAMD_NOW, or simulate a time with `pamd run-due --now ISO`")
     every = args.compact_every
     if every is not None and not (math.isfinite(every) and every > 0):
         raise PamdError(f"--compact-every must be a number of minutes above 0, got {every:g}",

@@ -258,11 +258,20 @@ def test_run_due_and_the_schedule(week):
     assert out.strip() == "defrag"
 
 
+def defragged_tonight(week) -> None:
+    """Last night's defrag done on the real clock (a daemon starts by running a missed one),
+    then something old for the daemon's compactions to work on."""
+    assert week("defrag", now=None)[0] == 0
+    assert week("remember", "An old note about the build box.", now=iso(START + timedelta(hours=1)))[0] == 0
+
+
 def test_daemon_runs_compact_and_stops_cleanly_on_sigterm(week):
     import signal
     import subprocess
     import sys
     import time
+
+    defragged_tonight(week)
 
     proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.01"],
                             cwd=week.cwd, stderr=subprocess.PIPE, text=True)
@@ -286,6 +295,7 @@ def test_daemon_reads_a_committed_config_change_before_each_run(week):
     import time
 
     root = week.cwd
+    defragged_tonight(week)
 
     def last_compact_author() -> str:
         return git(root, "log", "-1", "--grep=^Pamd-Run: compact$", "--format=%an").strip()
@@ -495,6 +505,7 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     root = week.cwd
+    assert week("defrag", now="2026-11-04T02:30:00Z")[0] == 0  # last night's: nothing due at the start
     clock = [datetime(2026, 11, 5, 1, 0, tzinfo=UTC)]
     stop = threading.Event()
 
@@ -510,7 +521,7 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
             early.append(defrags())  # 01:00 UTC: not yet
             clock[0] = datetime(2026, 11, 5, 2, 31, tzinfo=UTC)  # past 02:30 UTC (21:31 in New York)
             deadline = time.time() + 60
-            while time.time() < deadline and not defrags():
+            while time.time() < deadline and len(defrags()) < 2:
                 time.sleep(0.2)
         finally:
             stop.set()
@@ -525,7 +536,56 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
         helper.join()
         monkeypatch.delenv("TZ")
         time.tzset()
-    assert early == [[]] and defrags() == ["2026-11-05T02:31:00Z"]
+    assert early == [["2026-11-04T02:30:00Z"]]
+    assert defrags() == ["2026-11-05T02:31:00Z", "2026-11-04T02:30:00Z"]
+
+
+def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(week):
+    """The daemon agrees with run-due: a machine that was off at 02:30 defrags when the
+    daemon starts, and one that slept through 02:30 defrags when it wakes — once each."""
+    import threading
+    import time
+
+    from pamd.consolidate.schedule import daemon, due
+    from pamd.edge.brain import Brain
+
+    root = week.cwd
+    assert week("defrag", now="2026-11-26T02:30:00Z")[0] == 0
+    assert due(Brain(root), datetime(2026, 11, 28, 8, 0, tzinfo=UTC)) == ["defrag"]
+    clock = [datetime(2026, 11, 28, 8, 0, tzinfo=UTC)]
+    stop = threading.Event()
+    seen: list[list[str]] = []
+
+    def defrags() -> list[str]:
+        return git(root, "log", "--grep=^Pamd-Run: defrag$", "--format=%(trailers:key=Pamd-Now,valueonly)"
+                   ).split()
+
+    def wait_for(n: int) -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(defrags()) < n:
+            time.sleep(0.2)
+
+    def drive() -> None:
+        try:
+            wait_for(2)
+            clock[0] = datetime(2026, 11, 28, 20, 0, tzinfo=UTC)  # the same day: nothing more
+            time.sleep(1.5)
+            seen.append(defrags())
+            clock[0] = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # woke from a suspend past 02:30
+            wait_for(3)
+            time.sleep(1.5)  # and it does not run twice
+        finally:
+            stop.set()
+
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        assert daemon(Brain(root), compact_minutes=10_000, stop=stop, clock=lambda: clock[0]) == 0
+    finally:
+        stop.set()
+        helper.join()
+    assert seen == [["2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]]
+    assert defrags() == ["2026-11-30T09:00:00Z", "2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]
 
 
 def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path, monkeypatch):
@@ -558,6 +618,7 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
             raise OSError(28, "No space left on device")
         return real(brain, now, mode, dry_run)
 
+    defragged_tonight(week)
     monkeypatch.setattr(compaction, "run", flaky)
     stop = threading.Event()
 

@@ -600,6 +600,55 @@ def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path
     assert "defrag/.hidden" not in git(week.cwd, "branch", "--list")
 
 
+@pytest.mark.parametrize("kill_at, branch_kept, next_run", [
+    ("txn:journal", False, ("remember", "The build box moved to rack 4.")),
+    ("git:committed", True, ("remember", "The build box moved to rack 4.")),
+    ("txn:journal", False, ("fsck", "--skip", "index")),
+])
+def test_a_killed_defrag_branch_leaves_a_worktree_the_next_run_removes(week, tmp_path, kill_at, branch_kept,
+                                                                        next_run):
+    """SIGKILL skips the in-process cleanup: the worktree stays registered and git refuses to
+    delete its branch. The next pamd run holding the lock removes it, and says so; the branch
+    goes too unless the killed run's commit had landed on it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = week.cwd
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    argv = [sys.executable, "-m", "pamd", "defrag", "--branch", "d2", "--now", iso(START + timedelta(days=5))]
+    # Which checkpoint to kill at, counted on a copy of the brain.
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    log = tmp_path / "checkpoints"
+    subprocess.run(argv, cwd=copy, env={**env, "PAMD_FAULT_LOG": str(log)}, check=True, capture_output=True)
+    at = next(int(n) for n, name in (ln.split() for ln in log.read_text().splitlines()) if name == kill_at)
+    shutil.rmtree(copy)
+
+    r = subprocess.run(argv, cwd=root, env={**env, "PAMD_FAULT_AT": str(at)}, capture_output=True)
+    assert r.returncode == -9
+    (stale,) = scratch.iterdir()
+    assert str(stale) in git(root, "worktree", "list")
+    assert subprocess.run(["git", "branch", "-D", "d2"], cwd=root, capture_output=True).returncode != 0
+
+    code, _, err = week(*next_run)
+    assert code == 0, err
+    assert "pamd: note: removed a stale worktree" in err and str(stale) in err
+    assert list(scratch.iterdir()) == [] and str(stale) not in git(root, "worktree", "list")
+    if branch_kept:
+        assert "kept its branch d2" in err
+        assert "Pamd-Run: defrag" in git(root, "log", "-1", "--format=%B", "d2")
+    else:
+        assert "deleted its branch d2" in err
+        assert git(root, "branch", "--list", "d2") == ""
+        r = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+        assert r.returncode == 0 and "on d2" in r.stdout, r.stderr
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, monkeypatch, caplog):
     """Its docstring promises it: a failing run is logged, not fatal — a bug or an OSError too."""
     import threading

@@ -15,6 +15,7 @@ from pathlib import Path
 from pamd.consolidate.compaction import Outcome, run
 from pamd.edge.brain import Brain
 from pamd.edge.lock import Lock
+from pamd.edge.worktrees import PREFIX
 from pamd.errors import PamdError
 
 _BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$")
@@ -23,13 +24,16 @@ _BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$"
 def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
     if not _BRANCH.match(branch) or branch.endswith(".lock"):
         raise PamdError(f"bad branch name {branch!r}", "use letters, digits, . _ / -")
-    if brain.repo.rev_parse(f"refs/heads/{branch}"):
-        raise PamdError(f"branch {branch} already exists", "pick another name or delete it")
     brain.check_writable()
     g = brain.config.get("git", {})
     with Lock(brain.state_dir / "lock", wait=g.get("on_lock", "wait") == "wait",
               timeout=float(g.get("lock_timeout", 60))):
-        tmp = Path(tempfile.mkdtemp(prefix="pamd-defrag-"))
+        # A defrag --branch killed earlier left its worktree (and so its branch) behind;
+        # holding the lock, no live one can be running: clean it up first.
+        brain.prune_worktrees()
+        if brain.repo.rev_parse(f"refs/heads/{branch}"):
+            raise PamdError(f"branch {branch} already exists", "pick another name or delete it")
+        tmp = Path(tempfile.mkdtemp(prefix=PREFIX))
         wt = tmp / "brain"
         try:
             brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")

@@ -649,6 +649,24 @@ def test_a_killed_defrag_branch_leaves_a_worktree_the_next_run_removes(week, tmp
     assert git(root, "status", "--porcelain") == ""
 
 
+def test_defrag_branch_with_pamd_toml_not_committed_names_the_brain_and_the_fix(tmp_path, brain):
+    """The branch starts from HEAD: without a committed pamd.toml its copy is no brain. The error
+    named the temporary worktree and suggested `pamd init` there."""
+    import shutil
+
+    root = tmp_path / "nc"
+    root.mkdir()
+    git(root, "init", "-q")
+    shutil.copy(brain.cwd / "pamd.toml", root / "pamd.toml")
+    brain.cwd = root
+    assert brain("remember", "The build box moved to rack 4.")[0] == 0
+    code, _, err = brain("defrag", "--branch", "x")
+    assert code == 1 and err.count("\n") == 1
+    assert f"pamd.toml of the brain {root} is not committed" in err and "git add pamd.toml" in err
+    assert "pamd-defrag-" not in err and "pamd init" not in err
+    assert git(root, "branch", "--list", "x") == "" and "pamd-defrag-" not in git(root, "worktree", "list")
+
+
 def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, monkeypatch, caplog):
     """Its docstring promises it: a failing run is logged, not fatal — a bug or an OSError too."""
     import threading

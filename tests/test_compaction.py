@@ -633,6 +633,11 @@ def test_a_killed_defrag_branch_leaves_a_worktree_the_next_run_removes(week, tmp
     (stale,) = scratch.iterdir()
     assert str(stale) in git(root, "worktree", "list")
     assert subprocess.run(["git", "branch", "-D", "d2"], cwd=root, capture_output=True).returncode != 0
+    # One made from another worktree of the same repo is that brain's business (its lock, not ours).
+    (stale / "owner").write_text("/elsewhere/brain")
+    code, _, err = week("remember", "A note while another worktree's defrag runs.")
+    assert code == 0 and "stale worktree" not in err and str(stale) in git(root, "worktree", "list")
+    (stale / "owner").write_text(str(root.resolve()))
 
     code, _, err = week(*next_run)
     assert code == 0, err

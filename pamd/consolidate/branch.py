@@ -15,7 +15,7 @@ from pathlib import Path
 from pamd.consolidate.compaction import Outcome, run
 from pamd.edge.brain import CONFIG, Brain
 from pamd.edge.lock import Lock
-from pamd.edge.worktrees import PREFIX
+from pamd.edge.worktrees import OWNER, PREFIX
 from pamd.errors import PamdError
 
 _BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$")
@@ -43,6 +43,7 @@ def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
         tmp = Path(tempfile.mkdtemp(prefix=PREFIX))
         wt = tmp / "brain"
         try:
+            (tmp / OWNER).write_text(str(brain.root), "utf-8")
             brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")
         except BaseException:  # git refused the branch or the folder: leave no temp dir behind
             shutil.rmtree(tmp, ignore_errors=True)

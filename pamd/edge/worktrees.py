@@ -17,6 +17,7 @@ from pamd.edge.git import Repo
 from pamd.errors import PamdError
 
 PREFIX = "pamd-defrag-"
+OWNER = "owner"  # beside the worktree: the root of the brain whose lock its run holds
 
 
 def _is_ours(path: str) -> bool:
@@ -64,6 +65,9 @@ def prune_stale(root: Path, repo: Repo) -> list[str]:
     notes = []
     head = repo.head()
     for path, branch in registered(repo):
+        owner = Path(path).parent / OWNER
+        if owner.parent.exists() and _read(owner) != str(root):
+            continue  # made from another worktree of this repo, under that brain's lock
         try:
             if Path(path).exists():
                 repo.run("worktree", "remove", "--force", "--force", path)
@@ -81,6 +85,13 @@ def prune_stale(root: Path, repo: Repo) -> list[str]:
                 note += f"; kept its branch {branch}: it holds a commit (`git log HEAD..{branch}`)"
         notes.append(note)
     return notes
+
+
+def _read(p: Path) -> str | None:
+    try:
+        return p.read_text("utf-8")
+    except OSError:
+        return None
 
 
 def _contained(repo: Repo, tip: str, head: str) -> bool:

@@ -21,7 +21,8 @@ def set_config(root, key: str, value: str) -> None:
     ("l1_hours", '"12h"', '[tiers] l1_hours: expected a number, got "12h"'),
     ("defrag_at", '"25:00"', '[schedule] defrag_at: expected "HH:MM" (00:00 to 23:59, UTC), got "25:00"'),
     ("defrag_at", '"02:60"', "got \"02:60\""),
-    ("compact_every_minutes", "-5", "[schedule] compact_every_minutes: expected a number of at least 0, got -5"),
+    ("compact_every_minutes", "-5", "[schedule] compact_every_minutes: expected a number above 0, got -5"),
+    ("compact_every_minutes", "0", "[schedule] compact_every_minutes: expected a number above 0, got 0"),
     ("keep_hot", "1.5", "[hippocampus.retention] keep_hot: expected a number from 0 to 1, got 1.5"),
     ("batch_size", "0", "[summarizer] batch_size: expected a number above 0, got 0"),
     ("deep", '"yes"', '[index] deep: expected true or false, got "yes"'),
@@ -80,6 +81,47 @@ def test_daemon_refuses_a_bad_defrag_time_before_it_starts(brain, at):
     r = brain.proc("daemon", "--defrag-at", at, now=None)
     err = r.stderr.decode()
     assert r.returncode == 1 and err.startswith("pamd: error: bad defrag time") and err.count("\n") == 1
+
+
+def daemon_proc(brain, *args: str, env=None):
+    """`pamd daemon ...` that must refuse to start; a daemon that starts is killed after 20 s."""
+    import os
+    import subprocess
+    import sys
+
+    try:
+        return subprocess.run([sys.executable, "-m", "pamd", "daemon", *args], cwd=brain.cwd,
+                              capture_output=True, env={**os.environ, **(env or {})}, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the daemon started instead of refusing")
+
+
+@pytest.mark.parametrize("every", ["0", "-5", "nan", "inf"])
+def test_daemon_refuses_a_compact_interval_not_above_zero(brain, every):
+    r = daemon_proc(brain, f"--compact-every={every}")
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith("pamd: error: --compact-every must be a number of minutes above 0")
+    assert err.count("\n") == 1
+
+
+def test_daemon_refuses_compact_every_minutes_0_in_pamd_toml(brain):
+    set_config(brain.cwd, "compact_every_minutes", "0")
+    r = daemon_proc(brain)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.count("\n") == 1
+    assert "[schedule] compact_every_minutes: expected a number above 0, got 0" in err
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_daemon_refuses_a_pretend_clock(brain, how):
+    """A daemon waits on the real clock: --now/PAMD_NOW would be accepted and then ignored."""
+    if how == "flag":
+        r = daemon_proc(brain, "--now", "2026-11-30T10:00:00Z")
+    else:
+        r = daemon_proc(brain, env={"PAMD_NOW": "2026-11-30T10:00:00Z"})
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.count("\n") == 1
+    assert err.startswith("pamd: error: pamd daemon runs on the real clock") and "run-due --now" in err
 
 
 def test_check_file_names_a_file_of_this_brain(brain, tmp_path):

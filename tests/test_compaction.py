@@ -258,11 +258,20 @@ def test_run_due_and_the_schedule(week):
     assert out.strip() == "defrag"
 
 
+def defragged_tonight(week) -> None:
+    """Last night's defrag done on the real clock (a daemon starts by running a missed one),
+    then something old for the daemon's compactions to work on."""
+    assert week("defrag", now=None)[0] == 0
+    assert week("remember", "An old note about the build box.", now=iso(START + timedelta(hours=1)))[0] == 0
+
+
 def test_daemon_runs_compact_and_stops_cleanly_on_sigterm(week):
     import signal
     import subprocess
     import sys
     import time
+
+    defragged_tonight(week)
 
     proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.01"],
                             cwd=week.cwd, stderr=subprocess.PIPE, text=True)
@@ -286,6 +295,7 @@ def test_daemon_reads_a_committed_config_change_before_each_run(week):
     import time
 
     root = week.cwd
+    defragged_tonight(week)
 
     def last_compact_author() -> str:
         return git(root, "log", "-1", "--grep=^Pamd-Run: compact$", "--format=%an").strip()
@@ -495,6 +505,7 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     root = week.cwd
+    assert week("defrag", now="2026-11-04T02:30:00Z")[0] == 0  # last night's: nothing due at the start
     clock = [datetime(2026, 11, 5, 1, 0, tzinfo=UTC)]
     stop = threading.Event()
 
@@ -510,7 +521,7 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
             early.append(defrags())  # 01:00 UTC: not yet
             clock[0] = datetime(2026, 11, 5, 2, 31, tzinfo=UTC)  # past 02:30 UTC (21:31 in New York)
             deadline = time.time() + 60
-            while time.time() < deadline and not defrags():
+            while time.time() < deadline and len(defrags()) < 2:
                 time.sleep(0.2)
         finally:
             stop.set()
@@ -525,7 +536,56 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
         helper.join()
         monkeypatch.delenv("TZ")
         time.tzset()
-    assert early == [[]] and defrags() == ["2026-11-05T02:31:00Z"]
+    assert early == [["2026-11-04T02:30:00Z"]]
+    assert defrags() == ["2026-11-05T02:31:00Z", "2026-11-04T02:30:00Z"]
+
+
+def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(week):
+    """The daemon agrees with run-due: a machine that was off at 02:30 defrags when the
+    daemon starts, and one that slept through 02:30 defrags when it wakes — once each."""
+    import threading
+    import time
+
+    from pamd.consolidate.schedule import daemon, due
+    from pamd.edge.brain import Brain
+
+    root = week.cwd
+    assert week("defrag", now="2026-11-26T02:30:00Z")[0] == 0
+    assert due(Brain(root), datetime(2026, 11, 28, 8, 0, tzinfo=UTC)) == ["defrag"]
+    clock = [datetime(2026, 11, 28, 8, 0, tzinfo=UTC)]
+    stop = threading.Event()
+    seen: list[list[str]] = []
+
+    def defrags() -> list[str]:
+        return git(root, "log", "--grep=^Pamd-Run: defrag$", "--format=%(trailers:key=Pamd-Now,valueonly)"
+                   ).split()
+
+    def wait_for(n: int) -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(defrags()) < n:
+            time.sleep(0.2)
+
+    def drive() -> None:
+        try:
+            wait_for(2)
+            clock[0] = datetime(2026, 11, 28, 20, 0, tzinfo=UTC)  # the same day: nothing more
+            time.sleep(1.5)
+            seen.append(defrags())
+            clock[0] = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # woke from a suspend past 02:30
+            wait_for(3)
+            time.sleep(1.5)  # and it does not run twice
+        finally:
+            stop.set()
+
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        assert daemon(Brain(root), compact_minutes=10_000, stop=stop, clock=lambda: clock[0]) == 0
+    finally:
+        stop.set()
+        helper.join()
+    assert seen == [["2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]]
+    assert defrags() == ["2026-11-30T09:00:00Z", "2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]
 
 
 def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path, monkeypatch):
@@ -538,6 +598,78 @@ def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path
     assert code != 0 and "defrag/.hidden" in err
     assert list(scratch.iterdir()) == []
     assert "defrag/.hidden" not in git(week.cwd, "branch", "--list")
+
+
+@pytest.mark.parametrize("kill_at, branch_kept, next_run", [
+    ("txn:journal", False, ("remember", "The build box moved to rack 4.")),
+    ("git:committed", True, ("remember", "The build box moved to rack 4.")),
+    ("txn:journal", False, ("fsck", "--skip", "index")),
+])
+def test_a_killed_defrag_branch_leaves_a_worktree_the_next_run_removes(week, tmp_path, kill_at, branch_kept,
+                                                                        next_run):
+    """SIGKILL skips the in-process cleanup: the worktree stays registered and git refuses to
+    delete its branch. The next pamd run holding the lock removes it, and says so; the branch
+    goes too unless the killed run's commit had landed on it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = week.cwd
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    argv = [sys.executable, "-m", "pamd", "defrag", "--branch", "d2", "--now", iso(START + timedelta(days=5))]
+    # Which checkpoint to kill at, counted on a copy of the brain.
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    log = tmp_path / "checkpoints"
+    subprocess.run(argv, cwd=copy, env={**env, "PAMD_FAULT_LOG": str(log)}, check=True, capture_output=True)
+    at = next(int(n) for n, name in (ln.split() for ln in log.read_text().splitlines()) if name == kill_at)
+    shutil.rmtree(copy)
+
+    r = subprocess.run(argv, cwd=root, env={**env, "PAMD_FAULT_AT": str(at)}, capture_output=True)
+    assert r.returncode == -9
+    (stale,) = scratch.iterdir()
+    assert str(stale) in git(root, "worktree", "list")
+    assert subprocess.run(["git", "branch", "-D", "d2"], cwd=root, capture_output=True).returncode != 0
+    # One made from another worktree of the same repo is that brain's business (its lock, not ours).
+    (stale / "owner").write_text("/elsewhere/brain")
+    code, _, err = week("remember", "A note while another worktree's defrag runs.")
+    assert code == 0 and "stale worktree" not in err and str(stale) in git(root, "worktree", "list")
+    (stale / "owner").write_text(str(root.resolve()))
+
+    code, _, err = week(*next_run)
+    assert code == 0, err
+    assert "pamd: note: removed a stale worktree" in err and str(stale) in err
+    assert list(scratch.iterdir()) == [] and str(stale) not in git(root, "worktree", "list")
+    if branch_kept:
+        assert "kept its branch d2" in err
+        assert "Pamd-Run: defrag" in git(root, "log", "-1", "--format=%B", "d2")
+    else:
+        assert "deleted its branch d2" in err
+        assert git(root, "branch", "--list", "d2") == ""
+        r = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+        assert r.returncode == 0 and "on d2" in r.stdout, r.stderr
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_defrag_branch_with_pamd_toml_not_committed_names_the_brain_and_the_fix(tmp_path, brain):
+    """The branch starts from HEAD: without a committed pamd.toml its copy is no brain. The error
+    named the temporary worktree and suggested `pamd init` there."""
+    import shutil
+
+    root = tmp_path / "nc"
+    root.mkdir()
+    git(root, "init", "-q")
+    shutil.copy(brain.cwd / "pamd.toml", root / "pamd.toml")
+    brain.cwd = root
+    assert brain("remember", "The build box moved to rack 4.")[0] == 0
+    code, _, err = brain("defrag", "--branch", "x")
+    assert code == 1 and err.count("\n") == 1
+    assert f"pamd.toml of the brain {root} is not committed" in err and "git add pamd.toml" in err
+    assert "pamd-defrag-" not in err and "pamd init" not in err
+    assert git(root, "branch", "--list", "x") == "" and "pamd-defrag-" not in git(root, "worktree", "list")
 
 
 def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, monkeypatch, caplog):
@@ -558,6 +690,7 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
             raise OSError(28, "No space left on device")
         return real(brain, now, mode, dry_run)
 
+    defragged_tonight(week)
     monkeypatch.setattr(compaction, "run", flaky)
     stop = threading.Event()
 

@@ -436,3 +436,90 @@ def test_unresolved_conflicts_without_a_merge_in_progress_stop_a_run(brain):
     code, _, err = brain("remember", "the lab key is in the blue drawer")
     assert code != 0 and "unresolved conflicts in notes of mine.md" in err, err
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_slow_llm_does_not_hold_the_lock_so_a_remember_goes_through(week):
+    """An LLM batch can take minutes (timeouts, retries, backoff): the run calls it without the
+    brain's lock, then plans again under the lock and commits. A `remember` meanwhile neither
+    waits nor fails (on_lock = "fail" here), and nothing is summarised twice."""
+    import threading
+
+    from gemini_stub import GeminiStub, echo
+    from test_compaction import _use_gemini
+
+    root = week.cwd
+    set_git_config(root, on_lock="fail")
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow(request):
+        asked.set()
+        answer.wait(30)
+        return echo(request)
+
+    env = {"GEMINI_API_KEY": "stub-key"}
+    with GeminiStub(responder=slow) as stub:
+        _use_gemini(root, stub.base_url)
+        head0 = git(root, "rev-parse", "HEAD").strip()
+        a = start(root, "compact", "--now", COMPACT_NOW, env=env)
+        assert asked.wait(30)
+        b = start(root, "remember", "The build box moved to rack 4.", "--now", COMPACT_NOW, env=env)
+        out_b, err_b = b.communicate(timeout=30)
+        answer.set()
+        _, err_a = a.communicate(timeout=60)
+        payloads = [json.dumps(r.groups, sort_keys=True) for r in stub.requests]
+    assert b.returncode == 0, err_b
+    assert a.returncode == 0, err_a
+    runs = [git(root, "log", "-1", "--format=%(trailers:key=Pamd-Run,valueonly)", c).strip()
+            for c in pamd_commits(root, head0)]
+    assert runs == ["remember", "compact"]
+    assert_linear_one_commit_per_run(root, head0)
+    assert len(payloads) == len(set(payloads)) >= 1
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Pamd-Summarizer: gemini" in body and "Pamd-Fallback" not in body
+    texts = [e.text for p in root.glob("memory/L0/*.md") for e in parse_doc(p.read_text()).entries]
+    assert "The build box moved to rack 4." in texts
+    assert git(root, "status", "--porcelain") == ""
+    assert week("check")[0] == 0
+
+
+def test_an_edit_committed_while_the_llm_works_is_summarised_afresh_not_overwritten(week):
+    """The run planned before a person committed a fix to one of its entries: it plans again
+    under the lock, sends only the changed group to the LLM once more, and its summary is of
+    the person's text; nothing of theirs is undone."""
+    import threading
+
+    from gemini_stub import GeminiStub, echo
+    from test_compaction import _use_gemini
+
+    root = week.cwd
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow(request):
+        asked.set()
+        answer.wait(30)
+        return echo(request)
+
+    with GeminiStub(responder=slow) as stub:
+        _use_gemini(root, stub.base_url)
+        head0 = git(root, "rev-parse", "HEAD").strip()
+        a = start(root, "compact", "--now", COMPACT_NOW, env={"GEMINI_API_KEY": "stub-key"})
+        assert asked.wait(30)
+        files = {p: p.read_text() for p in root.glob("memory/L0/*.md")}
+        old, path = next((g["messages"][0]["text"], p) for g in stub.requests[0].groups
+                         for p, text in files.items() if text.count(g["messages"][0]["text"]) == 1
+                         and sum(g["messages"][0]["text"] in t for t in files.values()) == 1)
+        path.write_text(path.read_text().replace(old, "Corrected: " + old, 1))
+        git(root, "commit", "-qam", "a person corrects an entry")
+        answer.set()
+        _, err_a = a.communicate(timeout=60)
+        later = [g for r in stub.requests[1:] for g in r.groups]
+    assert a.returncode == 0, err_a
+    runs = [git(root, "log", "-1", "--format=%s", c).split(":")[0] for c in pamd_commits(root, head0)]
+    assert runs == ["pamd compact"]
+    assert git(root, "log", "-1", "--format=%s", "HEAD~1").strip() == "a person corrects an entry"
+    # Only the group the person changed went to the LLM again, with their text.
+    assert [g["messages"][0]["text"] for g in later] == ["Corrected: " + old]
+    summaries = [e.text for p in root.glob("memory/L[123]/*.md") for e in parse_doc(p.read_text()).entries]
+    assert any(t.startswith("summary of Corrected: ") for t in summaries)
+    assert git(root, "status", "--porcelain") == ""
+    assert week("check")[0] == 0

@@ -166,6 +166,21 @@ def test_boot_order_budget_and_cut(brain, tmp_path):
     assert "; cut " in out2.splitlines()[1]
 
 
+def test_boot_says_when_what_always_goes_in_is_over_the_budget(brain, tmp_path):
+    """DNA, PRELOAD, STATE and MEMORY.md's notes go in whole; when they alone pass --budget the
+    output is over it, and an agent harness is told on stderr (and in JSON) which files did it."""
+    seed(brain, tmp_path)
+    brain("compact", now="2026-11-30T09:30:00Z")
+    code, out, err = brain("boot", "--budget", "50")
+    assert code == 0 and out.startswith("# Boot context")
+    assert err.count("\n") == 1 and err.startswith("pamd: warning: the boot context is ")
+    assert "over the budget of 50" in err and "STATE.md " in err and "DNA.md " in err
+    b = json.loads(brain("boot", "--budget", "50", "--json")[1])
+    assert b["over_budget"] is True and b["tokens"] > 50
+    code, out, err = brain("boot", "--json")
+    assert code == 0 and err == "" and json.loads(out)["over_budget"] is False
+
+
 def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, tmp_path):
     """The header's "cut N entries (T tokens)" is written after the cut: room for it is
     reserved at its widest, so no budget is passed by the one or two tokens of its digits."""

@@ -30,4 +30,8 @@ def run(args) -> int:
     now = args.now if args.now_given else view.time()
     out = build(view.read, view.files(), view.config(), now, args.budget)
     sys.stdout.write(out.json() + "\n" if args.json else out.markdown())
+    note = out.over_budget_note()
+    if note:
+        # Still printed whole, exit 0: an agent without its DNA is worse off than one over budget.
+        print(f"pamd: warning: {note}; raise --budget or trim those files", file=sys.stderr)
     return 0

@@ -5,16 +5,30 @@ EXAMPLE = "pamd daemon\npamd daemon --compact-every 10 --defrag-at 03:00"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--compact-every", type=float, metavar="MINUTES", help="override [schedule] compact_every_minutes")
+    p.add_argument("--compact-every", type=float, metavar="MINUTES",
+                   help="override [schedule] compact_every_minutes (a number above 0)")
     p.add_argument("--defrag-at", metavar="HH:MM", help="override [schedule] defrag_at (UTC)")
 
 
 def run(args) -> int:
     import logging
+    import math
 
     from pamd.consolidate.schedule import daemon
     from pamd.edge.brain import Brain
+    from pamd.errors import PamdError
 
+    if args.now_given:
+        # A daemon waits on the real clock; a pretend time would be stamped on every run
+        # while the waits stayed real, so it is refused rather than silently ignored.
+        raise PamdError("pamd daemon runs on the real clock; --now/PAMD_NOW is not for it",
+                        "unset PAMD_NOW, or simulate a time with `pamd run-due --now ISO`")
+    every = args.compact_every
+    if every is not None and not (math.isfinite(every) and every > 0):
+        raise PamdError(f"--compact-every must be a number of minutes above 0, got {every:g}",
+                        "e.g. --compact-every 30")
+    if args.defrag_at is not None and not args.defrag_at.strip():
+        raise PamdError("--defrag-at is empty", 'use "HH:MM", 00:00 to 23:59 UTC')
     logging.basicConfig(level=logging.INFO, format="%(asctime)s pamd %(message)s")
     brain = Brain.find(args.brain)
-    return daemon(brain, args.compact_every, args.defrag_at)
+    return daemon(brain, every, args.defrag_at)

@@ -32,6 +32,7 @@ def run(args) -> int:
     from pamd.edge.fsck import fsck
 
     brain = Brain.find(args.brain)
+    _prune_worktrees(brain)
     found = fsck(brain, tuple(args.skip), args.deep)
     problems = [p for ps in found.values() for p in ps]
     if args.json:
@@ -52,3 +53,15 @@ def run(args) -> int:
             + ", ".join(found)
         )
     return 1 if problems else 0
+
+
+def _prune_worktrees(brain) -> None:
+    """Worktrees a killed `defrag --branch` left: removed (said on stderr) if no run holds the lock."""
+    from pamd.edge.lock import Lock
+    from pamd.errors import PamdError
+
+    try:
+        with Lock(brain.state_dir / "lock", wait=False):
+            brain.prune_worktrees()
+    except PamdError:  # a run holds the lock (it may be that defrag --branch): leave them be
+        pass

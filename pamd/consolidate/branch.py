@@ -13,8 +13,9 @@ from datetime import datetime
 from pathlib import Path
 
 from pamd.consolidate.compaction import Outcome, run
-from pamd.edge.brain import Brain
+from pamd.edge.brain import CONFIG, Brain
 from pamd.edge.lock import Lock
+from pamd.edge.worktrees import OWNER, PREFIX
 from pamd.errors import PamdError
 
 _BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$")
@@ -23,24 +24,39 @@ _BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$"
 def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
     if not _BRANCH.match(branch) or branch.endswith(".lock"):
         raise PamdError(f"bad branch name {branch!r}", "use letters, digits, . _ / -")
-    if brain.repo.rev_parse(f"refs/heads/{branch}"):
-        raise PamdError(f"branch {branch} already exists", "pick another name or delete it")
     brain.check_writable()
     g = brain.config.get("git", {})
     with Lock(brain.state_dir / "lock", wait=g.get("on_lock", "wait") == "wait",
               timeout=float(g.get("lock_timeout", 60))):
-        tmp = Path(tempfile.mkdtemp(prefix="pamd-defrag-"))
+        # A defrag --branch killed earlier left its worktree (and so its branch) behind;
+        # holding the lock, no live one can be running: clean it up first.
+        brain.prune_worktrees()
+        if brain.repo.rev_parse(f"refs/heads/{branch}"):
+            raise PamdError(f"branch {branch} already exists", "pick another name or delete it")
+        # The branch starts from HEAD, so its brain is the committed one.
+        if brain.repo.head() is None:
+            raise PamdError(f"the brain {brain.root} has no commit yet; a defrag branch starts from HEAD",
+                            "commit first (`pamd remember` or `pamd ingest` commit for you)")
+        if brain.repo.show("HEAD", CONFIG) is None:
+            raise PamdError(f"{CONFIG} of the brain {brain.root} is not committed; a defrag branch starts "
+                            "from HEAD, which lacks it", f"commit it first: git add {CONFIG} && git commit")
+        tmp = Path(tempfile.mkdtemp(prefix=PREFIX))
         wt = tmp / "brain"
         try:
+            (tmp / OWNER).write_text(str(brain.root), "utf-8")
             brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")
         except BaseException:  # git refused the branch or the folder: leave no temp dir behind
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         try:
             out = run(Brain(wt), now, "defrag")
-        except BaseException:
+        except BaseException as exc:
             brain.repo.run("worktree", "remove", "--force", str(wt))
             brain.repo.run("branch", "-D", branch)
+            if isinstance(exc, PamdError) and str(wt) in exc.message:
+                # The temporary folder means nothing to the person: name their brain.
+                raise PamdError(exc.message.replace(str(wt), f"{brain.root} (as committed at HEAD)"),
+                                exc.hint, exc.exit_code) from None
             raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -31,9 +31,40 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class Deferred(Exception):  # noqa: N818 - not an error: control flow between run() and _run()
+    """The plan needs a slow summarizer (an LLM): call it without the brain's lock, then plan again."""
+
+    def __init__(self, summarizer: Any, groups: list[Group]) -> None:
+        super().__init__(f"{len(groups)} groups to summarise")
+        self.summarizer, self.groups = summarizer, groups
+
+
+@dataclass
+class Premade:
+    """Texts summarised without the lock by an earlier attempt of this run, by what they summarise."""
+
+    texts: dict[tuple, str] = field(default_factory=dict)
+    usage: Usage | None = None
+
+
+def _signature(g: Group) -> tuple:
+    # Everything a summarizer sees of a group: a text made for it fits the same group only.
+    return (g.tier, g.target_tokens, tuple((e.id, e.ts, e.role, e.text) for e in g.entries))
+
+
+def _local(summarizer: Any) -> bool:
+    """Fast and offline (no network, no model): summarised under the lock, as part of the run."""
+    return bool(getattr(summarizer, "local", summarizer.name == "extractive"))
+
+
 def summarize_plan(plan: policy.Plan, config: dict[str, Any],
-                   lessons: list[dict[str, Any]] | None = None) -> tuple[list[Entry], Usage]:
-    """Summaries for every group of the plan, and texts for new lessons, in one batch."""
+                   lessons: list[dict[str, Any]] | None = None, premade: Premade | None = None,
+                   defer: bool = False) -> tuple[list[Entry], Usage]:
+    """Summaries for every group of the plan, and texts for new lessons, in one batch.
+
+    Texts in `premade` are reused for groups that are still the same. With `defer`, a
+    summarizer that is not local raises Deferred for the groups left, so that run()
+    can call it without holding the brain's lock."""
     keys = sorted(plan.groups)
     groups = [Group(key=k, tier=plan.group_tier[k],
                     entries=tuple(sorted(plan.groups[k], key=lambda e: (e.ts, e.id))),
@@ -42,12 +73,24 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
     lessons = lessons or []
     extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]), target_tokens=40)
              for i, ls in enumerate(lessons)]
-    if groups or extra:
+    if not (groups or extra):
+        texts, usage = [], Usage(backend_name(config), "-")
+    else:
         # Constructed only now: an LLM backend without its key (GEMINI_API_KEY) fails
         # here with its clear error, not in a run that only refreshes STATE or folds recalls.
-        texts, usage = get_summarizer(config).summarize(groups + extra)
-    else:
-        texts, usage = [], Usage(backend_name(config), "-")
+        summarizer = get_summarizer(config)
+        done = dict(premade.texts) if premade else {}
+        missing = [g for g in groups + extra if _signature(g) not in done]
+        if missing and defer and not _local(summarizer):
+            raise Deferred(summarizer, missing)
+        usage = Usage(summarizer.name, getattr(summarizer, "model", "-"))
+        if premade and premade.usage:
+            usage.add(premade.usage)
+        if missing:
+            texts, more = summarizer.summarize(missing)
+            done.update(zip(map(_signature, missing), texts, strict=True))
+            usage.add(more)
+        texts = [done[_signature(g)] for g in groups + extra]
     for ls, text in zip(lessons, texts[len(groups):], strict=True):
         ls["text"] = f"{text.strip()} (lesson of {ls['day']})"
         del ls["entries"], ls["day"]
@@ -155,8 +198,33 @@ def last_recall_fold(brain: Brain) -> str | None:
     return out.splitlines()[0] if out else None
 
 
+# How often a run plans under the lock and calls a slow summarizer without it. If the
+# plan's groups changed meanwhile (a person or another run committed), it plans again,
+# reusing the texts of groups still the same; the last attempt summarises what is left
+# under the lock, so a run always ends.
+ATTEMPTS = 3
+
+
 def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = False) -> Outcome:
-    """One compaction (mode "compact") or nightly defrag (mode "defrag")."""
+    """One compaction (mode "compact") or nightly defrag (mode "defrag").
+
+    An LLM summarizer can take minutes; it is never called while the brain's lock is
+    held (except for what changed twice under it), so `remember`, `ingest` and hooks
+    are not kept waiting: the run plans under the lock, lets it go, summarises, then
+    takes the lock again and plans afresh from what is committed by then, reusing
+    texts for unchanged groups. One commit or nothing, as ever."""
+    premade = Premade()
+    for attempt in range(ATTEMPTS):
+        try:
+            return _run(brain, now, mode, dry_run, premade, defer=attempt < ATTEMPTS - 1)
+        except Deferred as need:  # the lock is released: call the summarizer now
+            texts, usage = need.summarizer.summarize(need.groups)
+            premade.texts.update(zip(map(_signature, need.groups), texts, strict=True))
+            premade.usage = usage if premade.usage is None else premade.usage.add(usage)
+    raise AssertionError("unreachable: the last attempt never defers")
+
+
+def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade, defer: bool) -> Outcome:
     from pamd.consolidate import defrag as defrag_mod
 
     cfg = brain.config
@@ -195,7 +263,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
         stale_state = snapshot.is_stale(state_text, entries)
         if plan.empty and not changes and not touched and not new_lessons and not stale_state:
             return out
-        summaries, usage = summarize_plan(plan, cfg, new_lessons)
+        summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer)
         changes.update(apply_plan(docs, plan, summaries))
         for rel in touched - set(changes):
             d = docs[rel]

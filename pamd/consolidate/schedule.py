@@ -63,15 +63,19 @@ def defrag_slot(now: datetime, at: str) -> datetime:
     return slot if slot <= now else slot - timedelta(days=1)
 
 
-def due(brain: Brain, now: datetime) -> list[str]:
+def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
+        defrag_at: str | None = None) -> list[str]:
+    """What should run at `now`; the daemon's --compact-every/--defrag-at override the config."""
     cfg = brain.config["schedule"]
+    at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
+    minutes = float(cfg["compact_every_minutes"]) if compact_minutes is None else compact_minutes
     out = []
     last = last_run(brain, "defrag")
-    if last is None or last < defrag_slot(now, str(cfg["defrag_at"])):
+    if last is None or last < defrag_slot(now, at):
         out.append("defrag")
     # A defrag does everything a compact does, so it counts as one.
     last_c = max((t for t in (last_run(brain, "compact"), last) if t), default=None)
-    every = timedelta(minutes=float(cfg["compact_every_minutes"]))
+    every = timedelta(minutes=minutes)
     if "defrag" not in out and (last_c is None or now - last_c >= every):
         out.append("compact")  # a defrag includes everything a compact does
     return out
@@ -100,8 +104,11 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     stop = stop or threading.Event()
     cfg = brain.config["schedule"]
-    minutes = float(compact_minutes or cfg["compact_every_minutes"])
-    at = defrag_at or str(cfg["defrag_at"])
+    minutes = float(cfg["compact_every_minutes"] if compact_minutes is None else compact_minutes)
+    if not minutes > 0:
+        raise PamdError(f"the compact interval must be above 0 minutes, got {minutes:g}")
+    at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
+    defrag_slot(datetime.now(UTC), at)  # a bad time is refused before the daemon starts
 
     clock = clock or (lambda: datetime.now(UTC))
 
@@ -126,17 +133,34 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         except Exception:  # a bug or the OS (a full disk): said in full; the next run tries again
             log.exception("%s failed unexpectedly", mode)
 
+    def run_what_is_due() -> None:
+        """What `pamd run-due` would run now, from the brain's history: so a defrag (or a
+        compact) missed while the machine was off or asleep runs at start or on waking."""
+        try:
+            modes = due(Brain(brain.root), clock().replace(microsecond=0), minutes, at)
+        except PamdError as exc:
+            log.warning("cannot tell what is due: %s", exc)
+            return
+        except Exception:  # noqa: BLE001 - as for a run: said in full, the daemon goes on
+            log.exception("cannot tell what is due")
+            return
+        for mode in modes:
+            job(mode)
+
     sched = schedule.Scheduler()
     sched.every(max(1, round(minutes * 60))).seconds.do(job, "compact")
     # defrag_at is UTC, and so is this clock: `schedule`'s daily .at() counts in local
     # time, computed once, which an hour's DST change would shift for half the year.
-    next_defrag = defrag_slot(clock(), at) + timedelta(days=1)
+    # Each time a new slot passes (also across a suspend: the clock jumps past it),
+    # the brain's history decides, as for run-due: a defrag cron or CI already ran is not redone.
+    seen_slot = defrag_slot(clock(), at)
 
     def defrag_when_due() -> None:
-        nonlocal next_defrag
-        if clock() >= next_defrag:
-            next_defrag = defrag_slot(clock(), at) + timedelta(days=1)
-            job("defrag")
+        nonlocal seen_slot
+        slot = defrag_slot(clock(), at)
+        if slot != seen_slot:
+            seen_slot = slot
+            run_what_is_due()
 
     def on_signal(signum, frame) -> None:
         log.info("received signal %d; stopping after the current run", signum)
@@ -145,6 +169,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     log.info("pamd daemon on %s: compact every %g min, defrag daily at %s UTC", brain.root, minutes, at)
     try:
+        run_what_is_due()  # what was missed before the start (the machine was off at defrag_at)
         while not stop.is_set():
             sched.run_pending()
             defrag_when_due()

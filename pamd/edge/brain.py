@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tomllib
 import uuid
 from collections.abc import Iterator
@@ -165,10 +166,20 @@ class Brain:
             self.repo.hold_fd = lock.fd
             try:
                 self.recover()
+                self.prune_worktrees()
                 self.check_writable()
                 yield Transaction(self)
             finally:
                 self.repo.hold_fd = None
+
+    def prune_worktrees(self) -> list[str]:
+        """Remove worktrees a killed `defrag --branch` left (call under the lock); say so on stderr."""
+        from pamd.edge.worktrees import prune_stale
+
+        notes = prune_stale(self.root, self.repo)
+        for note in notes:
+            print(f"pamd: note: {note}", file=sys.stderr)
+        return notes
 
     def check_writable(self) -> None:
         what = self.repo.in_progress()

@@ -2,7 +2,9 @@
 
 Order: DNA, PRELOAD, STATE, MEMORY.md, then L3, L2, L1, L0 — newest detail
 last. Each section names the files it came from. Over budget, the entries of
-lowest retention are cut first and the cut is reported.
+lowest retention are cut first and the cut is reported. DNA, PRELOAD, STATE and
+MEMORY.md's notes are never cut: when they alone pass the budget the context is
+over it, and `over_budget_note` says by how much and why (the CLI warns on stderr).
 
 Boot is a pure function of a tree and a time: by default the time of the
 commit it reads (its `Pamd-Now`, else the commit date), so `pamd boot --at
@@ -59,6 +61,23 @@ class Boot:
     def markdown(self) -> str:
         return self._render(self.tokens)
 
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens > self.budget
+
+    def over_budget_note(self) -> str | None:
+        """Why the context is over its budget (None: it is not).
+
+        Only what is never cut can put it over: DNA, PRELOAD, STATE and MEMORY.md's
+        own notes go in whole (an agent without its reflexes is worse off than one
+        over budget), so the caller is told which of them are too large."""
+        if not self.over_budget:
+            return None
+        parts = ", ".join(f"{'+'.join(s.sources)} {s.tokens:,}" for s in sorted(self.sections, key=lambda s: -s.tokens))
+        cut = f"all {self.cut_entries} entries were cut and " if self.cut_entries else ""
+        return (f"the boot context is {self.tokens:,} tokens, over the budget of {self.budget:,}: "
+                f"{cut}what always goes in whole is larger ({parts} tokens)")
+
     def _render(self, tokens: int) -> str:
         # The token count in the header is padded, so it does not change the length it counts.
         head = [f"# Boot context: {self.name} at {fmt_time(self.now)}",
@@ -71,6 +90,7 @@ class Boot:
     def json(self) -> str:
         return json.dumps({
             "name": self.name, "now": fmt_time(self.now), "budget": self.budget, "tokens": self.tokens,
+            "over_budget": self.over_budget,
             "cut": {"entries": self.cut_entries, "tokens": self.cut_tokens, "below_retention": self.cut_below},
             "sections": [{"name": s.name, "sources": s.sources, "tokens": s.tokens, "text": s.text}
                          for s in self.sections],

@@ -493,6 +493,15 @@ def test_a_daily_note_not_yet_committed_waits_and_the_rest_of_defrag_goes_on(bra
     assert (root / "memory" / "daily" / "2026-11-21.md").exists() and not draft.exists()
 
 
+def _defrag_runs(root) -> list[str]:
+    """Pamd-Now of every defrag, newest first: its commits, and a last one that had nothing
+    to commit (noted in .pamd/idle-runs.json, which due() reads too)."""
+    runs = git(root, "log", "--grep=^Pamd-Run: defrag$", "--format=%(trailers:key=Pamd-Now,valueonly)").split()
+    idle_file = root / ".pamd" / "idle-runs.json"
+    idle = json.loads(idle_file.read_text()).get("defrag") if idle_file.exists() else None
+    return sorted({*runs, idle} - {None}, reverse=True)
+
+
 def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monkeypatch):
     """defrag_at is UTC: the daemon counts it on a UTC clock, never in local time (a
     daily local "HH:MM" computed at start moved an hour with each DST change)."""
@@ -510,8 +519,7 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
     stop = threading.Event()
 
     def defrags() -> list[str]:
-        return git(root, "log", "--grep=^Pamd-Run: defrag$", "--format=%(trailers:key=Pamd-Now,valueonly)"
-                   ).split()
+        return _defrag_runs(root)
 
     early: list[list[str]] = []
 
@@ -557,8 +565,7 @@ def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(w
     seen: list[list[str]] = []
 
     def defrags() -> list[str]:
-        return git(root, "log", "--grep=^Pamd-Run: defrag$", "--format=%(trailers:key=Pamd-Now,valueonly)"
-                   ).split()
+        return _defrag_runs(root)
 
     def wait_for(n: int) -> None:
         deadline = time.time() + 60

@@ -35,3 +35,21 @@ def test_sessions_named_in_cyrillic_stay_apart_through_compaction(brain):
                  for e in parse_doc(p.read_text(), "memory/L1/x.md", "L1").entries]
     assert sorted(e.session for e in summaries) == ["проект-альфа", "проект-бета"]
     assert brain("check")[0] == 0 and git(root, "status", "--porcelain") == ""
+
+
+def test_a_byte_order_mark_does_not_hide_a_files_frontmatter(brain):
+    """A MEMORY.md saved by an editor that writes a UTF-8 BOM keeps its frontmatter: it is
+    read as such, and recall never offers it as a hit."""
+    from pamd.core.fmt import split_frontmatter
+    from pamd.recall.chunks import chunk_file
+
+    text = "\ufeff---\nkind: memory\ntier: L4\n---\n# MEMORY\n\nShip the release on Fridays.\n"
+    meta, _, body_line = split_frontmatter(text, "MEMORY.md")
+    assert meta == {"kind": "memory", "tier": "L4"} and body_line == 5
+    chunks = chunk_file("MEMORY.md", text, "L4")
+    assert chunks and all("kind:" not in c.text for c in chunks)
+    assert [(c.start, c.end) for c in chunks if "Fridays" in c.text] == [(5, 7)]
+    mem = brain.cwd / "MEMORY.md"
+    mem.write_text("\ufeff" + mem.read_text(), encoding="utf-8")
+    code, _, err = brain("check", "MEMORY.md")
+    assert code == 0, err

@@ -83,7 +83,8 @@ def dump_yaml(data: dict[str, Any]) -> str:
 def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[str], int]:
     """Return (frontmatter, body lines, 1-based line of the first body line)."""
     lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
+    # an editor's byte-order mark (Windows Notepad) must not hide the frontmatter
+    if not lines or lines[0].removeprefix("\ufeff").rstrip() != "---":
         return {}, lines, 1
     for i in range(1, len(lines)):
         if lines[i].rstrip() in ("---", "..."):

@@ -44,7 +44,7 @@ from pamd.recall.vcache import VectorCache
 VERSION = "6"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
 # 4: raw leaves are embedded with, and count the words of, the leaves around them;
 # 5: lines end at LF only (a file with CR endings had chunks at other lines, or none);
-# 6: HTML comments are not chunked
+# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from pamd.core.entry import NEURO, TYPES, Entry, clean_token, fmt_time, parse_time
 
@@ -72,12 +73,19 @@ def conflict_marker(path: str, text: str) -> Problem | None:
     return None
 
 
+# python-frontmatter's YAML handler loads and writes the frontmatter (with a loader that
+# refuses aliases, and keys in the order they came). The split is pamd's own, below:
+# frontmatter.parse() strips the text around the body, and every hit, check and expand
+# must name the lines as they are on disk.
+_YAML = YAMLHandler()
+
+
 def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - safe loader subclass
+    return _YAML.load(text, Loader=_NoAliasLoader)
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return _YAML.export(data, sort_keys=False) + "\n"
 
 
 def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[str], int]:

@@ -284,6 +284,15 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
         changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
+        # STATE.md and PRELOAD.md are made anew from the tree at every run: one a person is
+        # editing waits for a later run instead of stopping every compaction until it is
+        # committed (DNA.md, which keeps what pamd learned once, still stops the run).
+        waiting = [rel for rel in brain.repo.dirty([STATE, PRELOAD]) if changes[rel] != brain.read(rel)]
+        for rel in waiting:
+            del changes[rel]
+        if waiting:
+            notes.append(f"Left {' and '.join(waiting)} as they are: uncommitted edits "
+                         "(refreshed by a later run once they are committed).")
         if new_lessons:
             notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")
         if mode == "defrag":

@@ -50,8 +50,11 @@ class CommandParser(argparse.ArgumentParser):
     _plain = False  # set while parse_known_intermixed_args runs its own two plain passes
 
     def parse_known_args(self, args=None, namespace=None):
-        if self._plain or any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):
-            return super().parse_known_args(args, namespace)  # a command with sub-verbs (synapse)
+        # A command with sub-verbs (synapse) parses plainly, and so does a line with `--`: the
+        # intermixed parse spends it, and what follows (`pamd remember -- -x`) must stay words.
+        if self._plain or "--" in (args or ()) or any(
+                a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):
+            return super().parse_known_args(args, namespace)
         self._plain = True
         try:
             return self.parse_known_intermixed_args(args, namespace)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import git, head_count
+from conftest import NOW, git, head_count
 
 
 def set_config(root, key: str, value: str) -> None:
@@ -210,3 +210,45 @@ def test_an_empty_time_or_commit_is_refused_like_an_empty_tier(brain, args, mess
 def test_an_empty_pamd_now_is_unset_like_any_variable(brain):
     r = brain.proc("status", now=None, env={"PAMD_NOW": ""})
     assert r.returncode == 0, r.stderr
+
+
+def test_double_dash_still_ends_the_options(brain):
+    """`--` is how a text or a file name that starts with a dash is passed; options may now
+    come between a command's words, and that must not spend it."""
+    code, out, err = brain("remember", "--now", NOW, "--", "-x-note: dashes lead this one", now=None)
+    assert code == 0 and out.startswith("remembered e-"), err
+    code, _, err = brain("check", "--", "-x.md", now=None)
+    assert code == 1 and err.startswith("pamd: error: -x.md: no such file in the brain"), err
+
+
+def test_a_path_outside_the_cwd_brain_means_the_brains_file(brain, tmp_path):
+    """With --brain (or PAMD_BRAIN) from a folder outside the brain, `MEMORY.md:12` or
+    `memory/L0/DAY.md:7` from a hit names the brain's file, even if the cwd has one too."""
+    root = brain.cwd
+    code, out, _ = brain("remember", "We decided to ship v2 on Friday.")
+    eid = out.split()[1]
+    l0 = next(root.glob("memory/L0/*.md"))
+    rel = l0.relative_to(root).as_posix()
+    line = 1 + l0.read_text().split("\n").index(next(ln for ln in l0.read_text().split("\n") if eid in ln))
+    other = tmp_path / "project"
+    (other / "memory" / "L0").mkdir(parents=True)
+    (other / rel).write_text("not the brain's file\n")
+    brain.cwd = other
+    try:
+        code, out, err = brain("expand", "--brain", str(root), f"{rel}:{line}", "--json")
+        assert code == 0 and eid in out, err
+    finally:
+        brain.cwd = root
+
+
+def test_fsck_of_a_read_only_brain_still_checks(brain, monkeypatch):
+    """fsck only reads; cleaning up a killed defrag's worktree needs the lock, which a
+    read-only checkout cannot take: that is skipped, not an internal error."""
+    from pamd.edge import lock
+
+    def read_only(self):
+        raise PermissionError(13, "Permission denied", str(brain.cwd / ".pamd"))
+
+    monkeypatch.setattr(lock.Lock, "__enter__", read_only)
+    code, out, err = brain("fsck", "--skip", "index")
+    assert code == 0 and "brain ok" in out, err

@@ -66,6 +66,24 @@ def test_probe_file_from_the_cwd_the_root_or_outside_the_brain(brain, tmp_path):
         brain.cwd = root
 
 
+def test_probe_reads_the_brains_own_probes_from_any_folder(brain, tmp_path):
+    root = brain.cwd
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    (root / "probes.jsonl").write_text(
+        '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "probes.jsonl").write_text('{"question": "zebra", "expect_text": "zebra"}\n')
+    brain.cwd = elsewhere
+    try:
+        code, out, err = brain("probe", "--brain", str(root))
+        assert code == 0 and "1 of 1 probes resolve" in out, (out, err)
+        code, out, _ = brain("probe", "--brain", str(root), "--file", "probes.jsonl")  # named: the cwd's
+        assert code == 1 and "zebra" in out
+    finally:
+        brain.cwd = root
+
+
 def _tiny_locomo(path):
     turns = [("D1:1", "Ana", "I adopted a grey cat named Pixel last week."),
              ("D1:2", "Ben", "Nice! I started learning the cello in March."),

@@ -12,13 +12,15 @@ def add_arguments(p) -> None:
 
 
 def brain_rel(root, name: str, dir_hint: str = "name its files, or run `pamd check` for the whole brain") -> str:
-    """A FILE argument as a path inside the brain: as given from the cwd, else from the brain's root."""
+    """A FILE argument as a path inside the brain: from the cwd when the cwd is in the brain and
+    holds it, else from the brain's root (a hit's `MEMORY.md:12` from a project folder with
+    PAMD_BRAIN set means the brain's MEMORY.md, not the project's)."""
     from pathlib import Path
 
     from pamd.errors import PamdError
 
     path = Path(name).expanduser()
-    if not path.is_absolute() and not path.exists():
+    if not path.is_absolute() and not (Path.cwd().resolve().is_relative_to(root) and path.exists()):
         path = root / path
     path = path.resolve()
     if not path.is_relative_to(root):

@@ -65,3 +65,5 @@ def _prune_worktrees(brain) -> None:
             brain.prune_worktrees()
     except PamdError:  # a run holds the lock (it may be that defrag --branch): leave them be
         pass
+    except OSError:  # a read-only brain (a CI checkout, a mounted clone): fsck only reads
+        pass

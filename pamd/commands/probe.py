@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+DEFAULT = "probes.jsonl"
 HELP = "check the facts in probes.jsonl still resolve with recall; exit 1 if one is lost"
 EXAMPLE = """echo '{"question": "which database for billing?", "expect_text": "Postgres"}' >> probes.jsonl
 pamd probe
@@ -7,7 +8,7 @@ pamd probe --json -k 5"""
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--file", default="probes.jsonl",
+    p.add_argument("--file", default=None,
                    help="the probes file (default: probes.jsonl at the brain's root); a path from the cwd, "
                         "else from the brain's root; it may live outside the brain (a shared set of probes)")
     p.add_argument("-k", type=int, default=10, metavar="N", help="a probe must resolve within the top N hits")
@@ -21,7 +22,9 @@ def run(args) -> int:
     from pamd.fidelity.probe import load, run_probes
 
     brain = Brain.find(args.brain)
-    results = run_probes(brain, load(brain, probes_path(brain.root.resolve(), args.file)), args.now, args.k)
+    own = args.file is None  # the default is the brain's own file, wherever the cwd is
+    args.file = args.file or DEFAULT
+    results = run_probes(brain, load(brain, probes_path(brain.root.resolve(), args.file, own)), args.now, args.k)
     lost = [r for r in results if r.rank is None]
     if args.json:
         print(json.dumps([{"question": r.probe.question, "line": r.probe.line, "rank": r.rank,
@@ -34,14 +37,17 @@ def run(args) -> int:
     return 1 if lost else 0
 
 
-def probes_path(root, name: str) -> str:
-    """--file as `load` reads it: brain-relative inside the brain, else absolute (outside is fine)."""
+def probes_path(root, name: str, brains_own: bool = False) -> str:
+    """--file as `load` reads it: brain-relative inside the brain, else absolute (outside is fine).
+
+    A relative name is taken from the cwd when it is there, else from the brain's root; the
+    default (`brains_own`) always from the root."""
     from pathlib import Path
 
     from pamd.errors import PamdError
 
     path = Path(name).expanduser()
-    if not path.is_absolute() and not path.exists():
+    if not path.is_absolute() and (brains_own or not path.exists()):
         path = root / path
     path = path.resolve()
     if path.is_dir():

@@ -811,14 +811,20 @@ def test_an_emptied_tier_file_with_a_persons_note_is_kept(brain):
     assert "nothing to compact" in brain("compact", now="2026-11-30T10:30:00Z")[1] and head_count(root) == n
 
 
-@pytest.mark.parametrize("rel", ["STATE.md", "PRELOAD.md"])
-def test_a_snapshot_file_a_person_is_editing_waits_and_compaction_goes_on(week, rel):
+@pytest.mark.parametrize("rel, edit", [
+    ("STATE.md", lambda t: t + "\nMy own line, not committed yet.\n"),
+    ("PRELOAD.md", lambda t: t + "\nMy own line, not committed yet.\n"),
+    # half-way through an edit: what pamd could not parse must not stop it either
+    ("STATE.md", lambda t: t.replace("---\n", "---\ncurrent_focus: \"unterminated\n", 1)),
+    ("PRELOAD.md", lambda t: t + "\n<!-- pamd:begin a second one\n"),
+])
+def test_a_snapshot_file_a_person_is_editing_waits_and_compaction_goes_on(week, rel, edit):
     """STATE.md and PRELOAD.md are remade at every run: one with uncommitted edits is left
     as it is (and said so) instead of stopping every compaction until it is committed."""
     root = week.cwd
     path = root / rel
     before_head = git(root, "show", f"HEAD:{rel}")
-    path.write_text(path.read_text() + "\nMy own line, not committed yet.\n")
+    path.write_text(edit(path.read_text()))
     mine = path.read_text()
     code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
     assert code == 0, err
@@ -827,6 +833,7 @@ def test_a_snapshot_file_a_person_is_editing_waits_and_compaction_goes_on(week, 
     assert path.read_text() == mine  # the person's edit, untouched
     assert git(root, "show", f"HEAD:{rel}") == before_head  # and not swept into pamd's commit
     assert git(root, "status", "--porcelain") == f" M {rel}\n"
+    path.write_text(before_head + "\nMy own line, finished.\n")
     git(root, "commit", "-qam", "my line")  # once committed, the next run refreshes it
     code, _, err = week("compact", now=iso(START + timedelta(days=2, hours=6)))
     assert code == 0, err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC
 
+import pytest
 import yaml
 from conftest import git, head_count
 
@@ -320,3 +321,17 @@ def test_a_reflex_a_person_deletes_stays_deleted(brain, tmp_path):
     # The record of what pamd learned from is in the tree: delete an id from it to learn again.
     m = meta(dna)
     assert es["deploy"].id in m["learned_from"] and es["decided"].id in m["learned_from"]
+
+
+@pytest.mark.parametrize("value", ["", " 5", " e-000000000001"])
+def test_a_reflex_a_person_wrote_with_an_odd_from_does_not_stop_compaction(brain, value):
+    root = brain.cwd
+    dna = root / "DNA.md"
+    dna.write_text(dna.read_text().replace(
+        "reflexes: []", f"reflexes:\n- text: Always run the linter before pushing.\n  from:{value}", 1))
+    assert brain("check")[0] == 0
+    git(root, "commit", "-qam", "my reflex")
+    assert brain("remember", "We decided to use Postgres 16.", now="2026-11-30T10:00:00Z")[0] == 0
+    code, _, err = brain("compact", now="2026-11-30T10:40:00Z")
+    assert code == 0, err
+    assert "Always run the linter before pushing." in dna.read_text()

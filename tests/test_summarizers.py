@@ -231,6 +231,12 @@ def test_lesson_names_the_failed_action_and_what_to_check():
      "The cause was an unbounded in-memory dedupe set; replaced it with a Postgres DISTINCT ON.",
      "before the 01:00 run, check an unbounded in-memory dedupe set"),
     ("Ошибка: выгрузка упала при конвертации GBP — нет курса.", None, "before выгрузка, check why it failed"),
+    # ...but a short "subject failed:" opening is the action itself, not a label
+    ("Deploy failed: timeout on step 3 because the cache was cold.", None,
+     "before deploy, check the cache was cold"),
+    ("Staging deploy: failed because the DB migration was missing.", None,
+     "before staging deploy, check the DB migration was missing"),
+    ("Build broke: missing env var RATE_URL in CI.", None, "before build, check env var RATE_URL in CI"),
 ])
 def test_lesson_skips_a_report_label_and_stops_at_a_clause(failure, fix, expected):
     es = entries(("assistant", failure), *([("assistant", fix)] if fix else []), neuro=("cortisol",))

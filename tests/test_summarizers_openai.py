@@ -197,3 +197,12 @@ def test_lesson_written_by_a_local_model_is_one_line(stub, monkeypatch):
     assert lesson(failures, {"summarizer": {"backend": "openai", "model": "m"}}) \
         == "before deploying, check migrations ran"
     assert stub.requests[0].groups[0]["tier"] == "lesson"
+
+
+def test_a_model_on_this_machine_has_no_price_note(stub, sleeps):
+    _, usage = make(stub, sleeps, prices={}).summarize([group(0)])
+    assert usage.cost_usd == 0 and not any("no price" in n for n in usage.notes)
+    remote = make(stub, sleeps, prices={}, base_url=stub.base_url.replace("127.0.0.1", "localhost"))
+    assert remote.free  # localhost too
+    paid = OpenAISummarizer(model="gpt-4.1-mini", base_url="https://api.example.com/v1", api_key="k")
+    assert not paid.free

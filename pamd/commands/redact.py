@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pamd.core.words import plural
+
 HELP = (
     "replace secrets in the brain's files by [REDACTED:type] placeholders, in one commit "
     "(older commits keep them: see docs/hooks.md)"
@@ -47,7 +49,7 @@ def run(args) -> int:
         found = scan(brain, rels, brain.read)
         for f in found:
             print(f"{f.path}:{f.line}: {f.kind}")
-        print(f"{len(found)} secrets found" if found else "no secrets found")
+        print(f"{plural(len(found), 'secret')} found" if found else "no secrets found")
         return 1 if found else 0
     if args.no_commit:
         changes, counts = clean(brain, rels)
@@ -80,6 +82,6 @@ def _say(changes, counts, how: str) -> None:
     if not changes:
         print("no secrets found")
         return
-    print(f"redacted {sum(counts.values())} secrets ({kinds}) in {len(changes)} files, {how}:")
+    print(f"redacted {plural(sum(counts.values()), 'secret')} ({kinds}) in {plural(len(changes), 'file')}, {how}:")
     for rel in sorted(changes):
         print(f"  {rel}")

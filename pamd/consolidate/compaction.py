@@ -16,6 +16,7 @@ from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
+from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_of, tier_path
 from pamd.errors import PamdError
 from pamd.myelin import myelin, preload, recall_log, snapshot
@@ -157,12 +158,12 @@ def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: lis
     tokens_out = sum(s.tokens for s in summaries)
     ratio = tokens_in / tokens_out if tokens_out else 0.0
     flows = Counter((d.entry.tier, d.target) for d in moved)
-    title = f"pamd {mode}: {len(moved)} entries into {len(summaries)} summaries"
+    title = f"pamd {mode}: {plural(len(moved), 'entry')} into {plural(len(summaries), 'summary')}"
     if plan.dropped:
         title += f", {len(plan.dropped)} dropped"
     lines = [title, ""]
     for (src, dst), n in sorted(flows.items()):
-        lines.append(f"{src} -> {dst}: {n} entries")
+        lines.append(f"{src} -> {dst}: {plural(n, 'entry')}")
     if tokens_out:
         lines.append(f"Compressed {tokens_in:,} tokens into {tokens_out:,} ({ratio:.1f}:1) with {usage.backend}.")
     if plan.dropped:
@@ -237,12 +238,12 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         pend = recall_log.pending(brain.state_dir, last_recall_fold(brain))
         docs, touched, n_folded = myelin.fold(docs, pend)
         if n_folded:
-            notes.append(f"Folded {n_folded} recalls into the tree.")
+            notes.append(f"Folded {plural(n_folded, 'recall')} into the tree.")
         if mode == "defrag":
             docs, demoted_rels, n_demoted = myelin.demote(docs, cfg, now)
             touched |= demoted_rels
             if n_demoted:
-                notes.append(f"Demoted {n_demoted} memories not recalled for "
+                notes.append(f"Demoted {plural(n_demoted, 'memory')} not recalled for "
                              f"{cfg['myelin']['demote_after_days']} days.")
             pre = defrag_mod.prepare(brain, docs, now)
             docs, notes = pre.docs, notes + pre.notes
@@ -277,24 +278,24 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                       and tier_of(rel) and rel in docs and docs[rel].entries
                       and not after_docs[rel].entries)
         if kept:
-            notes.append(f"Kept {len(kept)} tier files whose last entry left, for the text a person "
+            notes.append(f"Kept {plural(len(kept), 'tier file')} whose last entry left, for the text a person "
                          f"wrote in them: {', '.join(kept)}.")
-        # Myelin, reflexes and the snapshot ride along in the same commit.
-        changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
+        # Myelin, reflexes and the snapshot ride along in the same commit. STATE.md and
+        # PRELOAD.md are made anew from the tree at every run: one a person is editing (even
+        # half-way, unparsable) waits for a later run instead of stopping every compaction
+        # until it is committed (DNA.md, which keeps what pamd learned once, still stops it).
+        waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
+        if PRELOAD not in waiting:
+            changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
-        changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
-        # STATE.md and PRELOAD.md are made anew from the tree at every run: one a person is
-        # editing waits for a later run instead of stopping every compaction until it is
-        # committed (DNA.md, which keeps what pamd learned once, still stops the run).
-        waiting = [rel for rel in brain.repo.dirty([STATE, PRELOAD]) if changes[rel] != brain.read(rel)]
-        for rel in waiting:
-            del changes[rel]
+        if STATE not in waiting:
+            changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
         if waiting:
             notes.append(f"Left {' and '.join(waiting)} as they are: uncommitted edits "
                          "(refreshed by a later run once they are committed).")
         if new_lessons:
-            notes.append(f"Learned {len(new_lessons)} lessons from failures (DNA.md reflexes).")
+            notes.append(f"Learned {plural(len(new_lessons), 'lesson')} from failures (DNA.md reflexes).")
         if mode == "defrag":
             notes += defrag_mod.reflection(plan, after, now)
         out.summaries, out.usage = summaries, usage

@@ -10,6 +10,7 @@ from typing import Any
 
 from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import Doc
+from pamd.core.words import plural
 from pamd.edge.brain import DAILY_DIR, Brain, tier_path
 
 # Daily notes an agent writes next to the tiers, e.g. memory/2026-11-29.md.
@@ -44,7 +45,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     waiting = [f"memory/{p.name}" for p in notes if f"memory/{p.name}" in dirty]
     notes = [p for p in notes if f"memory/{p.name}" not in dirty]
     if waiting:
-        out.notes.append(f"Left {len(waiting)} daily notes with uncommitted edits for a later night: "
+        out.notes.append(f"Left {plural(len(waiting), 'daily note')} with uncommitted edits for a later night: "
                          f"{', '.join(waiting[:3])}{' …' if len(waiting) > 3 else ''}.")
     if not notes:
         return out
@@ -85,7 +86,8 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
         old = brain.read(rel) or ""
         out.changes[rel] = "\n".join(sorted(set(old.split()) | ids)) + "\n"
     out.fresh = {e.id for e in fresh}
-    out.notes.append(f"Archived {len(notes)} daily notes into {DAILY_DIR}/ ({len(fresh)} new L0 entries).")
+    out.notes.append(f"Archived {plural(len(notes), 'daily note')} into {DAILY_DIR}/ "
+                     f"({plural(len(fresh), 'new L0 entry', 'new L0 entries')}).")
     if appended:
         out.notes.append(f"Appended to existing archives (a later note of the same day): {', '.join(appended)}.")
     return out

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pamd.core.words import plural
 from pamd.errors import PamdError
 
 
@@ -78,7 +79,7 @@ def clean(brain, rels: list[str]) -> tuple[dict[str, str], Counter]:
 def commit_message(changes: dict[str, str], counts: Counter) -> str:
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
     lines = [
-        f"pamd redact: {sum(counts.values())} secrets in {len(changes)} files",
+        f"pamd redact: {plural(sum(counts.values()), 'secret')} in {plural(len(changes), 'file')}",
         "",
         f"Replaced by typed placeholders: {kinds}.",
         "Older commits still hold them until history is rewritten (see docs/hooks.md).",

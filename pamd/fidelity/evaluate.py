@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pamd.core.entry import TIERS
+from pamd.core.words import plural
 from pamd.edge.files import read_text
 from pamd.errors import PamdError
 from pamd.fidelity.qa import TAG_RE, Conversation, Question
@@ -231,7 +232,7 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
                 tokens[age][e.tier] += e.tokens
             api.index(brain)
             measure(brain, conv.questions, unit_of, graph, now, k, accs[age], api.recall)
-            progress(f"{conv.name} {age}: {len(conv.questions)} questions")
+            progress(f"{conv.name} {age}: {plural(len(conv.questions), 'question')}")
     report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens)
     for age, _ in ages:
         report.points.append(point_from(age, tokens[age], raw_tokens, accs[age]))
@@ -309,7 +310,7 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
         api.index(scratch)
         measure(scratch, questions, {}, graph, now, k, acc, api.recall)
         report.points.append(point_from(age, toks, raw_tokens, acc))
-        progress(f"{age}: {len(questions)} questions")
+        progress(f"{age}: {plural(len(questions), 'question')}")
     return report
 
 
@@ -338,7 +339,8 @@ def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool]:
 def summary_lines(report: Report) -> list[str]:
     first = report.points[0]
     last = report.points[-1]
-    out = [f"{report.conversations} conversations, {first.questions} questions, raw {report.raw_tokens:,} tokens"]
+    out = [f"{plural(report.conversations, 'conversation')}, {plural(first.questions, 'question')}, "
+           f"raw {report.raw_tokens:,} tokens"]
     if first.age != "raw":
         out.append(f"the brain was compressed already: row {first.age!r} is the brain as it is "
                    f"({first.tree_tokens:,} tokens, {first.ratio:.1f}:1 against its raw input, "

@@ -74,7 +74,8 @@ class Boot:
         if not self.over_budget:
             return None
         parts = ", ".join(f"{'+'.join(s.sources)} {s.tokens:,}" for s in sorted(self.sections, key=lambda s: -s.tokens))
-        cut = f"all {self.cut_entries} entries were cut and " if self.cut_entries else ""
+        cut = f"{'all ' if self.cut_entries > 1 else ''}{plural(self.cut_entries, 'entry')} " \
+              f"{'was' if self.cut_entries == 1 else 'were'} cut and " if self.cut_entries else ""
         return (f"the boot context is {self.tokens:,} tokens, over the budget of {self.budget:,}: "
                 f"{cut}what always goes in whole is larger ({parts} tokens)")
 

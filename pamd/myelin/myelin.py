@@ -145,7 +145,7 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> s
     learned = _learned(meta)
     _follow(learned, tree)
     items = list(meta.get("reflexes") or [])
-    have = {tuple(sorted(i.get("from", []))) for i in items if isinstance(i, dict)}
+    have = {tuple(sorted(_ids(i.get("from")))) for i in items if isinstance(i, dict)}
     have_text = {i if isinstance(i, str) else str(i.get("text", "")) for i in items}
     added = False
     for r in reflexes:
@@ -222,3 +222,12 @@ def dna_sources(text: str) -> set[str]:
     except PamdError:
         return set()
     return _learned(meta)
+
+
+def _ids(value) -> list[str]:
+    """A reflex's `from:` as a person may have left it (empty, one id, a number): its ids."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [str(v) for v in value if isinstance(v, str | int)]
+    return []

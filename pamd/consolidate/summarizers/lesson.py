@@ -87,22 +87,32 @@ def _words(text: str, n: int) -> str:
 
 def _action(failure: str) -> str:
     """The thing that was being done: the words before the failure word, or the
-    "when ..." clause of a sentence that starts with the failure ("KeyError when X")."""
-    rest = _LABEL.sub("", failure, count=1)
-    m = _FAILURE.search(rest)
-    head = _clause(rest[: m.start()]) if m else ""
-    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed").
-    head = re.sub(
-        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять)\s*$",
-        "", head.strip(), flags=re.IGNORECASE,
-    )
-    words = _words(head, _X_WORDS)
+    "when ..." clause of a sentence that starts with the failure ("KeyError when X").
+
+    A label in front ("Incident: the deploy failed") is tried without it first; when that
+    leaves nothing before a failure word, the whole sentence is ("Deploy failed: timeout",
+    "Staging deploy: failed because ..."), then the when-clause."""
+    label = _LABEL.match(failure)
+    rest = failure[label.end():] if label else failure
+    words = _head(rest) or (_head(failure) if label else "")
     if not words:
         when = _WHEN.search(rest)
         words = _words(when.group(1) if when else rest, _X_WORDS)
     if not words:
         words = _words(failure, _X_WORDS)
     return words[:1].lower() + words[1:] if words[:2] != words[:2].upper() else words
+
+
+def _head(text: str) -> str:
+    """The words of `text` before its first failure word, up to a clause break."""
+    m = _FAILURE.search(text)
+    head = _clause(text[: m.start()]) if m else ""
+    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed").
+    head = re.sub(
+        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять)\s*$",
+        "", head.strip(), flags=re.IGNORECASE,
+    )
+    return _words(head, _X_WORDS)
 
 
 def _check(sentences: list[str], failure: str) -> str:

@@ -19,6 +19,7 @@ from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
 from pamd.core.entry import count_tokens
+from pamd.core.words import plural
 from pamd.errors import PamdError
 
 # Worth retrying: request timeout, rate limits and server-side failures.
@@ -114,9 +115,9 @@ class LLMSummarizer:
                 trimmed += cut
                 texts.append(fitted)
         for reason, n in failures.items():
-            usage.notes.append(f"{self.name}: {reason}; fell back to extractive for {n} groups")
+            usage.notes.append(f"{self.name}: {reason}; fell back to extractive for {plural(n, 'group')}")
         if longer:
-            usage.notes.append(f"{self.name}: {longer} summaries longer than their input; "
+            usage.notes.append(f"{self.name}: {plural(longer, 'summary')} longer than their input; "
                                "fell back to extractive for them")
         if trimmed:
             usage.notes.append(f"{self.name}: trimmed {trimmed} over-budget summaries")
@@ -159,7 +160,7 @@ class LLMSummarizer:
     def _cost(self, usage: Usage) -> float:
         price = self.prices.get(self.model) or self.prices.get(self.model.removeprefix("models/"))
         if not price:
-            if usage.input_tokens or usage.output_tokens:
+            if (usage.input_tokens or usage.output_tokens) and not getattr(self, "free", False):
                 usage.notes.append(
                     f"{self.name}: no price for {self.model} in [summarizer.prices]; "
                     "cost counted as 0"

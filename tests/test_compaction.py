@@ -339,7 +339,7 @@ def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_ra
     assert (root / "memory" / "daily" / "2026-11-20.md").read_text().startswith("# 2026-11-20")
     raw = tier_entries(root)
     assert {e.tier for e in raw} == {"L0"} and any("Boris" in e.text for e in raw)
-    assert "Archived 1 daily notes" in git(root, "log", "-1", "--format=%B")
+    assert "Archived 1 daily note " in git(root, "log", "-1", "--format=%B")
     code, out, err = brain("defrag", now="2026-11-26T02:30:00Z")
     assert code == 0, err
     summary = next(e for e in tier_entries(root) if e.sources)
@@ -483,7 +483,7 @@ def test_a_daily_note_not_yet_committed_waits_and_the_rest_of_defrag_goes_on(bra
     code, _, err = brain("defrag", now="2026-11-25T02:30:00Z")
     assert code == 0, err  # before: "uncommitted edits in memory/2026-11-21.md", no defrag at all
     msg = git(root, "log", "-1", "--format=%B")
-    assert "Archived 1 daily notes" in msg and "memory/2026-11-21.md" in msg and "later night" in msg
+    assert "Archived 1 daily note " in msg and "memory/2026-11-21.md" in msg and "later night" in msg
     assert not done.exists() and draft.read_text().endswith("Draft, not committed yet.\n")
     assert git(root, "status", "--porcelain").strip() == "?? memory/2026-11-21.md"
     assert "Draft" not in git(root, "show", "HEAD")
@@ -786,7 +786,7 @@ def test_a_gemini_summary_longer_than_its_input_is_not_stored(brain, monkeypatch
     assert s.tier == "L1" and "Deploy done" in s.text and "XX" not in s.text
     t = trailers(brain.cwd)
     assert t["Pamd-Fallback"].startswith("1 ")
-    assert "longer than their input" in git(brain.cwd, "log", "-1", "--format=%B")
+    assert "longer than its input" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
 def test_an_emptied_tier_file_with_a_persons_note_is_kept(brain):
@@ -805,7 +805,7 @@ def test_an_emptied_tier_file_with_a_persons_note_is_kept(brain):
     assert not (root / "memory/L0/2026-11-21.md").exists()
     text = noted.read_text()
     assert "Person note: the kickoff day; ask Anna about the budget." in text and "### " not in text
-    assert "Kept 1 tier files" in git(root, "log", "-1", "--format=%B")
+    assert "Kept 1 tier file " in git(root, "log", "-1", "--format=%B")
     assert brain("check")[0] == 0
     n = head_count(root)
     assert "nothing to compact" in brain("compact", now="2026-11-30T10:30:00Z")[1] and head_count(root) == n

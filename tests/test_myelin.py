@@ -94,7 +94,7 @@ def test_a_cortisol_failure_becomes_a_dna_lesson_linked_to_its_source(brain, tmp
     assert len(lessons) == 1
     assert fail.id in lessons[0]["from"]
     assert lessons[0]["text"]
-    assert "lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
+    assert "Learned 1 lesson from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
 def test_a_person_dna_edit_survives_the_next_run(brain, tmp_path):
@@ -226,7 +226,7 @@ def test_a_recall_of_an_entry_not_yet_committed_is_counted_once_it_is(brain, tmp
     assert brain("recall", "-k", "1", "echidna invoice", now="2026-11-28T10:00:00Z")[0] == 0
     assert brain("recall", "-k", "1", "DNS record load balancer", now="2026-11-28T10:01:00Z")[0] == 0
     assert brain("compact", now="2026-11-28T10:30:00Z")[0] == 0
-    assert "Folded 1 recalls" in git(root, "log", "-1", "--format=%B")
+    assert "Folded 1 recall " in git(root, "log", "-1", "--format=%B")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "the person commits the entry")
     assert brain("compact", now="2026-11-28T11:00:00Z")[0] == 0

@@ -170,7 +170,7 @@ def test_over_budget_and_multiline_one_liners_are_fitted(stub, sleeps):
     texts, usage = make(stub, sleeps).summarize(groups)
     assert count_tokens(texts[0]) <= 10 and texts[0].startswith("Alice: very")
     assert texts[1] == "Alice: first Bob: second"
-    assert usage.notes == ["gemini: trimmed 1 over-budget summaries"]
+    assert usage.notes == ["gemini: trimmed 1 over-budget summary"]
 
 
 def tiny_group(text: str = "Deploy done.", tier: str = "L1") -> Group:
@@ -186,7 +186,7 @@ def test_a_summary_longer_than_its_input_falls_back_to_extractive(stub, sleeps):
     assert texts[0] == ExtractiveSummarizer().summarize([groups[0]])[0][0] and "XX" not in texts[0]
     assert texts[1] == "Alice: Orion moves to July."
     assert usage.fallbacks == 1
-    assert usage.notes == ["gemini: 1 summaries longer than their input; fell back to extractive for them"]
+    assert usage.notes == ["gemini: 1 summary longer than its input; fell back to extractive for it"]
 
 
 def test_a_short_enough_summary_of_a_tiny_group_is_kept(stub, sleeps):

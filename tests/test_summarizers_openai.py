@@ -126,7 +126,7 @@ def test_a_summary_longer_than_its_input_falls_back_to_extractive(stub, sleeps):
     stub.script.append(chat_answer(["Deploy done. " + "Everything went great and more. " * 20]))
     texts, usage = make(stub, sleeps).summarize([tiny_group(tier="L3")])
     assert texts == ExtractiveSummarizer().summarize([tiny_group(tier="L3")])[0]
-    assert usage.fallbacks == 1 and "longer than their input" in usage.notes[0]
+    assert usage.fallbacks == 1 and "longer than its input" in usage.notes[0]
 
 
 def test_unreachable_endpoint_is_retried_then_falls_back(sleeps):

@@ -117,10 +117,12 @@ class LLMSummarizer:
         for reason, n in failures.items():
             usage.notes.append(f"{self.name}: {reason}; fell back to extractive for {plural(n, 'group')}")
         if longer:
-            usage.notes.append(f"{self.name}: {plural(longer, 'summary')} longer than their input; "
-                               "fell back to extractive for them")
+            one = longer == 1
+            usage.notes.append(f"{self.name}: {plural(longer, 'summary')} longer than {'its' if one else 'their'} "
+                               f"input; fell back to extractive for {'it' if one else 'them'}")
         if trimmed:
-            usage.notes.append(f"{self.name}: trimmed {trimmed} over-budget summaries")
+            cut = plural(trimmed, "over-budget summary", "over-budget summaries")
+            usage.notes.append(f"{self.name}: trimmed {cut}")
         usage.cost_usd = self._cost(usage)
         return texts, usage
 

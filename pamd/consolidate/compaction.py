@@ -210,8 +210,9 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
     """One compaction (mode "compact") or nightly defrag (mode "defrag").
 
     An LLM summarizer can take minutes; it is never called while the brain's lock is
-    held (except for what changed twice under it), so `remember`, `ingest` and hooks
-    are not kept waiting: the run plans under the lock, lets it go, summarises, then
+    held (except for what changed twice under it, and under `defrag --branch`, whose
+    brain stays locked for the whole run), so `remember`, `ingest` and hooks are not
+    kept waiting: the run plans under the lock, lets it go, summarises, then
     takes the lock again and plans afresh from what is committed by then, reusing
     texts for unchanged groups. One commit or nothing, as ever."""
     premade = Premade()

@@ -44,7 +44,7 @@ def check_meta_file(rel: str, text: str) -> list[Problem]:
 
 def check_text(rel: str, text: str) -> list[Problem]:
     """Problems of one brain file's text (pamd.toml, DNA/STATE/PRELOAD, an entry file)."""
-    if rel != CONFIG and rel not in SHAPES and tier_of(rel) is None:
+    if not checked(rel):
         return []
     # a half-resolved merge first: what follows would misreport it as bad TOML or YAML
     if found := conflict_marker(rel, text):

@@ -65,11 +65,6 @@ def _entries(brain: Brain):
             continue
 
 
-def ever_committed_ids(brain: Brain) -> set[str]:
-    """Ids of every entry header any commit ever added to the tiers or MEMORY.md."""
-    return lineage.scan(brain).added
-
-
 def _history(brain: Brain) -> History:
     """The lineage pass, run at most once however many checks ask for it."""
     memo: list[lineage.Lineage] = []

@@ -110,8 +110,8 @@ def parse_dna(text: str, path: str = "DNA.md") -> tuple[dict[str, Any], str]:
 def _learned(meta: dict[str, Any]) -> set[str]:
     out = {str(x) for x in meta.get(LEARNED) or []}
     for i in meta.get("reflexes") or []:
-        if isinstance(i, dict) and isinstance(i.get("from"), list):
-            out.update(str(x) for x in i["from"])
+        if isinstance(i, dict):
+            out.update(_ids(i.get("from")))
     return out
 
 

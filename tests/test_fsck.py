@@ -174,6 +174,27 @@ def test_fsck_finds_an_entry_deleted_by_hand(brain, tmp_path):
     assert code == 0, out
 
 
+def test_fsck_counts_only_the_checked_out_branch_history(brain, tmp_path):
+    """A Dropped line on a branch not merged (a defrag PR under review) hides no hand deletion."""
+    root = brain.cwd
+    f = day_of_messages(tmp_path / "day.jsonl", 0)
+    assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
+    l0 = next(root.glob("memory/L0/*.md"))
+    eid = re.findall(r"^### (e-[0-9a-f]{12}) ", l0.read_text(), re.M)[3]
+    main = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(root, "checkout", "-qb", "pamd/defrag-review")
+    git(root, "commit", "-q", "--allow-empty", "-m", f"defrag\n\nDropped: {eid}")
+    git(root, "checkout", "-q", main)
+    l0.write_text(l0.read_text().replace(_entry_block(l0.read_text(), eid), ""))
+    git(root, "commit", "-qam", "tidy the day by hand")
+    code, out, _ = brain("fsck")
+    assert code == 1 and f"{eid} is lost: " in out, out
+    # merged, the branch's Dropped line is main's history too
+    git(root, "merge", "-q", "--no-edit", "pamd/defrag-review")
+    code, out, _ = brain("fsck")
+    assert code == 0, out
+
+
 def test_fsck_finds_the_raw_entries_behind_a_summary_deleted_by_hand(lived_week):
     root = lived_week.cwd
     path, lineno, line = summary_with_sources(root)

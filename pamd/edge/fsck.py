@@ -12,11 +12,14 @@ Checks, in order (each a function returning problems):
   synapse     pulled files carry their attribution (source, commit)
   index       the index manifest in .pamd/index matches the tree (skipped without one)
 
-Provenance and the ledger share one pass over history (`git log -p` of the
-tiers, pamd.edge.lineage: every entry header ever added, every summary's
+Provenance and the ledger share one pass over HEAD's history (`git log -p` of
+the tiers, pamd.edge.lineage: every entry header ever added, every summary's
 `from=`); provenance then confirms with `provenance.locate` each id the pass
 did not see, and the ledger reads the `Dropped` lines of commit messages with
 one more `git log`. A healthy brain costs two git processes, whatever its size.
+Only HEAD's history counts: a summary or a `Dropped` line on a branch not merged
+(a nightly defrag's pull request still under review) accounts for nothing here,
+so it cannot hide a deletion made by hand on the checked-out branch.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def _history(brain: Brain) -> History:
 
     def get() -> lineage.Lineage:
         if not memo:
-            memo.append(lineage.scan(brain))
+            memo.append(lineage.scan(brain, all_refs=False))
         return memo[0]
 
     return get
@@ -158,7 +161,7 @@ def _unaccounted(
     an entry (a re-ingest took the message under the id it had in an older pamd, or
     a shallow clone's history starts later) is not the tree's to lose.
     """
-    reached = set(here) | lineage.dropped_ids(brain)
+    reached = set(here) | lineage.dropped_ids(brain, all_refs=False)
     stack = list(reached)
     while stack:
         eid = stack.pop()

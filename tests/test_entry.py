@@ -53,3 +53,27 @@ def test_a_byte_order_mark_does_not_hide_a_files_frontmatter(brain):
     mem.write_text("\ufeff" + mem.read_text(), encoding="utf-8")
     code, _, err = brain("check", "MEMORY.md")
     assert code == 0, err
+
+
+def test_an_entry_only_a_bare_cr_puts_on_a_line_is_refused_not_hidden(brain):
+    """Saved with classic Mac line ends, a day's entries are one line to git and pamd:
+    check and every run say so at path:line instead of passing a file whose entries
+    nothing can see; a bare CR elsewhere (a note's preamble) stays allowed."""
+    root = brain.cwd
+    assert brain("remember", "We decided to ship the billing export on Friday.")[0] == 0
+    (day,) = (root / "memory" / "L0").glob("*.md")
+    rel = day.relative_to(root).as_posix()
+    lf = day.read_text()
+    day.write_bytes(lf.replace("\n", "\r").encode())
+    git(root, "commit", "-qam", "saved on an old Mac")
+    code, out, _ = brain("check")
+    assert code == 1 and out.startswith(f"{rel}:1: entry header after a bare CR line end"), out
+    before = day.read_bytes()
+    code, _, err = brain("compact", now="2026-12-09T00:00:00Z")
+    assert code != 0 and f"{rel}:1: entry header after a bare CR" in err
+    assert day.read_bytes() == before and git(root, "status", "--porcelain") == ""
+    # a CR in the preamble hides no entry: allowed, as before
+    head, sep, rest = lf.partition("### ")
+    day.write_text(head.rstrip("\n") + "\rnote from an old Mac\n\n" + sep + rest)
+    assert brain("check")[0] == 0
+    assert len(parse_doc(day.read_bytes().decode(), rel, "L0").entries) == 1

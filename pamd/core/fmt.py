@@ -202,9 +202,28 @@ def _parse_meta(line: str, path: str, lineno: int) -> dict[str, Any]:
     }
 
 
+def _no_entry_after_bare_cr(lines: list[str], path: str, body_line: int) -> None:
+    """Refuse an entry header that only a bare CR (a classic Mac line end) puts on a line.
+
+    Git, `grep -n` and pamd cut lines at LF only (a CRLF is an LF line that ends in
+    CR), so such an entry would be invisible: never recalled, compacted or checked.
+    A bare CR anywhere else is left alone; pamd writes none (ingest turns them into LF).
+    """
+    for i, line in enumerate(lines):
+        core = line[:-1] if line.endswith("\r") else line
+        if "\r" in core and any(HEADER_LIKE_RE.match(p) for p in core.split("\r")[1:]):
+            raise FormatError(Problem(
+                path, body_line + i,
+                "entry header after a bare CR line end (classic Mac): git and pamd cut lines"
+                " at LF only, so the entry is invisible; save the file with LF line endings",
+            ))
+
+
 def parse_doc(text: str, path: str = "", tier: str = "L0") -> Doc:
     """Parse a brain file; raise FormatError naming path:line on the first problem."""
     meta, lines, body_line = split_frontmatter(text, path)
+    if "\r" in text:
+        _no_entry_after_bare_cr(lines, path, body_line)
     entries: list[Entry] = []
     first = None
     i, n = 0, len(lines)

@@ -525,3 +525,42 @@ def test_an_edit_committed_while_the_llm_works_is_summarised_afresh_not_overwrit
     assert any(t.startswith("summary of Corrected: ") for t in summaries)
     assert git(root, "status", "--porcelain") == ""
     assert week("check")[0] == 0
+
+
+def test_llm_work_made_useless_meanwhile_is_said_since_no_commit_records_it(week):
+    """The LLM summarised without the lock; meanwhile another run compacted everything, so the
+    run ends with nothing to commit. Its tokens, which a commit's trailers would have recorded,
+    are said on stderr instead of vanishing."""
+    import re
+    import threading
+
+    from gemini_stub import GeminiStub, echo
+    from test_compaction import _use_gemini
+
+    root = week.cwd
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow(request):
+        asked.set()
+        answer.wait(30)
+        return echo(request)
+
+    with GeminiStub(responder=slow) as stub:
+        _use_gemini(root, stub.base_url)
+        a = start(root, "compact", "--now", COMPACT_NOW, env={"GEMINI_API_KEY": "stub-key"})
+        assert asked.wait(30)
+        cfg = root / "pamd.toml"
+        cfg.write_text(re.sub(r'(?m)^backend = .*$', 'backend = "extractive"', cfg.read_text(), count=1))
+        git(root, "commit", "-qam", "back to extractive")
+        assert week("compact", now=COMPACT_NOW)[0] == 0  # takes the lock a's LLM call left free
+        head = git(root, "rev-parse", "HEAD")
+        answer.set()
+        out_a, err_a = a.communicate(timeout=60)
+        requests = len(stub.requests)
+    assert a.returncode == 0, err_a
+    assert out_a == "nothing to compact\n" and git(root, "rev-parse", "HEAD") == head
+    assert requests >= 1
+    (warning,) = err_a.splitlines()
+    assert re.fullmatch(r"pamd: warning: spent [\d,]+ LLM tokens in and [\d,]+ out \(\d+ requests?"
+                        r"(, \$[\d.]+)?\) on summaries the brain no longer needed: .*", warning), warning
+    assert git(root, "status", "--porcelain") == ""

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 HELP = "the 30-minute job: move aged L0/L1 entries down into summaries, one commit"
 EXAMPLE = """pamd compact
 pamd compact --plan            # show each entry's retention and decision, write nothing
@@ -12,7 +14,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, mode: str = "compact") -> int:
-    from pamd.consolidate.compaction import plan_table
+    from pamd.consolidate.compaction import plan_table, unrecorded_spend
     from pamd.consolidate.compaction import run as run_compaction
     from pamd.edge.brain import Brain
 
@@ -26,6 +28,8 @@ def run(args, mode: str = "compact") -> int:
         return 0
     if out.sha is None:
         print(f"nothing to {mode}")
+        if spent := unrecorded_spend(out):
+            print(f"pamd: warning: {spent}", file=sys.stderr)
         return 0
     print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]})")
     from pamd.recall.refresh import after_commit

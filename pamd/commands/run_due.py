@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 HELP = "run whatever is due once (compact, nightly defrag): for cron, CI or a hook"
 EXAMPLE = "pamd run-due\n*/30 * * * *  cd ~/brain && pamd run-due   # crontab"
 
@@ -19,9 +21,11 @@ def run(args) -> int:
     done = run_due(brain, args.now)
     if not done:
         print("nothing due")
-    for mode, sha in done:
+    for mode, sha, spent in done:
         print(f"{mode}: {sha[:8] if sha else 'nothing to do'}")
-    if any(sha for _, sha in done):
+        if spent:
+            print(f"pamd: warning: {spent}", file=sys.stderr)
+    if any(sha for _, sha, _ in done):
         from pamd.recall.refresh import after_commit
 
         note = after_commit(brain)

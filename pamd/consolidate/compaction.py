@@ -264,6 +264,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         state_text = brain.read(STATE)
         stale_state = snapshot.is_stale(state_text, entries)
         if plan.empty and not changes and not touched and not new_lessons and not stale_state:
+            out.usage = premade.usage  # what an earlier attempt paid for, if anything
             return out
         summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer)
         changes.update(apply_plan(docs, plan, summaries))
@@ -309,6 +310,21 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         if out.sha and pend.marker:
             _carry_recalls(brain, myelin.unowned(loaded.docs, pend), now)
         return out
+
+
+def unrecorded_spend(out: Outcome) -> str | None:
+    """A line for LLM work a run paid for and then committed nothing with.
+
+    The LLM is called without the lock; if a person or another run changed the brain
+    meanwhile so that nothing is left to commit, no commit carries the Pamd-LLM-Tokens
+    and Pamd-Cost-USD trailers that would otherwise say what was spent."""
+    u = out.usage
+    if out.sha is not None or u is None or not u.requests:
+        return None
+    cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
+    return (f"spent {u.input_tokens:,} LLM tokens in and {u.output_tokens:,} out"
+            f" ({plural(u.requests, 'request')}{cost}) on summaries the brain no longer needed:"
+            " it changed while the summarizer worked, and no commit records this")
 
 
 def _carry_recalls(brain: Brain, unowned: Counter, now: datetime) -> None:

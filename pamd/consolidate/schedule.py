@@ -81,15 +81,16 @@ def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
     return out
 
 
-def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None]]:
-    from pamd.consolidate.compaction import run
+def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, str | None]]:
+    """Each due run: its mode, its commit, and a line on LLM work it paid for in vain."""
+    from pamd.consolidate.compaction import run, unrecorded_spend
 
     done = []
     for mode in due(brain, now):
         out = run(brain, now, mode)
         if out.sha is None:
             note_idle_run(brain, mode, now)
-        done.append((mode, out.sha))
+        done.append((mode, out.sha, unrecorded_spend(out)))
     return done
 
 
@@ -100,7 +101,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     `clock()` is the UTC time (default: the real one; tests move it)."""
     import schedule
 
-    from pamd.consolidate.compaction import run
+    from pamd.consolidate.compaction import run, unrecorded_spend
 
     stop = stop or threading.Event()
     cfg = brain.config["schedule"]
@@ -121,6 +122,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             out = run(fresh, now, mode)
             if out.sha is None:
                 note_idle_run(fresh, mode, now)
+                if spent := unrecorded_spend(out):
+                    log.warning("%s: %s", mode, spent)
             else:
                 from pamd.recall.refresh import after_commit
 

@@ -19,7 +19,8 @@ def set_config(root, key: str, value: str) -> None:
 
 @pytest.mark.parametrize("key, value, message", [
     ("l1_hours", '"12h"', '[tiers] l1_hours: expected a number, got "12h"'),
-    ("defrag_at", '"25:00"', '[schedule] defrag_at: expected "HH:MM" (00:00 to 23:59, UTC), got "25:00"'),
+    ("defrag_at", '"25:00"', '[schedule] defrag_at: expected "HH:MM" (00:00 to 23:59, UTC) or "off", got "25:00"'),
+    ("defrag_at", '"of"', 'got "of"'),
     ("defrag_at", '"02:60"', "got \"02:60\""),
     ("compact_every_minutes", "-5", "[schedule] compact_every_minutes: expected a number above 0, got -5"),
     ("compact_every_minutes", "0", "[schedule] compact_every_minutes: expected a number above 0, got 0"),

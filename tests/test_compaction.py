@@ -258,6 +258,43 @@ def test_run_due_and_the_schedule(week):
     assert out.strip() == "defrag"
 
 
+def test_defrag_at_off_leaves_the_nightly_defrag_to_the_pull_request_workflow(week):
+    """A defrag on a branch under review is not in HEAD's history: with defrag_at = "off"
+    neither run-due nor the daemon defrags main behind the pull request's back."""
+    import re
+    import threading
+
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    root = week.cwd
+    now = START + timedelta(days=2, hours=4)  # after 02:30
+    assert week("defrag", "--branch", "pamd/defrag-nightly", now=iso(now - timedelta(hours=1)))[0] == 0
+    assert week("run-due", "--list", now=iso(now))[1].strip() == "defrag"  # the default: main as well
+    cfg = root / "pamd.toml"
+    cfg.write_text(re.sub(r'(?m)^defrag_at = .*$', 'defrag_at = "off"', cfg.read_text()))
+    git(root, "commit", "-qam", "the nightly workflow defrags in a pull request")
+    assert week("run-due", "--list", now=iso(now))[1].strip() == "compact"
+    code, out, err = week("status", now=iso(now))
+    assert code == 0 and "defrag off" in out and "due now: compact" in out, out + err
+    code, out, err = week("run-due", now=iso(now))
+    assert code == 0 and out.startswith("compact: "), out + err
+    assert _defrag_runs(root) == []
+    # The daemon agrees: started hours past 02:30 with no defrag in history, it only compacts.
+    stop = threading.Event()
+    timer = threading.Timer(1.5, stop.set)
+    timer.start()
+    try:
+        assert daemon(Brain(root), compact_minutes=10_000, stop=stop,
+                      clock=lambda: now + timedelta(days=1)) == 0
+    finally:
+        timer.cancel()
+        stop.set()
+    assert _defrag_runs(root) == []
+    assert "Pamd-Run: compact" in git(root, "log", "-1", "--format=%B")
+    assert week("defrag", now=iso(now + timedelta(days=1)))[0] == 0  # by hand it still runs
+
+
 def defragged_tonight(week) -> None:
     """Last night's defrag done on the real clock (a daemon starts by running a missed one),
     then something old for the daemon's compactions to work on."""

@@ -7,7 +7,8 @@ EXAMPLE = "pamd daemon\npamd daemon --compact-every 10 --defrag-at 03:00"
 def add_arguments(p) -> None:
     p.add_argument("--compact-every", type=float, metavar="MINUTES",
                    help="override [schedule] compact_every_minutes (a number above 0)")
-    p.add_argument("--defrag-at", metavar="HH:MM", help="override [schedule] defrag_at (UTC)")
+    p.add_argument("--defrag-at", metavar="HH:MM",
+                   help='override [schedule] defrag_at (UTC; "off": no defrag, e.g. a CI workflow does it)')
 
 
 def run(args) -> int:
@@ -28,7 +29,7 @@ def run(args) -> int:
         raise PamdError(f"--compact-every must be a number of minutes above 0, got {every:g}",
                         "e.g. --compact-every 30")
     if args.defrag_at is not None and not args.defrag_at.strip():
-        raise PamdError("--defrag-at is empty", 'use "HH:MM", 00:00 to 23:59 UTC')
+        raise PamdError("--defrag-at is empty", 'use "HH:MM", 00:00 to 23:59 UTC, or "off"')
     logging.basicConfig(level=logging.INFO, format="%(asctime)s pamd %(message)s")
     brain = Brain.find(args.brain)
     return daemon(brain, every, args.defrag_at)

@@ -26,6 +26,11 @@ def run(args) -> int:
         flag = "  OVER" if t["budget"] and t["tokens"] > t["budget"] else ""
         print(f"{t['tier']:<5}{t['entries']:>9}{t['tokens']:>10,}{budget:>10}  {t['neuro']}{flag}")
     print(f"index: {st['index']}")
+    sc = st["schedule"]
+    defrag = ("defrag off (left to the nightly pull-request workflow or a person)" if sc["defrag_at"] == "off"
+              else f"defrag daily at {sc['defrag_at']} UTC")
+    print(f"schedule: compact every {sc['compact_every_minutes']:g} min, {defrag}; "
+          f"due now: {' '.join(sc['due']) or 'nothing'}")
     print("recent pamd commits:")
     for c in st["commits"] or [{"sha": "", "date": "", "subject": "(none)"}]:
         print(f"  {c['sha']} {c['date']} {c['subject']}")

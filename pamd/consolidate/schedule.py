@@ -3,6 +3,10 @@
 Due-ness is read from the brain's own history (the `Pamd-Now` trailer of the
 last compact/defrag commit), so cron, CI, a hook and the daemon agree, and a
 simulated clock (--now) works the same as the real one.
+
+`defrag_at = "off"` leaves the nightly defrag to something else, the pull-request
+workflow of `pamd init --ci`: a defrag on a branch under review is not in HEAD's
+history, so without it run-due and the daemon would defrag main as well, unreviewed.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import signal
 import threading
 from datetime import UTC, datetime, timedelta
 
-from pamd.core.config import clock_time
+from pamd.core.config import clock_time, is_off
 from pamd.core.entry import parse_time
 from pamd.edge.brain import Brain
 from pamd.errors import PamdError
@@ -53,11 +57,20 @@ def note_idle_run(brain: Brain, mode: str, now: datetime) -> None:
     write_atomic(brain.state_dir / IDLE, json.dumps(runs))
 
 
+def defrag_off(at: str) -> bool:
+    """Whether the nightly defrag is switched off (`"off"`); a bad time is refused."""
+    if is_off(at):
+        return True
+    if clock_time(at) is None:
+        raise PamdError(f"bad defrag time {at!r}", 'use "HH:MM", 00:00 to 23:59 UTC, or "off"')
+    return False
+
+
 def defrag_slot(now: datetime, at: str) -> datetime:
     """The most recent scheduled defrag time at or before `now` (UTC)."""
     hhmm = clock_time(at)
     if hhmm is None:
-        raise PamdError(f"bad defrag time {at!r}", 'use "HH:MM", 00:00 to 23:59 UTC')
+        raise PamdError(f"bad defrag time {at!r}", 'use "HH:MM", 00:00 to 23:59 UTC, or "off"')
     hh, mm = hhmm
     slot = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
     return slot if slot <= now else slot - timedelta(days=1)
@@ -71,7 +84,7 @@ def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
     minutes = float(cfg["compact_every_minutes"]) if compact_minutes is None else compact_minutes
     out = []
     last = last_run(brain, "defrag")
-    if last is None or last < defrag_slot(now, at):
+    if not defrag_off(at) and (last is None or last < defrag_slot(now, at)):
         out.append("defrag")
     # A defrag does everything a compact does, so it counts as one.
     last_c = max((t for t in (last_run(brain, "compact"), last) if t), default=None)
@@ -109,7 +122,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     if not minutes > 0:
         raise PamdError(f"the compact interval must be above 0 minutes, got {minutes:g}")
     at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
-    defrag_slot(datetime.now(UTC), at)  # a bad time is refused before the daemon starts
+    off = defrag_off(at)  # a bad time is refused before the daemon starts
 
     clock = clock or (lambda: datetime.now(UTC))
 
@@ -156,10 +169,12 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     # time, computed once, which an hour's DST change would shift for half the year.
     # Each time a new slot passes (also across a suspend: the clock jumps past it),
     # the brain's history decides, as for run-due: a defrag cron or CI already ran is not redone.
-    seen_slot = defrag_slot(clock(), at)
+    seen_slot = None if off else defrag_slot(clock(), at)
 
     def defrag_when_due() -> None:
         nonlocal seen_slot
+        if off:
+            return
         slot = defrag_slot(clock(), at)
         if slot != seen_slot:
             seen_slot = slot
@@ -170,7 +185,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         stop.set()
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    log.info("pamd daemon on %s: compact every %g min, defrag daily at %s UTC", brain.root, minutes, at)
+    log.info("pamd daemon on %s: compact every %g min, %s", brain.root, minutes,
+             "no defrag (defrag_at is off)" if off else f"defrag daily at {at} UTC")
     try:
         run_what_is_due()  # what was missed before the start (the machine was off at defrag_at)
         while not stop.is_set():

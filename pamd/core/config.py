@@ -80,8 +80,8 @@ def check_value(name: str, want: Any, got: Any) -> str | None:
     if isinstance(want, str):
         if not isinstance(got, str):
             return f"expected a string, got {_show(got)}"
-        if name == "schedule.defrag_at" and clock_time(got) is None:
-            return f'expected "HH:MM" (00:00 to 23:59, UTC), got {_show(got)}'
+        if name == "schedule.defrag_at" and clock_time(got) is None and not is_off(got):
+            return f'expected "HH:MM" (00:00 to 23:59, UTC) or "off", got {_show(got)}'
         return None
     if isinstance(want, list):
         return None if isinstance(got, list) else f"expected a list, got {_show(got)}"
@@ -96,6 +96,12 @@ def clock_time(value: str) -> tuple[int, int] | None:
     if not m or int(m[1]) > 23 or int(m[2]) > 59:
         return None
     return int(m[1]), int(m[2])
+
+
+def is_off(value: str) -> bool:
+    """A schedule time switched off: `defrag_at = "off"` leaves the nightly defrag to something
+    else (the pull-request workflow of `pamd init --ci`)."""
+    return value.strip().lower() == "off"
 
 
 def problems(own: dict[str, Any]) -> list[tuple[str, str]]:

@@ -37,4 +37,15 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
         sha, date, subject = line.split("\x1f", 2)
         commits.append({"sha": sha, "date": date, "subject": subject})
     return {"brain": str(brain.root), "name": brain.config["brain"].get("name", ""),
-            "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain)}
+            "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain),
+            "schedule": schedule(brain, now)}
+
+
+def schedule(brain: Brain, now: datetime) -> dict[str, Any]:
+    """The schedule of pamd.toml and what `pamd run-due` would run at `now`."""
+    from pamd.consolidate.schedule import defrag_off, due
+
+    cfg = brain.config["schedule"]
+    at = str(cfg["defrag_at"])
+    return {"compact_every_minutes": cfg["compact_every_minutes"],
+            "defrag_at": "off" if defrag_off(at) else at, "due": due(brain, now)}

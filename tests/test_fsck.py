@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -227,3 +228,53 @@ def test_fsck_outside_a_brain_and_bad_skip(tmp_path, capsys):
 def test_fsck_rejects_an_unknown_check(brain):
     code, _, err = brain("fsck", "--skip", "nope")
     assert code == 1 and "unknown check 'nope'" in err
+
+
+def _summaries_of(root, eid: str) -> list[tuple[str, int, str]]:
+    """(path, header line, summary id) of every summary of the tree whose from= names `eid`."""
+    out = []
+    for p in sorted(root.glob("memory/L[1-3]/*.md")) + [root / "MEMORY.md"]:
+        lines = p.read_text().split("\n")
+        for i, line in enumerate(lines):
+            if re.search(rf"from=(\S+,)?{eid}\b", line):
+                out.append((p.relative_to(root).as_posix(), i, lines[i - 1].split()[1]))
+    return out
+
+
+def test_fsck_finds_a_message_behind_two_summaries_after_merging_a_stale_defrag_branch(brain, tmp_path):
+    """The nightly defrag PR takes an old message to MEMORY.md while main's compaction files it
+    in L2; git merges both without a conflict on them. fsck names the id and both places, also
+    once a later defrag took one of them into another summary, and says which one to delete."""
+    root = brain.cwd
+    f = tmp_path / "one.jsonl"
+    f.write_text(json.dumps({"ts": "2026-11-19T10:00:00Z", "role": "user", "session": "s19",
+                             "text": "We decided to use Postgres 16 for the ledger service, final decision."}) + "\n")
+    assert brain("ingest", str(f), now="2026-11-26T07:00:00Z")[0] == 0
+    eid = re.search(r"^### (e-[0-9a-f]{12}) ", next(root.glob("memory/L0/*.md")).read_text(), re.M).group(1)
+    assert brain("defrag", "--branch", "pamd/defrag-2026-11-27", now="2026-11-27T02:30:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T03:00:00Z")[0] == 0
+    subprocess.run(["git", "merge", "-q", "--no-edit", "pamd/defrag-2026-11-27"], cwd=root, capture_output=True)
+    git(root, "checkout", "--theirs", "STATE.md")  # the snapshot: the next run writes it anew
+    git(root, "commit", "-qam", "merge the nightly defrag")
+    two = _summaries_of(root, eid)
+    assert [p for p, _, _ in two] == ["memory/L2/2026-11-19.md", "MEMORY.md"], two
+    (l2, l2_line, _), (mem, mem_line, _) = two
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 1, out
+    assert (f"{mem}:{mem_line}: {eid} is behind two summaries: {mem}:{mem_line} and {l2}:{l2_line}, "
+            "so it counts twice") in out, out
+    assert f"the summary at {l2}:{l2_line} stands for nothing the other does not: delete it" in out
+    assert out.count(" counts twice ") == 1 and "1 problem;" in out
+
+    # A later defrag takes the L2 one into another summary: still found, through history.
+    assert brain("defrag", now="2026-12-05T02:30:00Z")[0] == 0
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 1 and f"{eid} is behind two summaries: " in out, out
+
+    # What the hint says: delete the summary that restates the other, commit; fsck is content.
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    l2_text = (root / l2).read_text()
+    (root / l2).write_text(re.sub(rf"(?m)^### {two[0][2]} .*\n.*\n(>.*\n)*", "", l2_text))
+    git(root, "commit", "-qam", "delete the summary the merge doubled")
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-HELP = "verify the brain: format, unique ids, provenance through history, recalls, ledger, index"
+HELP = "verify the brain: format, unique ids, provenance through history, recalls, ledger, no message twice, index"
 EXAMPLE = """
 pamd fsck
 pamd fsck --skip index     # ignore a stale search index
@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
         action="append",
         default=[],
         metavar="CHECK",
-        help="skip a check (conflicts, format, provenance, recalls, ledger, synapse, index)",
+        help="skip a check (conflicts, format, provenance, recalls, ledger, twice, synapse, index)",
     )
     p.add_argument(
         "--deep", action="store_true", help="locate every provenance id one by one (slower)"

@@ -9,6 +9,9 @@ Checks, in order (each a function returning problems):
               ledger id is accounted for: in the tree, behind a summary of the tree
               (through `from=`, also of summaries that left it), or on a commit's
               `Dropped` line; else it was lost without a word
+  twice       no message stands twice: an id behind two summaries of the tree (directly
+              or through summaries that left it), or in the tree and behind a summary;
+              what merging a nightly defrag branch made stale by compactions on main leaves
   synapse     pulled files carry their attribution (source, commit)
   index       the index manifest in .pamd/index matches the tree (skipped without one)
 
@@ -29,6 +32,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 
+from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, Problem, conflict_marker, parse_doc, split_frontmatter
 from pamd.edge import lineage
 from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
@@ -197,6 +201,92 @@ def _unaccounted(
     return problems
 
 
+def twice(brain: Brain, history: History | None = None) -> list[Problem]:
+    """Ids that two entries of the tree stand for: behind two summaries, or in the tree and behind one.
+
+    Each entry of the tree is walked down through `from=` (the tree's version of a summary,
+    else the one history added), so a message behind a summary that a later defrag took
+    into another counts as behind that one. On a sound brain these walks never meet, so
+    this is one visit per id of the lineage. Only the highest id where two walks meet is
+    reported, not every id below it.
+    """
+    here: dict[str, Entry] = {}
+    for e in _entries(brain):
+        here.setdefault(e.id, e)  # an id twice in the tree is format_'s finding
+    if not any(e.sources for e in here.values()):
+        return []
+    lin: lineage.Lineage | None = None
+    stands: dict[str, list[Entry]] = {}  # id -> the tree entries that stand for it (itself included)
+    parents: dict[str, set[str]] = {}
+    for top in here.values():
+        stands.setdefault(top.id, []).append(top)
+        if not top.sources:
+            continue
+        seen = {top.id}
+        stack = [top.id]
+        while stack:
+            eid = stack.pop()
+            e = here.get(eid)
+            if e is not None:
+                srcs = e.sources
+            else:
+                lin = lin or (history or _history(brain))()
+                srcs = lin.sources.get(eid, ())
+            for src in srcs:
+                parents.setdefault(src, set()).add(eid)
+                if src not in seen:
+                    seen.add(src)
+                    stands.setdefault(src, []).append(top)
+                    stack.append(src)
+    problems = []
+    for eid, tops in stands.items():
+        if len(tops) < 2:
+            continue
+        ids = {t.id for t in tops}
+        if any(len(stands.get(p, ())) >= 2 and {t.id for t in stands[p]} >= ids for p in parents.get(eid, ())):
+            continue  # the id above it stands twice the same way: that one is reported
+        problems.append(_twice_problem(eid, tops, stands))
+    return sorted(problems, key=lambda p: (p.path, p.line))
+
+
+def _twice_problem(eid: str, tops: list[Entry], stands: dict[str, list[Entry]]) -> Problem:
+    where = sorted(tops, key=lambda e: (e.path, e.line_start))
+    at = {e.id: f"{e.path}:{e.line_start}" for e in where}
+    behind = [e for e in where if e.id != eid]
+    if len(behind) < len(where):
+        said = f"is in the tree at {at[eid]} and behind the summary at {_and([at[e.id] for e in behind])}"
+    else:
+        said = f"is behind {NUMBERS.get(len(where), len(where))} summaries: {_and(list(at.values()))}"
+
+    def restates(e: Entry) -> bool:
+        """Everything `e` stands for is behind another entry of `tops` too: deleting it loses nothing."""
+        others = {t.id for t in tops if t.id != e.id}
+        return e.id == eid or all(others & {t.id for t in stands.get(s, ())} for s in e.sources)
+
+    spare = sorted((e for e in where if restates(e)), key=lambda e: (e.id != eid, tier_rank(e.tier)))
+    if spare and spare[0].id == eid:
+        hint = f"delete it at {at[eid]} and commit (the summary holds it)"
+    elif spare:
+        hint = (f"the summary at {at[spare[0].id]} stands for nothing the "
+                f"{'other does' if len(where) == 2 else 'others do'} not: delete it and commit")
+    else:
+        hint = (f"remove {eid} from the from= of one of them (with the words it gave), "
+                "or keep both: nothing is lost")
+    return Problem(where[0].path, where[0].line_start,
+                   f"{eid} {said}, so it counts twice (a merged stale defrag branch? docs/hooks.md); {hint}")
+
+
+NUMBERS = {2: "two", 3: "three"}
+
+
+def tier_rank(tier: str) -> int:
+    return {"L0": 0, "L1": 1, "L2": 2, "L3": 3}.get(tier, 4)
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def synapse(brain: Brain) -> list[Problem]:
     base = brain.path(SYNAPSE_DIR)
     problems = []
@@ -290,6 +380,7 @@ CHECKS: dict[str, Callable[[Brain], list[Problem]]] = {
     "provenance": provenance,
     "recalls": recalls,
     "ledger": ledger,
+    "twice": twice,
     "synapse": synapse,
     "index": index,
 }
@@ -307,8 +398,8 @@ def fsck(brain: Brain, skip: tuple[str, ...] = (), deep: bool = False) -> dict[s
             continue
         if name == "provenance":
             out[name] = provenance(brain, deep, history)
-        elif name == "ledger":
-            out[name] = ledger(brain, history)
+        elif name in ("ledger", "twice"):
+            out[name] = fn(brain, history)
         else:
             out[name] = fn(brain)
     if "conflicts" in out and "format" in out:  # `pamd check` flags markers too: report them once

@@ -363,10 +363,19 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
     git(root, "push", "-q", "origin", "main")
     stub = tmp_path / "stub"
     stub.mkdir()
+    # The stub logs each call's arguments to GH_LOG.<command>-<subcommand> (a "--" line after
+    # each call), lists the open pull requests of GH_PRS (what `--jq` would print) and answers
+    # `pr view` with a URL.
     (stub / "gh").write_text(
-        '#!/bin/sh\nprintf "%s\\n" "$@" > "$GH_LOG"\nwhile [ $# -gt 0 ]; do\n'
+        '#!/bin/sh\nf="$GH_LOG.$1-$2"\nprintf "%s\\n" "$@" -- >> "$f"\n'
+        'case "$1 $2" in\n  "pr view") echo https://github.com/o/brain/pull/9 ;;\n'
+        '  "pr list") cat "$GH_PRS" ;;\nesac\n'
+        'while [ $# -gt 0 ]; do\n'
         '  [ "$1" = --body-file ] && cp "$2" "$GH_LOG.body"; shift\ndone\n'
     )
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    branch = f"pamd/defrag-{today}"
+    (tmp_path / "prs").write_text(f"3 pamd/defrag-2026-11-20\n5 feature/x\n8 {branch}\n")
     (stub / "gh").chmod(0o755)
     out_file = tmp_path / "gh-output"
     env = {
@@ -374,14 +383,46 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
         "PATH": f"{stub}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
         "GITHUB_OUTPUT": str(out_file),
         "GH_LOG": str(tmp_path / "gh.log"),
+        "GH_PRS": str(tmp_path / "prs"),
         "PAMD_NOW": iso(T0 + timedelta(days=6)),
+        "GITHUB_EVENT_NAME": "schedule",
     }
+    outputs = run_workflow_steps(root, env, out_file)
+    assert outputs.get("branch") == branch
+    assert git(origin, "rev-parse", "--verify", f"refs/heads/{branch}").strip()
+    args = (tmp_path / "gh.log.pr-create").read_text().split("\n")
+    assert args[:6] == ["pr", "create", "--base", "main", "--head", branch]
+    body = (tmp_path / "gh.log.body").read_text()
+    assert "files changed" in body and "Pamd-Run: defrag" in body and "Pamd-Compression:" in body
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"  # checkout untouched
+    # An older defrag pull request is closed for the new one; others and the new one are left.
+    closed = (tmp_path / "gh.log.pr-close").read_text().split("--\n")[:-1]
+    assert [c.split("\n")[2] for c in closed] == ["3"], closed
+    assert "--delete-branch" in closed[0] and "Superseded by https://github.com/o/brain/pull/9" in closed[0]
+
+    # The schedule again the same day: the branch is on origin, nothing happens.
+    (tmp_path / "gh.log.pr-close").unlink()
+    assert run_workflow_steps(root, env, out_file) == {}
+    # Run by hand (the PR went stale as main compacted): a fresh defrag replaces it.
+    git(root, "branch", "-D", branch)
+    assert brain("remember", "An old note about the staging box.", now=iso(T0))[0] == 0
+    outputs = run_workflow_steps(root, {**env, "GITHUB_EVENT_NAME": "workflow_dispatch"}, out_file)
+    assert outputs.get("branch", "").startswith(f"{branch}-"), outputs
+    closed = (tmp_path / "gh.log.pr-close").read_text().split("--\n")[:-1]
+    assert [c.split("\n")[2] for c in closed] == ["3", "8"], closed
+
+
+def run_workflow_steps(root, env: dict, out_file) -> dict[str, str]:
+    """The workflow's shell steps in order, as Actions would run them; their outputs."""
     outputs: dict[str, str] = {}
+    out_file.write_text("")
     expressions = {"github.token": "t0ken", "github.ref_name": "main"}
     for step in workflow()["jobs"]["defrag"]["steps"]:
         if "run" not in step or "pip install" in step["run"]:
             continue  # checkout/setup-python/install: the test environment already has them
-        if "if" in step and not outputs.get("branch"):
+        if "steps.defrag.outputs.ran" in step.get("if", "") and not outputs.get("ran"):
+            continue
+        if "if" in step and "outputs.ran" not in step["if"] and not outputs.get("branch"):
             continue
         if "steps.probe.outputs.status" in step.get("if", "") and outputs.get("status") != "lost":
             continue
@@ -405,15 +446,7 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
             outputs.update(
                 ln.split("=", 1) for ln in out_file.read_text().splitlines() if "=" in ln
             )
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    branch = f"pamd/defrag-{today}"
-    assert outputs.get("branch") == branch
-    assert git(origin, "rev-parse", "--verify", f"refs/heads/{branch}").strip()
-    args = (tmp_path / "gh.log").read_text().split("\n")
-    assert args[:6] == ["pr", "create", "--base", "main", "--head", branch]
-    body = (tmp_path / "gh.log.body").read_text()
-    assert "files changed" in body and "Pamd-Run: defrag" in body and "Pamd-Compression:" in body
-    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"  # checkout untouched
+    return outputs
 
 
 # ---------------------------------------------------------------- docs

@@ -241,8 +241,9 @@ class Repo:
     def switch(self, name: str) -> None:
         self._run("switch", "-q", name)
 
-    def run(self, *args: str) -> str:
-        return self._run(*args)
+    def run(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """`git ARGS`; `env` adds variables for this one command (its hooks see them too)."""
+        return self._run(*args, env=env)
 
     def _exec(self, args: list[str], **kwargs) -> str:
         # `git status` and `git diff` refresh the index under index.lock when they
@@ -257,9 +258,9 @@ class Repo:
             kwargs["pass_fds"] = (self.hold_fd,)
         return self.git.execute(["git", *args], **kwargs)
 
-    def _run(self, *args: str, strip: bool = True) -> str:
+    def _run(self, *args: str, strip: bool = True, env: dict[str, str] | None = None) -> str:
         try:
-            return self._exec(list(args), strip_newline_in_stdout=strip)
+            return self._exec(list(args), strip_newline_in_stdout=strip, **({"env": env} if env else {}))
         except git.GitCommandError as exc:
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
 

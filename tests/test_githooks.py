@@ -307,6 +307,41 @@ def test_init_ci_lays_down_the_workflow_and_pre_commit_config(tmp_path, capsys):
     }
 
 
+def test_init_ci_on_an_existing_brain_adds_only_the_missing_ci_files_in_one_commit(brain):
+    root = brain.cwd
+    assert brain("remember", "We decided to keep invoices for seven years.")[0] == 0
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / ".pre-commit-config.yaml").write_text("repos: []  # mine\n")
+    git(root, "add", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "my own pre-commit config")
+    code, out, err = brain("init", "--ci")
+    assert code == 0, err
+    assert "kept .pre-commit-config.yaml" in out and "added .github/workflows/pamd-nightly.yml" in out
+    assert (root / ".pre-commit-config.yaml").read_text() == "repos: []  # mine\n"  # never overwritten
+    assert git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "2"  # theirs + one of pamd's
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [
+        ".github/workflows/pamd-nightly.yml"]
+    assert "Pamd-Run: init-ci" in git(root, "log", "-1", "--format=%B")
+    assert (root / ".github/workflows/pamd-nightly.yml").read_text() == (
+        REPO / "templates" / "ci" / "pamd-nightly.yml").read_text()
+    assert git(root, "status", "--porcelain") == ""
+    # both there now: nothing to add, one line, no commit
+    tip = git(root, "rev-parse", "HEAD").strip()
+    code, out, err = brain("init", "--ci")
+    assert code == 1 and err.startswith("pamd: error: ") and err.count("\n") == 1
+    assert "already has .github/workflows/pamd-nightly.yml and .pre-commit-config.yaml" in err
+    assert git(root, "rev-parse", "HEAD").strip() == tip
+    # a brain without either gets both in one commit
+    git(root, "rm", "-q", "-r", ".github", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "no CI")
+    assert brain("init", "--ci")[0] == 0
+    assert sorted(git(root, "show", "--name-only", "--format=", "HEAD").split()) == [
+        ".github/workflows/pamd-nightly.yml", ".pre-commit-config.yaml"]
+    # plain init on a brain still refuses, pointing at --ci
+    code, _, err = brain("init")
+    assert code == 1 and "already a pamd brain" in err and "init --ci" in err
+
+
 def workflow() -> dict:
     return yaml.safe_load((REPO / "templates" / "ci" / "pamd-nightly.yml").read_text())
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import git
 
 from pamd.edge.fault import checkpoint
 from pamd.errors import PamdError
+
+_RUN = re.compile(r"^Pamd-Run: (\S+)$", re.M)
 
 
 class Repo:
@@ -189,6 +192,9 @@ class Repo:
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", email),
             "PAMD_COMMIT": "1",  # lets a brain's hooks tell pamd's own commits from a person's
         }
+        run = _RUN.search(message)
+        if run:  # and which run it is (a hook sees no message): the pamd-probe hook passes ingests
+            env["PAMD_RUN"] = run.group(1)
         existing = [p for p in paths if (self.root / p).exists()]
         try:
             checkpoint("git:add")

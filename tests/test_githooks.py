@@ -376,11 +376,17 @@ def test_workflow_template_parses_and_runs_real_pamd_commands():
     assert "--branch" in calls[1]
     pr = next(s for s in steps if "gh pr create" in s.get("run", ""))
     assert "%(trailers)" in pr["run"] and "probe.txt" in pr["run"]
-    assert steps[-1]["if"] == "steps.probe.outputs.status == 'lost'" and "exit 1" in steps[-1]["run"]
+    assert steps[-1]["if"] == "steps.probe.outputs.status == 'lost' || steps.probe.outputs.status == 'error'"
+    assert "exit 1" in steps[-1]["run"]
+    assert "--against" in calls[2]  # the base is probed too: only a fact newly lost fails the check
 
 
-def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_path):
-    """Run the workflow's shell steps for real: a bare `origin`, a stub `gh`, the real pamd."""
+def run_workflow(brain, tmp_path, probes: str | None = None):
+    """Run the workflow's shell steps for real: a bare `origin`, a stub `gh`, the real pamd.
+
+    Returns (outputs, [(step name, CompletedProcess)]) of the steps that ran."""
+    from datetime import timedelta
+
     from test_fsck import START as T0
     from test_fsck import day_of_messages, iso
 
@@ -389,9 +395,11 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
         assert (
             brain("ingest", str(day_of_messages(tmp_path / f"d{d}.jsonl", d)), now=iso(T0))[0] == 0
         )
-    from datetime import timedelta
-
     assert brain("compact", now=iso(T0 + timedelta(days=2, hours=14)))[0] == 0
+    if probes is not None:
+        (root / "probes.jsonl").write_text(probes)
+        git(root, "add", "probes.jsonl")
+        git(root, "commit", "-q", "-m", "probes")
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(origin))
     git(root, "remote", "add", "origin", str(origin))
@@ -412,18 +420,19 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
         "PAMD_NOW": iso(T0 + timedelta(days=6)),
     }
     outputs: dict[str, str] = {}
+    ran = []
     expressions = {"github.token": "t0ken", "github.ref_name": "main"}
     for step in workflow()["jobs"]["defrag"]["steps"]:
         if "run" not in step or "pip install" in step["run"]:
             continue  # checkout/setup-python/install: the test environment already has them
         if "if" in step and not outputs.get("branch"):
             continue
-        if "steps.probe.outputs.status" in step.get("if", "") and outputs.get("status") != "lost":
+        if "steps.probe.outputs.status" in step.get("if", "") and outputs.get("status") not in ("lost", "error"):
             continue
         step_env = {}
         for k, v in step.get("env", {}).items():
             v = re.sub(
-                r"\$\{\{\s*steps\.defrag\.outputs\.(\w+)\s*\}\}",
+                r"\$\{\{\s*steps\.\w+\.outputs\.(\w+)\s*\}\}",
                 lambda m: outputs.get(m.group(1), ""),
                 v,
             )
@@ -435,11 +444,20 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
             text=True,
             env={**env, **step_env},
         )
-        assert r.returncode == 0, f"{step.get('name')}: {r.stdout}{r.stderr}"
+        ran.append((step.get("name"), r))
         if out_file.exists():
             outputs.update(
                 ln.split("=", 1) for ln in out_file.read_text().splitlines() if "=" in ln
             )
+    return outputs, ran
+
+
+def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_path):
+    root = brain.cwd
+    origin = tmp_path / "origin.git"
+    outputs, ran = run_workflow(brain, tmp_path)
+    for name, r in ran:
+        assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}"
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     branch = f"pamd/defrag-{today}"
     assert outputs.get("branch") == branch
@@ -449,6 +467,32 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
     body = (tmp_path / "gh.log.body").read_text()
     assert "files changed" in body and "Pamd-Run: defrag" in body and "Pamd-Compression:" in body
     assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"  # checkout untouched
+
+
+ZEBRA = '{"question": "what is the zebra password policy?", "expect_text": "zebra-unicorn-policy-42"}\n'
+
+
+def test_workflow_does_not_blame_the_defrag_for_a_probe_already_lost_on_the_base(brain, tmp_path):
+    """The probe step ran `pamd probe` on the branch only: a fact never found on main failed
+    every night's check as "this defrag loses a fact"."""
+    outputs, ran = run_workflow(
+        brain, tmp_path, '{"question": "revenue report rows", "expect_text": "revenue report"}\n' + ZEBRA)
+    for name, r in ran:
+        assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}"
+    assert outputs.get("status") == "ok"
+    probe = next(r for name, r in ran if name.startswith("Probe"))
+    assert "probes.jsonl:2: not found (nor at" in probe.stdout and "1 of 2 probes resolve" in probe.stdout
+    assert "Probes (pamd probe" in (tmp_path / "gh.log.body").read_text()
+    assert git(brain.cwd, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_workflow_tells_a_broken_probes_file_from_a_lost_fact(brain, tmp_path):
+    outputs, ran = run_workflow(brain, tmp_path, ZEBRA + "{not json\n")
+    assert outputs.get("status") == "error"
+    name, last = ran[-1]
+    assert name.startswith("Fail the check") and last.returncode == 1
+    assert "pamd probe could not run" in last.stderr and "loses" not in last.stderr
+    assert "probes.jsonl:2: expected" in (tmp_path / "gh.log.body").read_text()
 
 
 # ---------------------------------------------------------------- docs

@@ -322,8 +322,10 @@ def test_init_ci_on_an_existing_brain_adds_only_the_missing_ci_files_in_one_comm
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [
         ".github/workflows/pamd-nightly.yml"]
     assert "Pamd-Run: init-ci" in git(root, "log", "-1", "--format=%B")
-    assert (root / ".github/workflows/pamd-nightly.yml").read_text() == (
-        REPO / "templates" / "ci" / "pamd-nightly.yml").read_text()
+    from pamd.edge.layout import ci_files
+
+    assert (root / ".github/workflows/pamd-nightly.yml").read_text() == ci_files()[
+        ".github/workflows/pamd-nightly.yml"]
     assert git(root, "status", "--porcelain") == ""
     # both there now: nothing to add, one line, no commit
     tip = git(root, "rev-parse", "HEAD").strip()

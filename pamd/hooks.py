@@ -174,17 +174,29 @@ def index(brain) -> str:
             "`pamd recall` refreshes it")
 
 
+# pamd's runs that only add raw entries: they cannot lose a fact (and may bring one back).
+ADDS_ONLY = ("ingest", "remember")
+
+
 def probe(brain) -> int:
-    """`pamd probe`, here if the search stack is installed, else with the person's own pamd."""
+    """`pamd probe --against HEAD`: fails only for a probed fact that resolves at HEAD and not
+    in the tree being committed. A probe lost before (or a fact not learned yet) does not hold
+    up the brain; pamd's ingest/remember commits are not probed at all. Runs here if the
+    search stack is installed, else with the person's own pamd."""
     if not (brain.root / "probes.jsonl").is_file():
         return 0
+    if pamd_is_committing(brain) and os.environ.get("PAMD_RUN") in ADDS_ONLY:
+        return 0
+    argv = ["probe", "--brain", str(brain.root)]
+    if brain.repo.head() is not None:
+        argv += ["--against", "HEAD"]
     if importlib.util.find_spec("hnswlib") is not None:
         from pamd.cli import main as pamd_main
 
-        return pamd_main(["probe", "--brain", str(brain.root)])
+        return pamd_main(argv)
     other = _other_pamd()
     if other:
-        return subprocess.run([other, "probe", "--brain", str(brain.root)]).returncode
+        return subprocess.run([other, *argv]).returncode
     print("pamd: error: pamd-probe needs pamd's search stack (pip install 'pamd[search]'), "
           "or add it as additional_dependencies of the hook", file=sys.stderr)
     return 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -154,6 +155,39 @@ def test_defrag_on_a_branch_leaves_the_checkout_alone(week):
     assert git(root, "rev-parse", "defrag/nightly^").strip() == head
     assert git(root, "status", "--porcelain") == ""
     assert week("defrag", "--branch", "../evil", now=iso(START + timedelta(days=5)))[0] == 1
+
+
+def test_defrag_branch_does_not_index_its_throwaway_worktree(week, tmp_path):
+    """pamd's post-checkout hook fires in the worktree `defrag --branch` makes; it must not
+    embed the whole brain there (under the brain's lock) for a folder deleted a moment later."""
+    from pamd.edge.brain import Brain
+    from pamd.edge.githooks import hooks_dir, install_hooks
+
+    root = week.cwd
+    install_hooks(Brain(root))
+    hooks = hooks_dir(Brain(root))
+    (hooks / "post-checkout").rename(hooks / "post-checkout.pamd")
+    log = tmp_path / "post-checkout.log"
+    (hooks / "post-checkout").write_text(
+        f'#!/bin/sh\n"$(dirname "$0")/post-checkout.pamd" "$@" 2>> "{log}"\n'
+        f'echo "ran in $PWD" >> "{log}"\n'
+        f'[ -d .pamd/index ] && echo "indexed $PWD" >> "{log}"\nexit 0\n')
+    (hooks / "post-checkout").chmod(0o755)
+    (hooks / "pre-commit").rename(hooks / "pre-commit.pamd")
+    (hooks / "pre-commit").write_text(
+        f'#!/bin/sh\necho "pre-commit in $PWD PAMD_HOOK_INDEX=$PAMD_HOOK_INDEX" >> "{log}"\n'
+        'exec "$(dirname "$0")/pre-commit.pamd" "$@"\n')
+    (hooks / "pre-commit").chmod(0o755)
+    code, out, err = week("defrag", "--branch", "pamd/nightly", now=iso(START + timedelta(days=5)))
+    assert code == 0 and "pamd defrag" in out, err
+    text = log.read_text()
+    assert "ran in" in text and "pamd-defrag-" in text  # the hook did run, in the worktree
+    assert "indexed" not in text and "index refresh skipped" in text, text
+    # pamd's commit in the worktree still runs the brain's pre-commit hook, env untouched
+    assert re.search(r"pre-commit in \S*pamd-defrag-\S*/brain PAMD_HOOK_INDEX=\n", text), text
+    # a person's own checkout still refreshes the index
+    git(root, "checkout", "-q", "pamd/nightly")
+    assert f"indexed {root}" in log.read_text()
 
 
 def test_defrag_plan_on_a_branch_only_plans(week):

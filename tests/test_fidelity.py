@@ -36,12 +36,52 @@ def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
     assert res[0]["rank"] is not None and res[1]["rank"] is None
 
 
+def test_probe_against_a_commit_fails_only_for_a_fact_lost_since(brain, tmp_path):
+    f = tmp_path / "s.jsonl"
+    rows = [
+        {"ts": "2026-11-30T08:00:00Z", "role": "user", "text": "We decided to host billing on Postgres 16.",
+         "session": "p"},
+        {"ts": "2026-11-30T08:01:00Z", "role": "tool",
+         "text": "[tool result] cron: staging password rotation runs on the 3rd of each month", "session": "p"},
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T08:05:00Z")[0] == 0
+    (brain.cwd / "probes.jsonl").write_text(
+        '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\n'
+        '{"question": "when does the staging password rotation run", "expect_text": "3rd of each month"}\n'
+        '{"question": "what is the zebra password policy", "expect_text": "zebra-unicorn-42"}\n')
+    git(brain.cwd, "add", "probes.jsonl")
+    git(brain.cwd, "commit", "-qm", "probes")
+    before = git(brain.cwd, "rev-parse", "HEAD").strip()
+    # never found (not learned yet): lost to plain probe, not lost against HEAD
+    assert brain("probe", now="2026-11-30T08:10:00Z")[0] == 1
+    code, out, err = brain("probe", "--against", "HEAD", now="2026-11-30T08:10:00Z")
+    assert code == 0, out + err
+    assert f"probes.jsonl:3: not found (nor at {before[:8]}" in out
+    assert brain("compact", now="2026-11-30T13:00:00Z")[0] == 0  # drops the cron tool result
+    code, out, err = brain("probe", "--against", before, now="2026-11-30T13:05:00Z")
+    assert code == 1, out + err
+    assert f"probes.jsonl:2: LOST (resolves at {before[:8]}: memory/L0/2026-11-30.md:" in out
+    assert f"1 of 3 probes resolve; 1 lost since {before[:8]}, 1 not found there either" in out
+    code, out, _ = brain("probe", "--against", before, "--json", now="2026-11-30T13:05:00Z")
+    rows = json.loads(out)
+    assert code == 1 and [r["lost"] for r in rows] == [False, True, False]
+    assert rows[1]["rank_at_against"] == 1 and rows[2]["rank_at_against"] is None
+    assert "rank_at_against" not in rows[0]
+    # against itself nothing is newly lost; no worktree is left behind
+    assert brain("probe", "--against", "HEAD", now="2026-11-30T13:05:00Z")[0] == 0
+    assert git(brain.cwd, "worktree", "list", "--porcelain").count("worktree ") == 1
+    code, _, err = brain("probe", "--against", "no-such-branch")
+    assert code == 2 and err.startswith("pamd: error: --against 'no-such-branch' is no commit")
+
+
 def test_probe_bad_file_is_one_clear_line(brain):
+    # exit 2: the probes could not run (1 says a probe is lost)
     code, _, err = brain("probe")
-    assert code == 1 and "no probes.jsonl" in err
+    assert code == 2 and "no probes.jsonl" in err
     (brain.cwd / "probes.jsonl").write_text("{not json\n")
     code, _, err = brain("probe")
-    assert code == 1 and "probes.jsonl:1:" in err
+    assert code == 2 and "probes.jsonl:1:" in err
 
 
 def test_probe_file_from_the_cwd_the_root_or_outside_the_brain(brain, tmp_path):
@@ -59,9 +99,9 @@ def test_probe_file_from_the_cwd_the_root_or_outside_the_brain(brain, tmp_path):
             code, out, err = brain("probe", "--file", name)
             assert code == 0 and "1 of 1 probes resolve" in out, (name, err)
         code, _, err = brain("probe", "--file", "missing.jsonl")
-        assert code == 1 and err.startswith("pamd: error: missing.jsonl: no such file (check the path")
+        assert code == 2 and err.startswith("pamd: error: missing.jsonl: no such file (check the path")
         code, _, err = brain("probe", "--file", "..")
-        assert code == 1 and err == "pamd: error: .. is a directory (name a .jsonl file of probes)\n"
+        assert code == 2 and err == "pamd: error: .. is a directory (name a .jsonl file of probes)\n"
     finally:
         brain.cwd = root
 
@@ -234,7 +274,7 @@ def test_probe_of_the_wrong_shape_is_one_clear_line_not_a_silent_lost(brain, lin
     "['Thursday']": the probe reported LOST though its fact was there."""
     (brain.cwd / "probes.jsonl").write_text('{"question": "ok", "expect_text": "x"}\n' + line + "\n")
     code, _, err = brain("probe")
-    assert code == 1 and "probes.jsonl:2: expected" in err
+    assert code == 2 and "probes.jsonl:2: expected" in err
 
 
 @pytest.mark.parametrize("ev", ["[]", '"e-354cbdcbbcde"', "[3]"])

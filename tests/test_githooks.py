@@ -307,6 +307,43 @@ def test_init_ci_lays_down_the_workflow_and_pre_commit_config(tmp_path, capsys):
     }
 
 
+def test_init_ci_on_an_existing_brain_adds_only_the_missing_ci_files_in_one_commit(brain):
+    root = brain.cwd
+    assert brain("remember", "We decided to keep invoices for seven years.")[0] == 0
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / ".pre-commit-config.yaml").write_text("repos: []  # mine\n")
+    git(root, "add", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "my own pre-commit config")
+    code, out, err = brain("init", "--ci")
+    assert code == 0, err
+    assert "kept .pre-commit-config.yaml" in out and "added .github/workflows/pamd-nightly.yml" in out
+    assert (root / ".pre-commit-config.yaml").read_text() == "repos: []  # mine\n"  # never overwritten
+    assert git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "2"  # theirs + one of pamd's
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [
+        ".github/workflows/pamd-nightly.yml"]
+    assert "Pamd-Run: init-ci" in git(root, "log", "-1", "--format=%B")
+    from pamd.edge.layout import ci_files
+
+    assert (root / ".github/workflows/pamd-nightly.yml").read_text() == ci_files()[
+        ".github/workflows/pamd-nightly.yml"]
+    assert git(root, "status", "--porcelain") == ""
+    # both there now: nothing to add, one line, no commit
+    tip = git(root, "rev-parse", "HEAD").strip()
+    code, out, err = brain("init", "--ci")
+    assert code == 1 and err.startswith("pamd: error: ") and err.count("\n") == 1
+    assert "already has .github/workflows/pamd-nightly.yml and .pre-commit-config.yaml" in err
+    assert git(root, "rev-parse", "HEAD").strip() == tip
+    # a brain without either gets both in one commit
+    git(root, "rm", "-q", "-r", ".github", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "no CI")
+    assert brain("init", "--ci")[0] == 0
+    assert sorted(git(root, "show", "--name-only", "--format=", "HEAD").split()) == [
+        ".github/workflows/pamd-nightly.yml", ".pre-commit-config.yaml"]
+    # plain init on a brain still refuses, pointing at --ci
+    code, _, err = brain("init")
+    assert code == 1 and "already a pamd brain" in err and "init --ci" in err
+
+
 def workflow() -> dict:
     return yaml.safe_load((REPO / "templates" / "ci" / "pamd-nightly.yml").read_text())
 
@@ -341,11 +378,19 @@ def test_workflow_template_parses_and_runs_real_pamd_commands():
     assert "--branch" in calls[1]
     pr = next(s for s in steps if "gh pr create" in s.get("run", ""))
     assert "%(trailers)" in pr["run"] and "probe.txt" in pr["run"]
-    assert steps[-1]["if"] == "steps.probe.outputs.status == 'lost'" and "exit 1" in steps[-1]["run"]
+    assert steps[-1]["if"] == "steps.probe.outputs.status == 'lost' || steps.probe.outputs.status == 'error'"
+    assert "exit 1" in steps[-1]["run"]
+    assert "--against" in calls[2]  # the base is probed too: only a fact newly lost fails the check
 
 
-def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_path):
-    """Run the workflow's shell steps for real: a bare `origin`, a stub `gh`, the real pamd."""
+def workflow_setup(brain, tmp_path, probes: str | None = None):
+    """A brain with three days compacted, a bare `origin`, a stub `gh` and the env Actions gives.
+
+    The stub logs each call's arguments to GH_LOG.<command>-<subcommand> (a "--" line after
+    each call), lists the open pull requests of GH_PRS (what `--jq` would print) and answers
+    `pr view` with a URL. Returns (env, out_file, origin, branch)."""
+    from datetime import timedelta
+
     from test_fsck import START as T0
     from test_fsck import day_of_messages, iso
 
@@ -354,18 +399,17 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
         assert (
             brain("ingest", str(day_of_messages(tmp_path / f"d{d}.jsonl", d)), now=iso(T0))[0] == 0
         )
-    from datetime import timedelta
-
     assert brain("compact", now=iso(T0 + timedelta(days=2, hours=14)))[0] == 0
+    if probes is not None:
+        (root / "probes.jsonl").write_text(probes)
+        git(root, "add", "probes.jsonl")
+        git(root, "commit", "-q", "-m", "probes")
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(origin))
     git(root, "remote", "add", "origin", str(origin))
     git(root, "push", "-q", "origin", "main")
     stub = tmp_path / "stub"
     stub.mkdir()
-    # The stub logs each call's arguments to GH_LOG.<command>-<subcommand> (a "--" line after
-    # each call), lists the open pull requests of GH_PRS (what `--jq` would print) and answers
-    # `pr view` with a URL.
     (stub / "gh").write_text(
         '#!/bin/sh\nf="$GH_LOG.$1-$2"\nprintf "%s\\n" "$@" -- >> "$f"\n'
         'case "$1 $2" in\n  "pr view") echo https://github.com/o/brain/pull/9 ;;\n'
@@ -387,7 +431,67 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
         "PAMD_NOW": iso(T0 + timedelta(days=6)),
         "GITHUB_EVENT_NAME": "schedule",
     }
-    outputs = run_workflow_steps(root, env, out_file)
+    return env, out_file, origin, branch
+
+
+def run_workflow(brain, tmp_path, probes: str | None = None):
+    """The workflow once, on a scheduled night: (outputs, [(step name, CompletedProcess)])."""
+    env, out_file, _, _ = workflow_setup(brain, tmp_path, probes)
+    return run_workflow_steps(brain.cwd, env, out_file)
+
+
+def run_workflow_steps(root, env: dict, out_file):
+    """The workflow's shell steps in order, as Actions would run them: (outputs, [(name, result)])."""
+    outputs: dict[str, str] = {}
+    ran = []
+    out_file.write_text("")
+    expressions = {"github.token": "t0ken", "github.ref_name": "main"}
+    for step in workflow()["jobs"]["defrag"]["steps"]:
+        if "run" not in step or "pip install" in step["run"]:
+            continue  # checkout/setup-python/install: the test environment already has them
+        if "steps.defrag.outputs.ran" in step.get("if", "") and not outputs.get("ran"):
+            continue
+        if "if" in step and "outputs.ran" not in step["if"] and not outputs.get("branch"):
+            continue
+        if "steps.probe.outputs.status" in step.get("if", "") and outputs.get("status") not in ("lost", "error"):
+            continue
+        step_env = {}
+        for k, v in step.get("env", {}).items():
+            v = re.sub(
+                r"\$\{\{\s*steps\.\w+\.outputs\.(\w+)\s*\}\}",
+                lambda m: outputs.get(m.group(1), ""),
+                v,
+            )
+            step_env[k] = re.sub(r"\$\{\{\s*([\w.]+)\s*\}\}", lambda m: expressions[m.group(1)], v)
+        r = subprocess.run(
+            ["bash", "-e", "-c", step["run"]],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env={**env, **step_env},
+        )
+        ran.append((step.get("name"), r))
+        if out_file.exists():
+            outputs.update(
+                ln.split("=", 1) for ln in out_file.read_text().splitlines() if "=" in ln
+            )
+    return outputs, ran
+
+
+def all_passed(ran) -> None:
+    for name, r in ran:
+        assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}"
+
+
+def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_path):
+
+    from test_fsck import START as T0
+    from test_fsck import iso
+
+    root = brain.cwd
+    env, out_file, origin, branch = workflow_setup(brain, tmp_path)
+    outputs, ran = run_workflow_steps(root, env, out_file)
+    all_passed(ran)
     assert outputs.get("branch") == branch
     assert git(origin, "rev-parse", "--verify", f"refs/heads/{branch}").strip()
     args = (tmp_path / "gh.log.pr-create").read_text().split("\n")
@@ -402,51 +506,42 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
 
     # The schedule again the same day: the branch is on origin, nothing happens.
     (tmp_path / "gh.log.pr-close").unlink()
-    assert run_workflow_steps(root, env, out_file) == {}
+    outputs, ran = run_workflow_steps(root, env, out_file)
+    all_passed(ran)
+    assert outputs == {}
     # Run by hand (the PR went stale as main compacted): a fresh defrag replaces it.
     git(root, "branch", "-D", branch)
     assert brain("remember", "An old note about the staging box.", now=iso(T0))[0] == 0
-    outputs = run_workflow_steps(root, {**env, "GITHUB_EVENT_NAME": "workflow_dispatch"}, out_file)
+    outputs, ran = run_workflow_steps(root, {**env, "GITHUB_EVENT_NAME": "workflow_dispatch"}, out_file)
+    all_passed(ran)
     assert outputs.get("branch", "").startswith(f"{branch}-"), outputs
     closed = (tmp_path / "gh.log.pr-close").read_text().split("--\n")[:-1]
     assert [c.split("\n")[2] for c in closed] == ["3", "8"], closed
 
 
-def run_workflow_steps(root, env: dict, out_file) -> dict[str, str]:
-    """The workflow's shell steps in order, as Actions would run them; their outputs."""
-    outputs: dict[str, str] = {}
-    out_file.write_text("")
-    expressions = {"github.token": "t0ken", "github.ref_name": "main"}
-    for step in workflow()["jobs"]["defrag"]["steps"]:
-        if "run" not in step or "pip install" in step["run"]:
-            continue  # checkout/setup-python/install: the test environment already has them
-        if "steps.defrag.outputs.ran" in step.get("if", "") and not outputs.get("ran"):
-            continue
-        if "if" in step and "outputs.ran" not in step["if"] and not outputs.get("branch"):
-            continue
-        if "steps.probe.outputs.status" in step.get("if", "") and outputs.get("status") != "lost":
-            continue
-        step_env = {}
-        for k, v in step.get("env", {}).items():
-            v = re.sub(
-                r"\$\{\{\s*steps\.defrag\.outputs\.(\w+)\s*\}\}",
-                lambda m: outputs.get(m.group(1), ""),
-                v,
-            )
-            step_env[k] = re.sub(r"\$\{\{\s*([\w.]+)\s*\}\}", lambda m: expressions[m.group(1)], v)
-        r = subprocess.run(
-            ["bash", "-e", "-c", step["run"]],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            env={**env, **step_env},
-        )
-        assert r.returncode == 0, f"{step.get('name')}: {r.stdout}{r.stderr}"
-        if out_file.exists():
-            outputs.update(
-                ln.split("=", 1) for ln in out_file.read_text().splitlines() if "=" in ln
-            )
-    return outputs
+ZEBRA = '{"question": "what is the zebra password policy?", "expect_text": "zebra-unicorn-policy-42"}\n'
+
+
+def test_workflow_does_not_blame_the_defrag_for_a_probe_already_lost_on_the_base(brain, tmp_path):
+    """The probe step ran `pamd probe` on the branch only: a fact never found on main failed
+    every night's check as "this defrag loses a fact"."""
+    outputs, ran = run_workflow(
+        brain, tmp_path, '{"question": "revenue report rows", "expect_text": "revenue report"}\n' + ZEBRA)
+    all_passed(ran)
+    assert outputs.get("status") == "ok"
+    probe = next(r for name, r in ran if name.startswith("Probe"))
+    assert "probes.jsonl:2: not found (nor at" in probe.stdout and "1 of 2 probes resolve" in probe.stdout
+    assert "Probes (pamd probe" in (tmp_path / "gh.log.body").read_text()
+    assert git(brain.cwd, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_workflow_tells_a_broken_probes_file_from_a_lost_fact(brain, tmp_path):
+    outputs, ran = run_workflow(brain, tmp_path, ZEBRA + "{not json\n")
+    assert outputs.get("status") == "error"
+    name, last = ran[-1]
+    assert name.startswith("Fail the check") and last.returncode == 1
+    assert "pamd probe could not run" in last.stderr and "loses" not in last.stderr
+    assert "probes.jsonl:2: expected" in (tmp_path / "gh.log.body").read_text()
 
 
 # ---------------------------------------------------------------- docs

@@ -7,6 +7,7 @@ committed once), so its pip-installed environment is built once per module
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -230,3 +231,54 @@ def test_hook_outside_a_brain_fails_with_one_clear_line(tmp_path, hook_repo):
     use_pamd_repo(tmp_path, snap, sha)
     r = precommit(tmp_path, home, "run", "pamd-check", "--all-files")
     assert r.returncode == 1 and "pamd: error: no pamd brain" in r.stdout
+
+
+def test_the_template_probe_hook_blocks_only_a_newly_lost_fact_never_an_ingest(brain, hook_repo, tmp_path,
+                                                                               monkeypatch):
+    """`pamd init --ci` + `pre-commit install`: pamd's own commits run the pamd-probe hook. A probe
+    that was never found (a fact not learned yet) stopped every ingest, remember and compaction;
+    now only a commit that loses a fact that resolves at HEAD is refused."""
+    _, _, home = hook_repo
+    root = brain.cwd
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(home))
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    shutil.copy(REPO / "templates" / "ci" / "pre-commit-config.yaml", root / ".pre-commit-config.yaml")
+    git(root, "add", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "template config")
+    assert precommit(root, home, "install").returncode == 0
+    f = tmp_path / "s.jsonl"
+    rows = [{"ts": "2026-11-30T08:00:00Z", "role": "user", "session": "p",
+             "text": "We decided to host billing on Postgres 16."},
+            {"ts": "2026-11-30T08:01:00Z", "role": "tool", "session": "p",
+             "text": "[tool result] cron: staging password rotation runs on the 3rd of each month"}]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T08:05:00Z")[0] == 0
+    zebra = '{"question": "what is the zebra password policy?", "expect_text": "zebra-unicorn-policy-42"}\n'
+    staging = '{"question": "when does the staging password rotation run", "expect_text": "3rd of each month"}\n'
+    (root / "probes.jsonl").write_text(zebra + staging)
+    # a person adds a probe for a fact the brain has not learned yet: not lost by this commit
+    c = git_hooked(root, home, "add", "probes.jsonl")
+    c = git_hooked(root, home, "commit", "-q", "-m", "probes")
+    assert c.returncode == 0, c.stdout + c.stderr
+    head = git(root, "rev-parse", "HEAD").strip()
+    code, out, err = brain("remember", "The zebra password policy is still being written.",
+                           now="2026-11-30T08:06:00Z")
+    assert code == 0, out + err
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"ts": "2026-11-30T08:02:00Z", "role": "user", "session": "q",
+                                "text": "Deploy of v2 is done, thanks!"}) + "\n")
+    assert brain("ingest", str(more), now="2026-11-30T08:07:00Z")[0] == 0, "an ingest is never held up"
+    assert git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "2"
+    # a compaction that drops the staging fact (it resolves at HEAD) is refused, nothing committed
+    tip = git(root, "rev-parse", "HEAD").strip()
+    code, out, err = brain("compact", now="2026-11-30T13:00:00Z")
+    assert code == 1 and "git commit failed" in err, out + err
+    assert git(root, "rev-parse", "HEAD").strip() == tip and git(root, "status", "--porcelain") == ""
+    # the person lets that fact go: the same compaction passes, the zebra probe (lost before) does not stop it
+    (root / "probes.jsonl").write_text(zebra)
+    c = git_hooked(root, home, "commit", "-q", "-am", "staging rotation is no longer a must-keep")
+    assert c.returncode == 0, c.stdout + c.stderr
+    code, out, err = brain("compact", now="2026-11-30T13:00:00Z")
+    assert code == 0 and "1 dropped" in out, out + err
+    assert "Pamd-Run: compact" in git(root, "log", "-1", "--format=%B")
+    assert git(root, "worktree", "list", "--porcelain").count("worktree ") == 1  # HEAD's look is gone

@@ -11,6 +11,7 @@ EXAMPLE = """
 pamd init ~/brains/agent
 pamd init --hooks   # also install pamd's plain git hooks into .git/hooks
 pamd init --ci      # also a nightly-defrag GitHub workflow and a .pre-commit-config.yaml
+                    # (in an existing brain: adds only those of the two it lacks, one commit)
 """
 
 
@@ -23,10 +24,26 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from pamd.edge.brain import CONFIG
     from pamd.edge.layout import init_brain
 
-    brain, sha = init_brain(target(args.dir, args.brain), args.name, ci=args.ci)
-    print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
+    where = target(args.dir, args.brain)
+    if args.ci and (where.expanduser() / CONFIG).is_file():
+        # an existing brain (about to be pushed to GitHub): add the CI files it lacks
+        from pamd.edge.brain import Brain
+        from pamd.edge.layout import add_ci
+
+        if args.name is not None:
+            raise PamdError(f"{where} is already a pamd brain; --name only names a new one",
+                            "edit [brain] name in pamd.toml, or leave --name out")
+        brain = Brain(where.expanduser().resolve())
+        added, kept, sha = add_ci(brain)
+        for rel in kept:
+            print(f"kept {rel} as it is (an existing file is never overwritten)")
+        print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
+    else:
+        brain, sha = init_brain(where, args.name, ci=args.ci)
+        print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
     if args.hooks:
         from pamd.edge.githooks import install_hooks
 

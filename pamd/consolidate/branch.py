@@ -18,6 +18,9 @@ from pamd.edge.lock import Lock
 from pamd.edge.worktrees import OWNER, PREFIX
 from pamd.errors import PamdError
 
+# For git commands that only make pamd's throw-away worktrees (pamd/hooks.py: index).
+NO_INDEX_HOOK = {"PAMD_HOOK_INDEX": "0"}
+
 _BRANCH = re.compile(r"^(?!/)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,100}(?<![/.])$")
 
 
@@ -44,7 +47,11 @@ def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
         wt = tmp / "brain"
         try:
             (tmp / OWNER).write_text(str(brain.root), "utf-8")
-            brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD")
+            # `worktree add` fires the brain's post-checkout hook in the new folder: pamd's own
+            # index hook would embed the whole brain there (its .pamd/ is empty), under the
+            # lock, for a folder deleted a moment later. Only that git command skips it; the
+            # defrag's commit in the worktree still runs the brain's pre-commit hooks.
+            brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD", env=NO_INDEX_HOOK)
         except BaseException:  # git refused the branch or the folder: leave no temp dir behind
             shutil.rmtree(tmp, ignore_errors=True)
             raise

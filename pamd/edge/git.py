@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import git
 
 from pamd.edge.fault import checkpoint
 from pamd.errors import PamdError
+
+_RUN = re.compile(r"^Pamd-Run: (\S+)$", re.M)
 
 
 class Repo:
@@ -189,6 +192,9 @@ class Repo:
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", email),
             "PAMD_COMMIT": "1",  # lets a brain's hooks tell pamd's own commits from a person's
         }
+        run = _RUN.search(message)
+        if run:  # and which run it is (a hook sees no message): the pamd-probe hook passes ingests
+            env["PAMD_RUN"] = run.group(1)
         existing = [p for p in paths if (self.root / p).exists()]
         try:
             checkpoint("git:add")
@@ -241,8 +247,9 @@ class Repo:
     def switch(self, name: str) -> None:
         self._run("switch", "-q", name)
 
-    def run(self, *args: str) -> str:
-        return self._run(*args)
+    def run(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """`git ARGS`; `env` adds variables for this one command (its hooks see them too)."""
+        return self._run(*args, env=env)
 
     def _exec(self, args: list[str], **kwargs) -> str:
         # `git status` and `git diff` refresh the index under index.lock when they
@@ -257,9 +264,9 @@ class Repo:
             kwargs["pass_fds"] = (self.hold_fd,)
         return self.git.execute(["git", *args], **kwargs)
 
-    def _run(self, *args: str, strip: bool = True) -> str:
+    def _run(self, *args: str, strip: bool = True, env: dict[str, str] | None = None) -> str:
         try:
-            return self._exec(list(args), strip_newline_in_stdout=strip)
+            return self._exec(list(args), strip_newline_in_stdout=strip, **({"env": env} if env else {}))
         except git.GitCommandError as exc:
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
 

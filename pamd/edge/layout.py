@@ -69,7 +69,8 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
     if target.exists() and not target.is_dir():
         raise PamdError(f"{target} exists and is not a folder")
     if (target / CONFIG).exists():
-        raise PamdError(f"{target} is already a pamd brain", "use it as it is, or pick another folder")
+        raise PamdError(f"{target} is already a pamd brain",
+                        "use it as it is (`pamd init --ci` adds the CI files to it), or pick another folder")
     near = target
     while not near.exists():  # the repository of a folder not made yet is its parent's
         near = near.parent
@@ -124,6 +125,38 @@ def _lay(target: Path, files: dict[str, str], adopt: bool) -> tuple[Brain, str]:
         _undo(repo, target, sorted(files), old, made)
         raise
     return brain, sha
+
+
+def add_ci(brain: Brain) -> tuple[list[str], list[str], str | None]:
+    """`pamd init --ci` on an existing brain: lay down the CI files it lacks, in one commit.
+
+    Returns (added, kept, sha). A file already there is never overwritten (it is kept as it
+    is); when every one is there, nothing is written and that is an error."""
+    from pamd.edge.lock import Lock
+
+    files = ci_files()
+    kept = sorted(rel for rel in files if os.path.lexists(brain.root / rel))
+    if len(kept) == len(files):
+        raise PamdError(f"{brain.root} already has {' and '.join(kept)}",
+                        "nothing to add; to take pamd's current ones instead, remove those first")
+    add = {rel: text for rel, text in files.items() if rel not in kept}
+    g = brain.config.get("git", {})
+    with Lock(brain.state_dir / "lock", wait=g.get("on_lock", "wait") == "wait",
+              timeout=float(g.get("lock_timeout", 60))):
+        brain.check_writable()
+        made = sorted({d for rel in add for d in (brain.root / rel).parents
+                       if d.is_relative_to(brain.root) and not d.exists()}, key=lambda d: -len(d.parts))
+        paths = sorted(add)
+        try:
+            for rel, text in add.items():
+                write_atomic(brain.root / rel, text)
+            sha = brain.repo.commit(paths, "pamd init --ci: nightly defrag workflow and pre-commit config\n\n"
+                                    + "".join(f"Added: {rel}\n" for rel in paths)
+                                    + "\nPamd-Run: init-ci\n", brain.author())
+        except BaseException:
+            _undo(brain.repo, brain.root, paths, None, made)
+            raise
+    return paths, kept, sha
 
 
 def _undo(repo: Repo, target: Path, paths: list[str], gitignore: str | None, made: list[Path]) -> None:

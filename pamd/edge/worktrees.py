@@ -10,7 +10,12 @@ and its branch too when the branch holds no commit of its own.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pamd.edge.git import Repo
@@ -100,3 +105,61 @@ def _contained(repo: Repo, tip: str, head: str) -> bool:
     except PamdError:
         return False
     return True
+
+
+# ---------------------------------------------------------------- a look at another commit
+PROBE_PREFIX = "pamd-probe-"
+
+
+@contextmanager
+def checkout_of(repo: Repo, rev: str, seed_state: Path | None = None) -> Iterator[Path]:
+    """A throw-away worktree of `rev` (detached), removed on the way out; yields its root.
+
+    No index hook fires in it (PAMD_HOOK_INDEX=0 for the `worktree add`). Git's
+    per-repository variables (GIT_INDEX_FILE, GIT_DIR... that git sets for a hook) are
+    cleared while it lives: inherited, they would point its git at the commit the hook
+    is judging. `seed_state`: a .pamd/ whose vector cache the worktree starts from, so
+    its index embeds only text that cache has not seen."""
+    saved = {k: os.environ.pop(k) for k in _LOCAL_ENV if k in os.environ}
+    tmp = Path(tempfile.mkdtemp(prefix=PROBE_PREFIX))
+    wt = tmp / "brain"
+    try:
+        repo.run("worktree", "add", "-q", "--detach", str(wt), rev, env={"PAMD_HOOK_INDEX": "0"})
+        try:
+            if seed_state is not None:
+                _seed_vectors(seed_state, wt / ".pamd")
+            yield wt
+        finally:
+            try:
+                repo.run("worktree", "remove", "--force", "--force", str(wt))
+            except PamdError:
+                pass  # pruned below once its folder is gone
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            repo.run("worktree", "prune")
+        except PamdError:
+            pass
+        os.environ.update(saved)
+
+
+# `git rev-parse --local-env-vars` (git 2.39): what a hook inherits about *its* repository.
+_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+              "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+              "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
+              "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
+              "GIT_COMMON_DIR")
+
+
+def _seed_vectors(state: Path, into: Path) -> None:
+    """Copy the vector cache (sqlite's backup: consistent while another process writes it)."""
+    src = state / "vectors.sqlite"
+    if not src.is_file():
+        return
+    into.mkdir(parents=True, exist_ok=True)
+    try:
+        with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as a, \
+                sqlite3.connect(into / "vectors.sqlite") as b:
+            a.backup(b)
+    except sqlite3.Error:
+        (into / "vectors.sqlite").unlink(missing_ok=True)  # only lost work: it embeds again

@@ -113,3 +113,19 @@ def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) ->
                     break
         results.append(res)
     return results
+
+
+def run_probes_at(brain: Brain, rev: str, probes: list[Probe], now: datetime, k: int = 10) -> list[Result]:
+    """`run_probes` on the brain as committed at `rev` (a throw-away worktree that starts
+    from this brain's vector cache, so its index embeds only text the cache lacks)."""
+    from pamd.edge.worktrees import checkout_of
+    from pamd.recall import api
+
+    if not probes:
+        return []
+    with checkout_of(brain.repo, rev, brain.state_dir) as wt:
+        there = Brain(wt)
+        try:
+            return run_probes(there, probes, now, k)
+        finally:
+            api.close(there)

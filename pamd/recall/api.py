@@ -42,6 +42,13 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
     return rep
 
 
+def close(brain) -> None:
+    """Let go of the brain's open index (a caller about to delete the brain's folder)."""
+    cached = _OPEN.pop(str(brain.state_dir), None)
+    if cached is not None:
+        cached.close()
+
+
 def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
            since: datetime | None = None, until: datetime | None = None,
            now: datetime | None = None, embedder: Embedder | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import git
@@ -351,3 +352,29 @@ def test_eval_reads_question_files_saved_with_a_bom(brain, tmp_path):
     q.write_bytes(b'{"question": "caf\xe9", "evidence_ids": ["e-000000000000"]}\n')
     code, _, err = brain("eval", str(q))
     assert code == 1 and "q.jsonl: not valid UTF-8 at byte" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("sample_id", ["x/../../../victim", "..", "/abs/victim", "conv/26", ".hidden", ""])
+def test_eval_names_a_scratch_brain_inside_its_workdir_whatever_the_sample_id(brain, tmp_path, sample_id):
+    """A LoCoMo sample_id was a path: `x/../../victim` made an unrelated repository beside
+    the workdir a pamd brain, with init, ingest and defrag commits on its branch."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "app.py").write_text("code\n")
+    git(victim, "init", "-q")
+    git(victim, "add", "app.py")
+    git(victim, "commit", "-qm", "my project")
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    data = json.loads(qa.read_text())
+    data[0]["sample_id"] = sample_id
+    qa.write_text(json.dumps(data))
+    work = tmp_path / "work" / "inner"
+    work.mkdir(parents=True)
+    code, _, err = brain("eval", str(qa), "--json", "--embedder", "use", "--rerank", "0", "--limit", "1",
+                         "--workdir", str(work))
+    assert code == 0, err
+    assert git(victim, "log", "--format=%s") == "my project\n" and sorted(os.listdir(victim)) == [".git", "app.py"]
+    made = [p for p in work.iterdir()]
+    assert len(made) == 1 and made[0].name.startswith("00-") and (made[0] / "pamd.toml").is_file()
+    assert "/" not in made[0].name[3:] and made[0].name not in ("..", ".")
+    assert [p.name for p in (tmp_path / "work").iterdir()] == ["inner"]

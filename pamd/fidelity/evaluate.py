@@ -20,6 +20,7 @@ their order, one session per pamd session.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -162,7 +163,6 @@ def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
     values = {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None}
     if not values:
         return
-    import re
     import tomllib
 
     from pamd.edge.brain import CONFIG
@@ -196,6 +196,17 @@ def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
     brain._config = None
 
 
+def scratch_folder(workdir: Path, index: int, name: str) -> Path:
+    """The scratch brain of the conversation `name` (a LoCoMo sample_id, any text): one
+    plain folder right inside `workdir`, never a path — `x/../../victim` must not make
+    a person's repository beside it a brain."""
+    plain = re.sub(r"[^\w.-]+", "-", name).strip(".-")[:60] or "conv"
+    folder = workdir / f"{index:02d}-{plain}"
+    if folder.resolve().parent != workdir.resolve():
+        raise PamdError(f"sample {index + 1}: sample_id {name!r} is not a plain name")
+    return folder
+
+
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
                        progress: Callable[[str], None] = lambda s: None, source: str = "",
                        embedder: str | None = None, rerank: int | None = None) -> Report:
@@ -211,7 +222,7 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
     tokens = {age: dict.fromkeys(TIERS, 0) for age, _ in ages}
     raw_tokens = 0
     for ci, conv in enumerate(convs):
-        brain, _ = init_brain(workdir / f"{ci:02d}-{conv.name}")
+        brain, _ = init_brain(scratch_folder(workdir, ci, conv.name))
         _set_index(brain, embedder, rerank)
         gap = timedelta(hours=1) / max(len(conv.messages), 1)
         start = T0 - timedelta(hours=1)

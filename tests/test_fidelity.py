@@ -378,3 +378,15 @@ def test_eval_names_a_scratch_brain_inside_its_workdir_whatever_the_sample_id(br
     assert len(made) == 1 and made[0].name.startswith("00-") and (made[0] / "pamd.toml").is_file()
     assert "/" not in made[0].name[3:] and made[0].name not in ("..", ".")
     assert [p.name for p in (tmp_path / "work").iterdir()] == ["inner"]
+
+
+@pytest.mark.parametrize("plot,said", [("out.txt", "cannot write a .txt file"), ("nodir/out.png", "is not a folder"),
+                                       (".", "is a directory"), ("out", "suffix-less")])
+def test_eval_refuses_a_plot_it_cannot_write_before_it_evaluates(brain, tmp_path, plot, said):
+    """The plot was written after the whole evaluation (minutes on LoCoMo): a .txt or a
+    missing folder was an internal error, exit 3, the run's work thrown away."""
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    work = tmp_path / "w"
+    code, out, err = brain("eval", str(qa), "--plot", str(tmp_path / plot), "--workdir", str(work))
+    assert code == 1 and err.startswith("pamd: error: --plot: ") and said in err and len(err.splitlines()) == 1, err
+    assert out == "" and not work.exists()  # nothing evaluated

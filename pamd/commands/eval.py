@@ -30,6 +30,8 @@ def run(args) -> int:
     path = Path(args.qa)
     if not path.is_file():
         raise PamdError(f"{args.qa}: no such file")
+    if args.plot:
+        evaluate.check_plot(Path(args.plot))
 
     def progress(msg: str) -> None:
         print(f"pamd eval: {msg}", file=sys.stderr, flush=True)

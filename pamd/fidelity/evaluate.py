@@ -262,6 +262,23 @@ def table(report: Report) -> str:
     return "\n".join(rows)
 
 
+def check_plot(out: Path) -> None:
+    """Refuse a plot file that cannot be written before minutes of evaluation, not after."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise PamdError("--plot needs matplotlib", "pip install 'pamd[plot]'") from None
+    if out.is_dir():
+        raise PamdError(f"--plot: {out} is a directory", "name a file, e.g. fidelity.png")
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = out.suffix[1:].lower()
+    if suffix not in kinds:
+        raise PamdError(f"--plot: {out}: cannot write a {'.' + suffix if suffix else 'suffix-less'} file",
+                        "end its name in " + ", ".join("." + k for k in sorted(kinds)))
+    if not out.parent.is_dir():
+        raise PamdError(f"--plot: {out.parent} is not a folder", "make it first, or pick another path")
+
+
 def plot(report: Report, out: Path) -> Path:
     import matplotlib
 

@@ -390,3 +390,24 @@ def test_eval_refuses_a_plot_it_cannot_write_before_it_evaluates(brain, tmp_path
     code, out, err = brain("eval", str(qa), "--plot", str(tmp_path / plot), "--workdir", str(work))
     assert code == 1 and err.startswith("pamd: error: --plot: ") and said in err and len(err.splitlines()) == 1, err
     assert out == "" and not work.exists()  # nothing evaluated
+
+
+def test_eval_labels_its_numbers_with_the_k_it_measured(brain, tmp_path):
+    """`-k 5` printed recall@5 under "R@10" (and put it in --json as R@10 too); `-k 30`
+    printed the lines of 30 hits under "lines@10"."""
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    fast = ("--embedder", "use", "--rerank", "0")
+    code, out, err = brain("eval", str(qa), "-k", "2", *fast, "--workdir", str(tmp_path / "w1"))
+    assert code == 0, err
+    assert out.splitlines()[0].split()[-8:] == ["tree", "R@2", "prov", "R@2", "%", "raw", "lines@2", "raw@2"]
+    assert "R@10" not in out and "@10" not in out
+    assert "recall@2 through provenance" in out
+    code, out, err = brain("eval", str(qa), "-k", "2", "--json", *fast, "--workdir", str(tmp_path / "w2"))
+    two = json.loads(out)
+    assert two["k"] == 2 and list(two["points"][0]["prov"]) == ["R@1", "R@2"]
+    assert list(two["points"][0]["by_category"]["single-hop"]) == ["n", "tree R@2", "prov R@2"]
+    code, out, err = brain("eval", str(qa), "--json", *fast, "--workdir", str(tmp_path / "w3"))
+    ten = json.loads(out)
+    assert ten["k"] == 10 and list(ten["points"][0]["prov"]) == ["R@1", "R@5", "R@10"]
+    # lines and raw entries are those of the k hits: 2 hits read fewer lines than 10
+    assert two["points"][0]["lines_at_k"] < ten["points"][0]["lines_at_k"]

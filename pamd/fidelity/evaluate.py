@@ -35,7 +35,7 @@ from pamd.errors import PamdError
 from pamd.fidelity.qa import TAG_RE, Conversation, Question
 
 AGES: list[tuple[str, float]] = [("raw", 0), ("1h", 1), ("6h", 6), ("1d", 24), ("4d", 96), ("8d", 192)]
-KS = (1, 5, 10)
+KS = (1, 5, 10)  # recall is also reported at these depths when k is deeper
 T0 = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
 
 
@@ -47,7 +47,7 @@ class Point:
     ratio: float
     lines_at_k: float = 0.0
     raw_behind_k: float = 0.0  # raw entries behind the top k through provenance: the cost of expanding
-    tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone
+    tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone (R@k of cutoffs(k))
     prov: dict[str, float] = field(default_factory=dict)  # through provenance
     by_category: dict[str, dict[str, float]] = field(default_factory=dict)
     questions: int = 0
@@ -58,6 +58,7 @@ class Report:
     source: str
     conversations: int
     raw_tokens: int
+    k: int = 10  # hits per question: lines_at_k and raw_behind_k count them; R@k is the headline
     points: list[Point] = field(default_factory=list)
 
     def to_json(self) -> str:
@@ -85,6 +86,11 @@ class _Acc:
         return round(self.sums[(cat, key)] / self.n[cat], 4) if self.n[cat] else 0.0
 
 
+def cutoffs(k: int) -> tuple[int, ...]:
+    """The depths recall is reported at for `k` hits a question: k itself, and 1, 5, 10 below it."""
+    return tuple(sorted({j for j in KS if j < k} | {k}))
+
+
 def _descend(eid: str, graph: dict[str, tuple[str, ...]], depth: int = 0) -> list[str]:
     if eid not in graph or depth > 8:
         return [eid]
@@ -106,6 +112,7 @@ def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
 def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: dict[str, tuple[str, ...]],
             now: datetime, k: int, acc: _Acc, recall_fn: Callable) -> None:
     cache: dict[str, list[str]] = {}
+    depths = cutoffs(k)
     for q in questions:
         hits = recall_fn(brain, q.text, k=k, now=now, log=False)
         ev = set(q.evidence)
@@ -132,10 +139,10 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
                 for eid in named:
                     seen_prov |= set(_descend(eid, graph)) & ev
             seen_prov |= seen_tree
-            if rank in KS:
+            if rank in depths:
                 acc.add(q.category, f"tree R@{rank}", len(seen_tree) / len(ev))
                 acc.add(q.category, f"prov R@{rank}", len(seen_prov) / len(ev))
-        for kk in KS:  # fewer hits than k: the recall stays what it reached
+        for kk in depths:  # fewer hits than k: the recall stays what it reached
             if len(hits) < kk:
                 acc.add(q.category, f"tree R@{kk}", len(seen_tree) / len(ev))
                 acc.add(q.category, f"prov R@{kk}", len(seen_prov) / len(ev))
@@ -143,17 +150,17 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
         acc.raw_behind += len(behind)
 
 
-def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> Point:
+def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc, k: int) -> Point:
     tree = sum(tokens.values())
     p = Point(age=age, tokens=tokens, tree_tokens=tree, ratio=round(raw_tokens / max(tree, 1), 2),
               lines_at_k=round(acc.lines / max(acc.n["all"], 1), 1), questions=acc.n["all"],
               raw_behind_k=round(acc.raw_behind / max(acc.n["all"], 1), 1))
-    for kk in KS:
+    for kk in cutoffs(k):
         p.tree[f"R@{kk}"] = acc.mean("all", f"tree R@{kk}")
         p.prov[f"R@{kk}"] = acc.mean("all", f"prov R@{kk}")
     for cat in sorted(c for c in acc.n if c != "all"):
-        p.by_category[cat] = {"n": acc.n[cat], "tree R@10": acc.mean(cat, "tree R@10"),
-                              "prov R@10": acc.mean(cat, "prov R@10")}
+        p.by_category[cat] = {"n": acc.n[cat], f"tree R@{k}": acc.mean(cat, f"tree R@{k}"),
+                              f"prov R@{k}": acc.mean(cat, f"prov R@{k}")}
     return p
 
 
@@ -244,21 +251,22 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
             api.index(brain)
             measure(brain, conv.questions, unit_of, graph, now, k, accs[age], api.recall)
             progress(f"{conv.name} {age}: {plural(len(conv.questions), 'question')}")
-    report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens)
+    report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens, k=k)
     for age, _ in ages:
-        report.points.append(point_from(age, tokens[age], raw_tokens, accs[age]))
+        report.points.append(point_from(age, tokens[age], raw_tokens, accs[age], k))
     return report
 
 
 def table(report: Report) -> str:
     raw = next((p for p in report.points if p.age == "raw"), report.points[0])
+    r, k = f"R@{report.k}", report.k
     head = (f"{'age':<5}" + "".join(f"{t:>8}" for t in TIERS) + f"{'tree':>9}{'ratio':>8}"
-            f"{'tree R@10':>11}{'prov R@10':>11}{'% ' + raw.age:>7}{'lines@10':>10}{'raw@10':>8}")
+            f"{'tree ' + r:>11}{'prov ' + r:>11}{'% ' + raw.age:>7}{f'lines@{k}':>10}{f'raw@{k}':>8}")
     rows = [head]
     for p in report.points:
-        pct = p.prov["R@10"] / raw.prov["R@10"] * 100 if raw.prov["R@10"] else 0
+        pct = p.prov[r] / raw.prov[r] * 100 if raw.prov[r] else 0
         rows.append(f"{p.age:<5}" + "".join(f"{p.tokens[t]:>8,}" for t in TIERS) + f"{p.tree_tokens:>9,}"
-                    f"{p.ratio:>7.1f}:1{p.tree['R@10']:>11.3f}{p.prov['R@10']:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
+                    f"{p.ratio:>7.1f}:1{p.tree[r]:>11.3f}{p.prov[r]:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
     return "\n".join(rows)
 
 
@@ -287,16 +295,17 @@ def plot(report: Report, out: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     xs = [p.ratio for p in report.points]
-    ax.plot(xs, [p.prov["R@10"] for p in report.points], "o-", label="recall@10 through provenance")
-    ax.plot(xs, [p.tree["R@10"] for p in report.points], "s--", label="recall@10 from the working tree")
+    r, k = f"R@{report.k}", report.k
+    ax.plot(xs, [p.prov[r] for p in report.points], "o-", label=f"recall@{k} through provenance")
+    ax.plot(xs, [p.tree[r] for p in report.points], "s--", label=f"recall@{k} from the working tree")
     labels: dict[tuple[float, float], list[str]] = {}
     for p in report.points:  # ages at the same point share one label ("raw, 1h")
-        labels.setdefault((p.ratio, p.tree["R@10"]), []).append(p.age)
+        labels.setdefault((p.ratio, p.tree[r]), []).append(p.age)
     for (x, y), ages in labels.items():
         ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
-    ax.set_ylabel("evidence recall@10")
+    ax.set_ylabel(f"evidence recall@{k}")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left")
@@ -323,7 +332,7 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     entries = scratch.load().entries
     raw_tokens, graph, compacted = raw_input(scratch, entries)
     base = max((e.ts for e in entries), default=T0)
-    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens)
+    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens, k=k)
     for age, hours in ages:
         if not hours and compacted:
             age = "now"  # the brain as it is, already compressed: not a raw baseline
@@ -337,7 +346,7 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
         acc = _Acc()
         api.index(scratch)
         measure(scratch, questions, {}, graph, now, k, acc, api.recall)
-        report.points.append(point_from(age, toks, raw_tokens, acc))
+        report.points.append(point_from(age, toks, raw_tokens, acc, k))
         progress(f"{age}: {plural(len(questions), 'question')}")
     return report
 
@@ -373,9 +382,10 @@ def summary_lines(report: Report) -> list[str]:
         out.append(f"the brain was compressed already: row {first.age!r} is the brain as it is "
                    f"({first.tree_tokens:,} tokens, {first.ratio:.1f}:1 against its raw input, "
                    "counted from history); recall is compared with that row, not with raw")
-    if first.prov["R@10"]:
-        out.append(f"at {last.age}: {last.ratio:.1f}:1, recall@10 through provenance "
-                   f"{last.prov['R@10'] / first.prov['R@10']:.0%} of {first.age}, from the tree alone "
-                   f"{last.tree['R@10'] / first.prov['R@10']:.0%} of {first.age}")
+    r = f"R@{report.k}"
+    if first.prov[r]:
+        out.append(f"at {last.age}: {last.ratio:.1f}:1, recall@{report.k} through provenance "
+                   f"{last.prov[r] / first.prov[r]:.0%} of {first.age}, from the tree alone "
+                   f"{last.tree[r] / first.prov[r]:.0%} of {first.age}")
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from conftest import git
@@ -411,3 +412,28 @@ def test_eval_labels_its_numbers_with_the_k_it_measured(brain, tmp_path):
     assert ten["k"] == 10 and list(ten["points"][0]["prov"]) == ["R@1", "R@5", "R@10"]
     # lines and raw entries are those of the k hits: 2 hits read fewer lines than 10
     assert two["points"][0]["lines_at_k"] < ten["points"][0]["lines_at_k"]
+
+
+def test_eval_finds_a_summary_given_as_evidence_after_it_is_summarised_again(brain, tmp_path):
+    """A compacted brain's tree shows summary ids; one given as evidence scored 0 through
+    provenance as soon as the eval's defrag summarised it again, though recall still found
+    it: the walk counted only the raw leaves, never the summaries on the way."""
+    from pamd.data import __file__ as data
+    from pamd.edge.brain import Brain
+
+    week = str(Path(data).parent / "sample-week.jsonl")
+    assert brain("ingest", week, now="2026-11-30T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T18:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-11-28T03:00:00Z")[0] == 0
+    tax = next(e for e in Brain(brain.cwd).load().entries if "tax report" in e.text)
+    assert any(s.startswith("s-") for s in tax.sources)  # a summary of summaries, in the tree
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "tax report next week", "evidence_ids": [tax.id]}) + "\n")
+    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    scratch = Brain(tmp_path / "w" / "brain").load().entries
+    assert tax.id not in {e.id for e in scratch}  # summarised again by the eval's defrags
+    assert points[-1]["tree"]["R@10"] == 0.0  # not in the tree as it is
+    assert [p["prov"]["R@10"] for p in points] == [1.0] * len(points)

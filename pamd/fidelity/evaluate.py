@@ -100,6 +100,31 @@ def _descend(eid: str, graph: dict[str, tuple[str, ...]], depth: int = 0) -> lis
     return out
 
 
+def _below(eid: str, graph: dict[str, tuple[str, ...]]) -> set[str]:
+    """`eid` and every id its provenance reaches: the summaries on the way, not only the leaves."""
+    out, todo = {eid}, [eid]
+    while todo:
+        for src in graph.get(todo.pop(), ()):
+            if src not in out:
+                out.add(src)
+                todo.append(src)
+    return out
+
+
+def _on_path(top: str, leaf: str, graph: dict[str, tuple[str, ...]]) -> set[str]:
+    """Every id on a path of provenance from `top` down to `leaf`, both included (empty if none)."""
+    memo: dict[str, bool] = {}
+
+    def reaches(eid: str) -> bool:
+        if eid not in memo:
+            memo[eid] = False  # a cycle in a damaged history does not recurse forever
+            memo[eid] = eid == leaf or any(reaches(s) for s in graph.get(eid, ()))
+        return memo[eid]
+
+    reaches(top)
+    return {eid for eid, ok in memo.items() if ok}
+
+
 def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
     if hit.path not in cache:
         p = root / hit.path
@@ -134,10 +159,16 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
                 seen_tree |= _cited_units(brain.root, h, cache) & ev
                 for eid in named:
                     seen_prov |= {unit_of.get(r, "") for r in _descend(eid, graph)} & ev
-            else:  # a user's brain: evidence is entry ids
+            else:  # a user's brain: evidence is entry ids, raw or summaries (what its tree shows)
                 seen_tree |= set(entries) & ev  # the entries in the tree a hit covers
                 for eid in named:
-                    seen_prov |= set(_descend(eid, graph)) & ev
+                    # every id on the way counts, as for pamd probe: a summary given as evidence
+                    # is still found when a summary of it is hit, or a raw leaf it came from
+                    if eid in leaves:
+                        on_way = set().union(*(_on_path(top, eid, graph) for top in entries)) or {eid}
+                    else:
+                        on_way = _below(eid, graph)
+                    seen_prov |= on_way & ev
             seen_prov |= seen_tree
             if rank in depths:
                 acc.add(q.category, f"tree R@{rank}", len(seen_tree) / len(ev))

@@ -167,10 +167,11 @@ def test_eval_of_a_compacted_brain_counts_its_raw_input_from_history(brain, tmp_
     now = Brain(brain.cwd).load().entries
     assert [e.id for e in now if not e.sources] == [decision.id]
     tree_tokens = sum(e.tokens for e in now)
-    _, graph, compacted = raw_input(Brain(brain.cwd), now)
+    _, graph, compacted, known = raw_input(Brain(brain.cwd), now)
     behind = {leaf for e in now if e.sources for leaf in _descend(e.id, graph)}
     assert compacted and any(s.startswith("s-") for e in now for s in e.sources)
     assert behind and behind <= {e.id for e in raw}  # through the L1 summaries history holds
+    assert known >= {e.id for e in raw} | {e.id for e in now} | set(graph)  # trash and gone summaries too
     q = tmp_path / "q.jsonl"
     q.write_text(json.dumps({"question": "how do large exports avoid running out of memory",
                              "evidence_ids": [decision.id]}) + "\n")
@@ -437,3 +438,20 @@ def test_eval_finds_a_summary_given_as_evidence_after_it_is_summarised_again(bra
     assert tax.id not in {e.id for e in scratch}  # summarised again by the eval's defrags
     assert points[-1]["tree"]["R@10"] == 0.0  # not in the tree as it is
     assert [p["prov"]["R@10"] for p in points] == [1.0] * len(points)
+
+
+@pytest.mark.parametrize("bad,said", [("e-000000000000", "evidence e-000000000000 is not an entry of this brain "
+                                                         "(not in its tree or history)"),
+                                      ("not-an-id", "evidence 'not-an-id' is not an entry id"),
+                                      ("E-354CBDCBBCDE", "evidence 'E-354CBDCBBCDE' is not an entry id")])
+def test_eval_refuses_evidence_the_brain_never_had(brain, tmp_path, bad, said):
+    """A typo in one id was scored as evidence never found: a plausible, wrong table."""
+    from pamd.edge.brain import Brain
+
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    eid = Brain(brain.cwd).load().entries[0].id
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database", "evidence_ids": [eid]}) + "\n\n"
+                 + json.dumps({"question": "which database hosts billing", "evidence_ids": [eid, bad]}) + "\n")
+    code, out, err = brain("eval", str(q), "--embedder", "use", "--rerank", "0", "--workdir", str(tmp_path / "w"))
+    assert code == 1 and out == "" and err.startswith(f"pamd: error: {q}:3: {said}") and len(err.splitlines()) == 1, err

@@ -46,7 +46,7 @@ def run(args) -> int:
 
         report = evaluate.eval_brain(Brain.find(args.brain), qa.load_pamd(path), args.k,
                                      workdir=args.workdir, progress=progress, embedder=args.embedder,
-                                     rerank=args.rerank)
+                                     rerank=args.rerank, questions_file=args.qa)
     if args.json:
         print(report.to_json())
     else:

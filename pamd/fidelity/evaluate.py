@@ -349,7 +349,7 @@ def plot(report: Report, out: Path) -> Path:
 
 def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir: Path | None = None,
                progress: Callable[[str], None] = lambda s: None, embedder: str | None = None,
-               rerank: int | None = None) -> Report:
+               rerank: int | None = None, questions_file: str = "questions") -> Report:
     """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.brain import Brain
@@ -361,7 +361,13 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     scratch = Brain(clone)
     _set_index(scratch, embedder, rerank)
     entries = scratch.load().entries
-    raw_tokens, graph, compacted = raw_input(scratch, entries)
+    raw_tokens, graph, compacted, known = raw_input(scratch, entries)
+    for q in questions:  # an id the brain never had would be scored as evidence lost
+        for x in q.evidence:
+            if x not in known:
+                raise PamdError(f"{questions_file}:{q.line}: evidence {x} is not an entry of this brain "
+                                "(not in its tree or history)",
+                                "check the id with pamd recall --json, and that --brain names the right brain")
     base = max((e.ts for e in entries), default=T0)
     report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens, k=k)
     for age, hours in ages:
@@ -382,9 +388,10 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
     return report
 
 
-def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool]:
+def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool, set[str]]:
     """Tokens of every raw entry the brain was given, the provenance graph through history,
-    and whether the brain was compressed already (raw text has left its tree).
+    whether the brain was compressed already (raw text has left its tree), and every id
+    the brain ever had (in its tree, or a raw entry or summary of its history).
 
     A brain compacted before it is measured holds summaries, not its input: the raw
     entries behind them, and the trash dropped on the way, are counted from history
@@ -401,7 +408,8 @@ def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool]:
     graph = dict(lin.sources)
     graph.update({e.id: e.sources for e in entries if e.sources})
     compacted = any(eid not in here for eid in lin.raw_tokens) or any(e.sources for e in entries)
-    return sum(raw.values()), graph, compacted
+    known = set(here) | set(raw) | set(graph) | {s for srcs in graph.values() for s in srcs}
+    return sum(raw.values()), graph, compacted, known
 
 
 def summary_lines(report: Report) -> list[str]:

@@ -455,3 +455,30 @@ def test_eval_refuses_evidence_the_brain_never_had(brain, tmp_path, bad, said):
                  + json.dumps({"question": "which database hosts billing", "evidence_ids": [eid, bad]}) + "\n")
     code, out, err = brain("eval", str(q), "--embedder", "use", "--rerank", "0", "--workdir", str(tmp_path / "w"))
     assert code == 1 and out == "" and err.startswith(f"pamd: error: {q}:3: {said}") and len(err.splitlines()) == 1, err
+
+
+def test_eval_removes_its_temporary_scratch_brains_unless_given_a_workdir(brain, tmp_path, monkeypatch):
+    """Every run without --workdir left its scratch brains in /tmp for good (88 MB of
+    LoCoMo's text, or a clone of a person's brain), also after a failed run."""
+    import tempfile
+
+    from pamd.edge.brain import Brain
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    fast = ("--embedder", "use", "--rerank", "0")
+    code, out, err = brain("eval", str(_tiny_locomo(tmp_path / "tiny.json")), *fast)
+    assert code == 0 and "at 8d:" in out, err
+    assert list(tmp.iterdir()) == []
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    eid = Brain(brain.cwd).load().entries[0].id
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database", "evidence_ids": [eid]}) + "\n")
+    code, out, err = brain("eval", str(q), *fast)
+    assert code == 0 and "at 8d:" in out, err
+    assert list(tmp.iterdir()) == []
+    q.write_text(json.dumps({"question": "which database", "evidence_ids": ["e-000000000000"]}) + "\n")
+    code, _, err = brain("eval", str(q), *fast)  # fails after the clone was made
+    assert code == 1 and "not an entry of this brain" in err
+    assert list(tmp.iterdir()) == []

@@ -10,7 +10,8 @@ def add_arguments(p) -> None:
     p.add_argument("qa", help="LoCoMo JSON, or pamd JSONL of {question, evidence_ids} (uses --brain)")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--limit", type=int, help="only the first N conversations (LoCoMo)")
-    p.add_argument("--workdir", help="keep the scratch brains here")
+    p.add_argument("--workdir", help="make the scratch brains here and keep them (default: a temporary "
+                                     "folder, removed at the end)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png|svg", help="plot recall against compression")
     p.add_argument("--embedder", choices=["auto", "e5-small", "use", "sentence-transformers"],

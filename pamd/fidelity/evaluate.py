@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -245,9 +247,30 @@ def scratch_folder(workdir: Path, index: int, name: str) -> Path:
     return folder
 
 
+@contextmanager
+def scratch(workdir: Path | str | None) -> Iterator[Path]:
+    """Where the scratch brains go: `workdir`, kept; else a temporary folder, removed at
+    the end whatever happens (it holds a clone of a person's brain, or LoCoMo's text)."""
+    if workdir is not None:
+        yield Path(workdir)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="pamd-eval-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
                        progress: Callable[[str], None] = lambda s: None, source: str = "",
                        embedder: str | None = None, rerank: int | None = None) -> Report:
+    with scratch(workdir) as folder:
+        return _eval_conversations(convs, k, ages, folder, progress, source, embedder, rerank)
+
+
+def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
+                        progress: Callable[[str], None], source: str,
+                        embedder: str | None, rerank: int | None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
@@ -255,7 +278,6 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
     from pamd.encode.sources import Message
     from pamd.recall import api
 
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="pamd-eval-"))
     accs = {age: _Acc() for age, _ in ages}
     tokens = {age: dict.fromkeys(TIERS, 0) for age, _ in ages}
     raw_tokens = 0
@@ -351,11 +373,17 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
                progress: Callable[[str], None] = lambda s: None, embedder: str | None = None,
                rerank: int | None = None, questions_file: str = "questions") -> Report:
     """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
+    with scratch(workdir) as folder:
+        return _eval_brain(brain, questions, k, ages, folder, progress, embedder, rerank, questions_file)
+
+
+def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
+                progress: Callable[[str], None], embedder: str | None, rerank: int | None,
+                questions_file: str) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.brain import Brain
     from pamd.recall import api
 
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="pamd-eval-"))
     clone = workdir / "brain"
     brain.repo.run("clone", "-q", str(brain.root), str(clone))
     scratch = Brain(clone)

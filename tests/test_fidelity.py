@@ -482,3 +482,37 @@ def test_eval_removes_its_temporary_scratch_brains_unless_given_a_workdir(brain,
     code, _, err = brain("eval", str(q), *fast)  # fails after the clone was made
     assert code == 1 and "not an entry of this brain" in err
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,said", [(("-k", "0"), "-k must be at least 1"),
+                                       (("--limit", "0"), "--limit must be at least 1"),
+                                       (("--limit", "-1"), "--limit must be at least 1"),
+                                       (("--rerank", "-1"), "--rerank must be 0 or more")])
+def test_eval_refuses_bad_numbers_before_it_makes_a_scratch_brain(brain, tmp_path, args, said):
+    """--limit 0 evaluated everything and -1 dropped the last conversation; --rerank -1 was
+    committed into a scratch brain, then refused as a bad value of that temp pamd.toml."""
+    work = tmp_path / "w"
+    code, out, err = brain("eval", str(_tiny_locomo(tmp_path / "tiny.json")), *args, "--workdir", str(work))
+    assert code == 1 and err.startswith(f"pamd: error: {said}") and len(err.splitlines()) == 1, err
+    assert out == "" and not work.exists()
+
+
+def test_eval_of_a_folder_says_it_is_one(brain, tmp_path):
+    code, _, err = brain("eval", str(tmp_path))
+    assert code == 1 and err.startswith(f"pamd: error: {tmp_path} is a directory (name a LoCoMo"), err
+
+
+def test_eval_names_what_it_measured_in_the_plot_title_and_summary():
+    from pamd.fidelity.evaluate import Point, Report, plot_title, summary_lines
+
+    def point(age):
+        return Point(age=age, tokens={}, tree_tokens=10, ratio=1.0, tree={"R@10": 1.0}, prov={"R@10": 1.0},
+                     questions=2)
+
+    one = Report(source="locomo10.json", conversations=1, raw_tokens=10, points=[point("raw"), point("8d")])
+    assert plot_title(one) == "pamd fidelity: locomo10.json (1 conversation)"
+    mine = Report(source="/home/ann/brains/agent", conversations=1, raw_tokens=10, brain=True,
+                  points=[point("raw"), point("8d")])
+    assert plot_title(mine) == "pamd fidelity: the brain agent (2 questions)"
+    assert summary_lines(mine)[0] == "the brain /home/ann/brains/agent, 2 questions, raw 10 tokens"
+    assert summary_lines(one)[0] == "1 conversation, 2 questions, raw 10 tokens"

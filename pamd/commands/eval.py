@@ -29,8 +29,17 @@ def run(args) -> int:
     from pamd.fidelity import evaluate, qa
 
     path = Path(args.qa)
+    if path.is_dir():
+        raise PamdError(f"{args.qa} is a directory", "name a LoCoMo .json file, or a .jsonl of questions")
     if not path.is_file():
         raise PamdError(f"{args.qa}: no such file")
+    # checked before a scratch brain is made: a bad value found in its pamd.toml would name a temp file
+    if args.k < 1:
+        raise PamdError("-k must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise PamdError("--limit must be at least 1")
+    if args.rerank is not None and args.rerank < 0:
+        raise PamdError("--rerank must be 0 or more", "0 searches without the cross-encoder")
     if args.plot:
         evaluate.check_plot(Path(args.plot))
 

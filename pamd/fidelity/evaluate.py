@@ -61,6 +61,7 @@ class Report:
     conversations: int
     raw_tokens: int
     k: int = 10  # hits per question: lines_at_k and raw_behind_k count them; R@k is the headline
+    brain: bool = False  # a person's brain (source is its folder), not LoCoMo's conversations
     points: list[Point] = field(default_factory=list)
 
     def to_json(self) -> str:
@@ -340,6 +341,13 @@ def check_plot(out: Path) -> None:
         raise PamdError(f"--plot: {out.parent} is not a folder", "make it first, or pick another path")
 
 
+def plot_title(report: Report) -> str:
+    if report.brain:
+        questions = report.points[0].questions if report.points else 0
+        return f"pamd fidelity: the brain {Path(report.source).name} ({plural(questions, 'question')})"
+    return f"pamd fidelity: {report.source} ({plural(report.conversations, 'conversation')})"
+
+
 def plot(report: Report, out: Path) -> Path:
     import matplotlib
 
@@ -355,14 +363,16 @@ def plot(report: Report, out: Path) -> Path:
     for p in report.points:  # ages at the same point share one label ("raw, 1h")
         labels.setdefault((p.ratio, p.tree[r]), []).append(p.age)
     for (x, y), ages in labels.items():
-        ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        # below its point, but above one near 0, where it would cover the x axis' numbers
+        ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, 6 if y < 0.1 else -12),
+                    fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
     ax.set_ylabel(f"evidence recall@{k}")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left")
-    ax.set_title(f"pamd fidelity: {report.source} ({report.conversations} conversations)")
+    ax.set_title(plot_title(report))
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
@@ -397,7 +407,7 @@ def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
                                 "(not in its tree or history)",
                                 "check the id with pamd recall --json, and that --brain names the right brain")
     base = max((e.ts for e in entries), default=T0)
-    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens, k=k)
+    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens, k=k, brain=True)
     for age, hours in ages:
         if not hours and compacted:
             age = "now"  # the brain as it is, already compressed: not a raw baseline
@@ -443,8 +453,8 @@ def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool, se
 def summary_lines(report: Report) -> list[str]:
     first = report.points[0]
     last = report.points[-1]
-    out = [f"{plural(report.conversations, 'conversation')}, {plural(first.questions, 'question')}, "
-           f"raw {report.raw_tokens:,} tokens"]
+    what = f"the brain {report.source}" if report.brain else plural(report.conversations, "conversation")
+    out = [f"{what}, {plural(first.questions, 'question')}, raw {report.raw_tokens:,} tokens"]
     if first.age != "raw":
         out.append(f"the brain was compressed already: row {first.age!r} is the brain as it is "
                    f"({first.tree_tokens:,} tokens, {first.ratio:.1f}:1 against its raw input, "

@@ -21,6 +21,7 @@ DATA = Path(os.environ.get("PAMD_SHARED", ROOT.parent / "shared")) / "bench" / "
 
 
 def main() -> int:
+    from pamd.errors import PamdError
     from pamd.fidelity import evaluate, qa
 
     ap = argparse.ArgumentParser()
@@ -35,6 +36,10 @@ def main() -> int:
     args = ap.parse_args()
     if not DATA.is_file():
         raise SystemExit(f"no LoCoMo data at {DATA}: set PAMD_SHARED")
+    try:
+        evaluate.check_plot(Path(args.plot))  # before minutes of work, not after
+    except PamdError as exc:
+        raise SystemExit(f"fidelity_locomo: {exc}") from None
     t = time.perf_counter()
     convs = qa.load_locomo(DATA, args.limit)
     report = evaluate.eval_conversations(convs, 10, source=DATA.name, embedder=args.embedder,

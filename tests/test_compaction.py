@@ -355,7 +355,8 @@ def test_daemon_runs_compact_and_stops_cleanly_on_sigterm(week):
     proc.send_signal(signal.SIGTERM)
     _, log = proc.communicate(timeout=30)
     assert proc.returncode == 0
-    assert "compact: pamd compact:" in log and "stopped" in log
+    assert re.search(r"\d pamd compact: \d+ entr(y|ies) into \d+ summar", log) and "stopped" in log, log
+    assert "pamd pamd" not in log and "compact: pamd compact:" not in log  # the mode said once
 
 
 def test_daemon_reads_a_committed_config_change_before_each_run(week):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from conftest import git
@@ -205,10 +207,11 @@ def test_eval_of_a_compacted_brain_counts_its_raw_input_from_history(brain, tmp_
     now = Brain(brain.cwd).load().entries
     assert [e.id for e in now if not e.sources] == [decision.id]
     tree_tokens = sum(e.tokens for e in now)
-    _, graph, compacted = raw_input(Brain(brain.cwd), now)
+    _, graph, compacted, known = raw_input(Brain(brain.cwd), now)
     behind = {leaf for e in now if e.sources for leaf in _descend(e.id, graph)}
     assert compacted and any(s.startswith("s-") for e in now for s in e.sources)
     assert behind and behind <= {e.id for e in raw}  # through the L1 summaries history holds
+    assert known >= {e.id for e in raw} | {e.id for e in now} | set(graph)  # trash and gone summaries too
     q = tmp_path / "q.jsonl"
     q.write_text(json.dumps({"question": "how do large exports avoid running out of memory",
                              "evidence_ids": [decision.id]}) + "\n")
@@ -391,3 +394,165 @@ def test_eval_reads_question_files_saved_with_a_bom(brain, tmp_path):
     q.write_bytes(b'{"question": "caf\xe9", "evidence_ids": ["e-000000000000"]}\n')
     code, _, err = brain("eval", str(q))
     assert code == 1 and "q.jsonl: not valid UTF-8 at byte" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("sample_id", ["x/../../../victim", "..", "/abs/victim", "conv/26", ".hidden", ""])
+def test_eval_names_a_scratch_brain_inside_its_workdir_whatever_the_sample_id(brain, tmp_path, sample_id):
+    """A LoCoMo sample_id was a path: `x/../../victim` made an unrelated repository beside
+    the workdir a pamd brain, with init, ingest and defrag commits on its branch."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "app.py").write_text("code\n")
+    git(victim, "init", "-q")
+    git(victim, "add", "app.py")
+    git(victim, "commit", "-qm", "my project")
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    data = json.loads(qa.read_text())
+    data[0]["sample_id"] = sample_id
+    qa.write_text(json.dumps(data))
+    work = tmp_path / "work" / "inner"
+    work.mkdir(parents=True)
+    code, _, err = brain("eval", str(qa), "--json", "--embedder", "use", "--rerank", "0", "--limit", "1",
+                         "--workdir", str(work))
+    assert code == 0, err
+    assert git(victim, "log", "--format=%s") == "my project\n" and sorted(os.listdir(victim)) == [".git", "app.py"]
+    made = [p for p in work.iterdir()]
+    assert len(made) == 1 and made[0].name.startswith("00-") and (made[0] / "pamd.toml").is_file()
+    assert "/" not in made[0].name[3:] and made[0].name not in ("..", ".")
+    assert [p.name for p in (tmp_path / "work").iterdir()] == ["inner"]
+
+
+@pytest.mark.parametrize("plot,said", [("out.txt", "cannot write a .txt file"), ("nodir/out.png", "is not a folder"),
+                                       (".", "is a directory"), ("out", "suffix-less")])
+def test_eval_refuses_a_plot_it_cannot_write_before_it_evaluates(brain, tmp_path, plot, said):
+    """The plot was written after the whole evaluation (minutes on LoCoMo): a .txt or a
+    missing folder was an internal error, exit 3, the run's work thrown away."""
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    work = tmp_path / "w"
+    code, out, err = brain("eval", str(qa), "--plot", str(tmp_path / plot), "--workdir", str(work))
+    assert code == 1 and err.startswith("pamd: error: --plot: ") and said in err and len(err.splitlines()) == 1, err
+    assert out == "" and not work.exists()  # nothing evaluated
+
+
+def test_eval_labels_its_numbers_with_the_k_it_measured(brain, tmp_path):
+    """`-k 5` printed recall@5 under "R@10" (and put it in --json as R@10 too); `-k 30`
+    printed the lines of 30 hits under "lines@10"."""
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    fast = ("--embedder", "use", "--rerank", "0")
+    code, out, err = brain("eval", str(qa), "-k", "2", *fast, "--workdir", str(tmp_path / "w1"))
+    assert code == 0, err
+    assert out.splitlines()[0].split()[-8:] == ["tree", "R@2", "prov", "R@2", "%", "raw", "lines@2", "raw@2"]
+    assert "R@10" not in out and "@10" not in out
+    assert "recall@2 through provenance" in out
+    code, out, err = brain("eval", str(qa), "-k", "2", "--json", *fast, "--workdir", str(tmp_path / "w2"))
+    two = json.loads(out)
+    assert two["k"] == 2 and list(two["points"][0]["prov"]) == ["R@1", "R@2"]
+    assert list(two["points"][0]["by_category"]["single-hop"]) == ["n", "tree R@2", "prov R@2"]
+    code, out, err = brain("eval", str(qa), "--json", *fast, "--workdir", str(tmp_path / "w3"))
+    ten = json.loads(out)
+    assert ten["k"] == 10 and list(ten["points"][0]["prov"]) == ["R@1", "R@5", "R@10"]
+    # lines and raw entries are those of the k hits: 2 hits read fewer lines than 10
+    assert two["points"][0]["lines_at_k"] < ten["points"][0]["lines_at_k"]
+
+
+def test_eval_finds_a_summary_given_as_evidence_after_it_is_summarised_again(brain, tmp_path):
+    """A compacted brain's tree shows summary ids; one given as evidence scored 0 through
+    provenance as soon as the eval's defrag summarised it again, though recall still found
+    it: the walk counted only the raw leaves, never the summaries on the way."""
+    from pamd.data import __file__ as data
+    from pamd.edge.brain import Brain
+
+    week = str(Path(data).parent / "sample-week.jsonl")
+    assert brain("ingest", week, now="2026-11-30T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T18:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-11-28T03:00:00Z")[0] == 0
+    tax = next(e for e in Brain(brain.cwd).load().entries if "tax report" in e.text)
+    assert any(s.startswith("s-") for s in tax.sources)  # a summary of summaries, in the tree
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "tax report next week", "evidence_ids": [tax.id]}) + "\n")
+    code, out, err = brain("eval", str(q), "--json", "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    scratch = Brain(tmp_path / "w" / "brain").load().entries
+    assert tax.id not in {e.id for e in scratch}  # summarised again by the eval's defrags
+    assert points[-1]["tree"]["R@10"] == 0.0  # not in the tree as it is
+    assert [p["prov"]["R@10"] for p in points] == [1.0] * len(points)
+
+
+@pytest.mark.parametrize("bad,said", [("e-000000000000", "evidence e-000000000000 is not an entry of this brain "
+                                                         "(not in its tree or history)"),
+                                      ("not-an-id", "evidence 'not-an-id' is not an entry id"),
+                                      ("E-354CBDCBBCDE", "evidence 'E-354CBDCBBCDE' is not an entry id")])
+def test_eval_refuses_evidence_the_brain_never_had(brain, tmp_path, bad, said):
+    """A typo in one id was scored as evidence never found: a plausible, wrong table."""
+    from pamd.edge.brain import Brain
+
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    eid = Brain(brain.cwd).load().entries[0].id
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database", "evidence_ids": [eid]}) + "\n\n"
+                 + json.dumps({"question": "which database hosts billing", "evidence_ids": [eid, bad]}) + "\n")
+    code, out, err = brain("eval", str(q), "--embedder", "use", "--rerank", "0", "--workdir", str(tmp_path / "w"))
+    assert code == 1 and out == "" and err.startswith(f"pamd: error: {q}:3: {said}") and len(err.splitlines()) == 1, err
+
+
+def test_eval_removes_its_temporary_scratch_brains_unless_given_a_workdir(brain, tmp_path, monkeypatch):
+    """Every run without --workdir left its scratch brains in /tmp for good (88 MB of
+    LoCoMo's text, or a clone of a person's brain), also after a failed run."""
+    import tempfile
+
+    from pamd.edge.brain import Brain
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    fast = ("--embedder", "use", "--rerank", "0")
+    code, out, err = brain("eval", str(_tiny_locomo(tmp_path / "tiny.json")), *fast)
+    assert code == 0 and "at 8d:" in out, err
+    assert list(tmp.iterdir()) == []
+    assert brain("remember", "We decided to host billing on Postgres 16.")[0] == 0
+    eid = Brain(brain.cwd).load().entries[0].id
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database", "evidence_ids": [eid]}) + "\n")
+    code, out, err = brain("eval", str(q), *fast)
+    assert code == 0 and "at 8d:" in out, err
+    assert list(tmp.iterdir()) == []
+    q.write_text(json.dumps({"question": "which database", "evidence_ids": ["e-000000000000"]}) + "\n")
+    code, _, err = brain("eval", str(q), *fast)  # fails after the clone was made
+    assert code == 1 and "not an entry of this brain" in err
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,said", [(("-k", "0"), "-k must be at least 1"),
+                                       (("--limit", "0"), "--limit must be at least 1"),
+                                       (("--limit", "-1"), "--limit must be at least 1"),
+                                       (("--rerank", "-1"), "--rerank must be 0 or more")])
+def test_eval_refuses_bad_numbers_before_it_makes_a_scratch_brain(brain, tmp_path, args, said):
+    """--limit 0 evaluated everything and -1 dropped the last conversation; --rerank -1 was
+    committed into a scratch brain, then refused as a bad value of that temp pamd.toml."""
+    work = tmp_path / "w"
+    code, out, err = brain("eval", str(_tiny_locomo(tmp_path / "tiny.json")), *args, "--workdir", str(work))
+    assert code == 1 and err.startswith(f"pamd: error: {said}") and len(err.splitlines()) == 1, err
+    assert out == "" and not work.exists()
+
+
+def test_eval_of_a_folder_says_it_is_one(brain, tmp_path):
+    code, _, err = brain("eval", str(tmp_path))
+    assert code == 1 and err.startswith(f"pamd: error: {tmp_path} is a directory (name a LoCoMo"), err
+
+
+def test_eval_names_what_it_measured_in_the_plot_title_and_summary():
+    from pamd.fidelity.evaluate import Point, Report, plot_title, summary_lines
+
+    def point(age):
+        return Point(age=age, tokens={}, tree_tokens=10, ratio=1.0, tree={"R@10": 1.0}, prov={"R@10": 1.0},
+                     questions=2)
+
+    one = Report(source="locomo10.json", conversations=1, raw_tokens=10, points=[point("raw"), point("8d")])
+    assert plot_title(one) == "pamd fidelity: locomo10.json (1 conversation)"
+    mine = Report(source="/home/ann/brains/agent", conversations=1, raw_tokens=10, brain=True,
+                  points=[point("raw"), point("8d")])
+    assert plot_title(mine) == "pamd fidelity: the brain agent (2 questions)"
+    assert summary_lines(mine)[0] == "the brain /home/ann/brains/agent, 2 questions, raw 10 tokens"
+    assert summary_lines(one)[0] == "1 conversation, 2 questions, raw 10 tokens"

@@ -10,7 +10,8 @@ def add_arguments(p) -> None:
     p.add_argument("qa", help="LoCoMo JSON, or pamd JSONL of {question, evidence_ids} (uses --brain)")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--limit", type=int, help="only the first N conversations (LoCoMo)")
-    p.add_argument("--workdir", help="keep the scratch brains here")
+    p.add_argument("--workdir", help="make the scratch brains here and keep them (default: a temporary "
+                                     "folder, removed at the end)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png|svg", help="plot recall against compression")
     p.add_argument("--embedder", choices=["auto", "e5-small", "use", "sentence-transformers"],
@@ -28,8 +29,19 @@ def run(args) -> int:
     from pamd.fidelity import evaluate, qa
 
     path = Path(args.qa)
+    if path.is_dir():
+        raise PamdError(f"{args.qa} is a directory", "name a LoCoMo .json file, or a .jsonl of questions")
     if not path.is_file():
         raise PamdError(f"{args.qa}: no such file")
+    # checked before a scratch brain is made: a bad value found in its pamd.toml would name a temp file
+    if args.k < 1:
+        raise PamdError("-k must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise PamdError("--limit must be at least 1")
+    if args.rerank is not None and args.rerank < 0:
+        raise PamdError("--rerank must be 0 or more", "0 searches without the cross-encoder")
+    if args.plot:
+        evaluate.check_plot(Path(args.plot))
 
     def progress(msg: str) -> None:
         print(f"pamd eval: {msg}", file=sys.stderr, flush=True)
@@ -44,7 +56,7 @@ def run(args) -> int:
 
         report = evaluate.eval_brain(Brain.find(args.brain), qa.load_pamd(path), args.k,
                                      workdir=args.workdir, progress=progress, embedder=args.embedder,
-                                     rerank=args.rerank)
+                                     rerank=args.rerank, questions_file=args.qa)
     if args.json:
         print(report.to_json())
     else:

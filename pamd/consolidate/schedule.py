@@ -143,7 +143,10 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
                 note = after_commit(fresh)
                 if note:
                     log.info("%s", note)
-            log.info("%s: %s", mode, out.message.split("\n", 1)[0] if out.sha else "nothing to do")
+            # the commit's subject says the mode ("pamd compact: 1 entry into 1 summary"), and
+            # the log format starts "pamd ": said once, as the lines of an idle run read
+            subject = out.message.split("\n", 1)[0].removeprefix("pamd ")
+            log.info("%s", subject if out.sha else f"{mode}: nothing to do")
         except PamdError as exc:
             log.warning("%s failed: %s", mode, exc)
         except Exception:  # a bug or the OS (a full disk): said in full; the next run tries again
@@ -185,7 +188,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         stop.set()
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    log.info("pamd daemon on %s: compact every %g min, %s", brain.root, minutes,
+    log.info("daemon on %s: compact every %g min, %s", brain.root, minutes,
              "no defrag (defrag_at is off)" if off else f"defrag daily at {at} UTC")
     try:
         run_what_is_due()  # what was missed before the start (the machine was off at defrag_at)
@@ -196,6 +199,6 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    log.info("pamd daemon stopped")
+    log.info("daemon stopped")
     return 0
 

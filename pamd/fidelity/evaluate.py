@@ -20,9 +20,12 @@ their order, one session per pamd session.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +37,7 @@ from pamd.errors import PamdError
 from pamd.fidelity.qa import TAG_RE, Conversation, Question
 
 AGES: list[tuple[str, float]] = [("raw", 0), ("1h", 1), ("6h", 6), ("1d", 24), ("4d", 96), ("8d", 192)]
-KS = (1, 5, 10)
+KS = (1, 5, 10)  # recall is also reported at these depths when k is deeper
 T0 = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
 
 
@@ -46,7 +49,7 @@ class Point:
     ratio: float
     lines_at_k: float = 0.0
     raw_behind_k: float = 0.0  # raw entries behind the top k through provenance: the cost of expanding
-    tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone
+    tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone (R@k of cutoffs(k))
     prov: dict[str, float] = field(default_factory=dict)  # through provenance
     by_category: dict[str, dict[str, float]] = field(default_factory=dict)
     questions: int = 0
@@ -57,6 +60,8 @@ class Report:
     source: str
     conversations: int
     raw_tokens: int
+    k: int = 10  # hits per question: lines_at_k and raw_behind_k count them; R@k is the headline
+    brain: bool = False  # a person's brain (source is its folder), not LoCoMo's conversations
     points: list[Point] = field(default_factory=list)
 
     def to_json(self) -> str:
@@ -84,6 +89,11 @@ class _Acc:
         return round(self.sums[(cat, key)] / self.n[cat], 4) if self.n[cat] else 0.0
 
 
+def cutoffs(k: int) -> tuple[int, ...]:
+    """The depths recall is reported at for `k` hits a question: k itself, and 1, 5, 10 below it."""
+    return tuple(sorted({j for j in KS if j < k} | {k}))
+
+
 def _descend(eid: str, graph: dict[str, tuple[str, ...]], depth: int = 0) -> list[str]:
     if eid not in graph or depth > 8:
         return [eid]
@@ -91,6 +101,31 @@ def _descend(eid: str, graph: dict[str, tuple[str, ...]], depth: int = 0) -> lis
     for s in graph[eid]:
         out += _descend(s, graph, depth + 1)
     return out
+
+
+def _below(eid: str, graph: dict[str, tuple[str, ...]]) -> set[str]:
+    """`eid` and every id its provenance reaches: the summaries on the way, not only the leaves."""
+    out, todo = {eid}, [eid]
+    while todo:
+        for src in graph.get(todo.pop(), ()):
+            if src not in out:
+                out.add(src)
+                todo.append(src)
+    return out
+
+
+def _on_path(top: str, leaf: str, graph: dict[str, tuple[str, ...]]) -> set[str]:
+    """Every id on a path of provenance from `top` down to `leaf`, both included (empty if none)."""
+    memo: dict[str, bool] = {}
+
+    def reaches(eid: str) -> bool:
+        if eid not in memo:
+            memo[eid] = False  # a cycle in a damaged history does not recurse forever
+            memo[eid] = eid == leaf or any(reaches(s) for s in graph.get(eid, ()))
+        return memo[eid]
+
+    reaches(top)
+    return {eid for eid, ok in memo.items() if ok}
 
 
 def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
@@ -105,6 +140,7 @@ def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
 def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: dict[str, tuple[str, ...]],
             now: datetime, k: int, acc: _Acc, recall_fn: Callable) -> None:
     cache: dict[str, list[str]] = {}
+    depths = cutoffs(k)
     for q in questions:
         hits = recall_fn(brain, q.text, k=k, now=now, log=False)
         ev = set(q.evidence)
@@ -126,15 +162,21 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
                 seen_tree |= _cited_units(brain.root, h, cache) & ev
                 for eid in named:
                     seen_prov |= {unit_of.get(r, "") for r in _descend(eid, graph)} & ev
-            else:  # a user's brain: evidence is entry ids
+            else:  # a user's brain: evidence is entry ids, raw or summaries (what its tree shows)
                 seen_tree |= set(entries) & ev  # the entries in the tree a hit covers
                 for eid in named:
-                    seen_prov |= set(_descend(eid, graph)) & ev
+                    # every id on the way counts, as for pamd probe: a summary given as evidence
+                    # is still found when a summary of it is hit, or a raw leaf it came from
+                    if eid in leaves:
+                        on_way = set().union(*(_on_path(top, eid, graph) for top in entries)) or {eid}
+                    else:
+                        on_way = _below(eid, graph)
+                    seen_prov |= on_way & ev
             seen_prov |= seen_tree
-            if rank in KS:
+            if rank in depths:
                 acc.add(q.category, f"tree R@{rank}", len(seen_tree) / len(ev))
                 acc.add(q.category, f"prov R@{rank}", len(seen_prov) / len(ev))
-        for kk in KS:  # fewer hits than k: the recall stays what it reached
+        for kk in depths:  # fewer hits than k: the recall stays what it reached
             if len(hits) < kk:
                 acc.add(q.category, f"tree R@{kk}", len(seen_tree) / len(ev))
                 acc.add(q.category, f"prov R@{kk}", len(seen_prov) / len(ev))
@@ -142,17 +184,17 @@ def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: di
         acc.raw_behind += len(behind)
 
 
-def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc) -> Point:
+def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc, k: int) -> Point:
     tree = sum(tokens.values())
     p = Point(age=age, tokens=tokens, tree_tokens=tree, ratio=round(raw_tokens / max(tree, 1), 2),
               lines_at_k=round(acc.lines / max(acc.n["all"], 1), 1), questions=acc.n["all"],
               raw_behind_k=round(acc.raw_behind / max(acc.n["all"], 1), 1))
-    for kk in KS:
+    for kk in cutoffs(k):
         p.tree[f"R@{kk}"] = acc.mean("all", f"tree R@{kk}")
         p.prov[f"R@{kk}"] = acc.mean("all", f"prov R@{kk}")
     for cat in sorted(c for c in acc.n if c != "all"):
-        p.by_category[cat] = {"n": acc.n[cat], "tree R@10": acc.mean(cat, "tree R@10"),
-                              "prov R@10": acc.mean(cat, "prov R@10")}
+        p.by_category[cat] = {"n": acc.n[cat], f"tree R@{k}": acc.mean(cat, f"tree R@{k}"),
+                              f"prov R@{k}": acc.mean(cat, f"prov R@{k}")}
     return p
 
 
@@ -162,7 +204,6 @@ def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
     values = {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None}
     if not values:
         return
-    import re
     import tomllib
 
     from pamd.edge.brain import CONFIG
@@ -196,9 +237,41 @@ def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
     brain._config = None
 
 
+def scratch_folder(workdir: Path, index: int, name: str) -> Path:
+    """The scratch brain of the conversation `name` (a LoCoMo sample_id, any text): one
+    plain folder right inside `workdir`, never a path — `x/../../victim` must not make
+    a person's repository beside it a brain."""
+    plain = re.sub(r"[^\w.-]+", "-", name).strip(".-")[:60] or "conv"
+    folder = workdir / f"{index:02d}-{plain}"
+    if folder.resolve().parent != workdir.resolve():
+        raise PamdError(f"sample {index + 1}: sample_id {name!r} is not a plain name")
+    return folder
+
+
+@contextmanager
+def scratch(workdir: Path | str | None) -> Iterator[Path]:
+    """Where the scratch brains go: `workdir`, kept; else a temporary folder, removed at
+    the end whatever happens (it holds a clone of a person's brain, or LoCoMo's text)."""
+    if workdir is not None:
+        yield Path(workdir)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="pamd-eval-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
                        progress: Callable[[str], None] = lambda s: None, source: str = "",
                        embedder: str | None = None, rerank: int | None = None) -> Report:
+    with scratch(workdir) as folder:
+        return _eval_conversations(convs, k, ages, folder, progress, source, embedder, rerank)
+
+
+def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
+                        progress: Callable[[str], None], source: str,
+                        embedder: str | None, rerank: int | None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
@@ -206,12 +279,11 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
     from pamd.encode.sources import Message
     from pamd.recall import api
 
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="pamd-eval-"))
     accs = {age: _Acc() for age, _ in ages}
     tokens = {age: dict.fromkeys(TIERS, 0) for age, _ in ages}
     raw_tokens = 0
     for ci, conv in enumerate(convs):
-        brain, _ = init_brain(workdir / f"{ci:02d}-{conv.name}")
+        brain, _ = init_brain(scratch_folder(workdir, ci, conv.name))
         _set_index(brain, embedder, rerank)
         gap = timedelta(hours=1) / max(len(conv.messages), 1)
         start = T0 - timedelta(hours=1)
@@ -233,22 +305,47 @@ def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdi
             api.index(brain)
             measure(brain, conv.questions, unit_of, graph, now, k, accs[age], api.recall)
             progress(f"{conv.name} {age}: {plural(len(conv.questions), 'question')}")
-    report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens)
+    report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens, k=k)
     for age, _ in ages:
-        report.points.append(point_from(age, tokens[age], raw_tokens, accs[age]))
+        report.points.append(point_from(age, tokens[age], raw_tokens, accs[age], k))
     return report
 
 
 def table(report: Report) -> str:
     raw = next((p for p in report.points if p.age == "raw"), report.points[0])
+    r, k = f"R@{report.k}", report.k
     head = (f"{'age':<5}" + "".join(f"{t:>8}" for t in TIERS) + f"{'tree':>9}{'ratio':>8}"
-            f"{'tree R@10':>11}{'prov R@10':>11}{'% ' + raw.age:>7}{'lines@10':>10}{'raw@10':>8}")
+            f"{'tree ' + r:>11}{'prov ' + r:>11}{'% ' + raw.age:>7}{f'lines@{k}':>10}{f'raw@{k}':>8}")
     rows = [head]
     for p in report.points:
-        pct = p.prov["R@10"] / raw.prov["R@10"] * 100 if raw.prov["R@10"] else 0
+        pct = p.prov[r] / raw.prov[r] * 100 if raw.prov[r] else 0
         rows.append(f"{p.age:<5}" + "".join(f"{p.tokens[t]:>8,}" for t in TIERS) + f"{p.tree_tokens:>9,}"
-                    f"{p.ratio:>7.1f}:1{p.tree['R@10']:>11.3f}{p.prov['R@10']:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
+                    f"{p.ratio:>7.1f}:1{p.tree[r]:>11.3f}{p.prov[r]:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
     return "\n".join(rows)
+
+
+def check_plot(out: Path) -> None:
+    """Refuse a plot file that cannot be written before minutes of evaluation, not after."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise PamdError("--plot needs matplotlib", "pip install 'pamd[plot]'") from None
+    if out.is_dir():
+        raise PamdError(f"--plot: {out} is a directory", "name a file, e.g. fidelity.png")
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = out.suffix[1:].lower()
+    if suffix not in kinds:
+        raise PamdError(f"--plot: {out}: cannot write a {'.' + suffix if suffix else 'suffix-less'} file",
+                        "end its name in " + ", ".join("." + k for k in sorted(kinds)))
+    if not out.parent.is_dir():
+        raise PamdError(f"--plot: {out.parent} is not a folder", "make it first, or pick another path")
+
+
+def plot_title(report: Report) -> str:
+    if report.brain:
+        questions = report.points[0].questions if report.points else 0
+        return f"pamd fidelity: the brain {Path(report.source).name} ({plural(questions, 'question')})"
+    return f"pamd fidelity: {report.source} ({plural(report.conversations, 'conversation')})"
 
 
 def plot(report: Report, out: Path) -> Path:
@@ -259,20 +356,23 @@ def plot(report: Report, out: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     xs = [p.ratio for p in report.points]
-    ax.plot(xs, [p.prov["R@10"] for p in report.points], "o-", label="recall@10 through provenance")
-    ax.plot(xs, [p.tree["R@10"] for p in report.points], "s--", label="recall@10 from the working tree")
+    r, k = f"R@{report.k}", report.k
+    ax.plot(xs, [p.prov[r] for p in report.points], "o-", label=f"recall@{k} through provenance")
+    ax.plot(xs, [p.tree[r] for p in report.points], "s--", label=f"recall@{k} from the working tree")
     labels: dict[tuple[float, float], list[str]] = {}
     for p in report.points:  # ages at the same point share one label ("raw, 1h")
-        labels.setdefault((p.ratio, p.tree["R@10"]), []).append(p.age)
+        labels.setdefault((p.ratio, p.tree[r]), []).append(p.age)
     for (x, y), ages in labels.items():
-        ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        # below its point, but above one near 0, where it would cover the x axis' numbers
+        ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, 6 if y < 0.1 else -12),
+                    fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
-    ax.set_ylabel("evidence recall@10")
+    ax.set_ylabel(f"evidence recall@{k}")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left")
-    ax.set_title(f"pamd fidelity: {report.source} ({report.conversations} conversations)")
+    ax.set_title(plot_title(report))
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
@@ -281,21 +381,33 @@ def plot(report: Report, out: Path) -> Path:
 
 def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir: Path | None = None,
                progress: Callable[[str], None] = lambda s: None, embedder: str | None = None,
-               rerank: int | None = None) -> Report:
+               rerank: int | None = None, questions_file: str = "questions") -> Report:
     """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
+    with scratch(workdir) as folder:
+        return _eval_brain(brain, questions, k, ages, folder, progress, embedder, rerank, questions_file)
+
+
+def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
+                progress: Callable[[str], None], embedder: str | None, rerank: int | None,
+                questions_file: str) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.brain import Brain
     from pamd.recall import api
 
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="pamd-eval-"))
     clone = workdir / "brain"
     brain.repo.run("clone", "-q", str(brain.root), str(clone))
     scratch = Brain(clone)
     _set_index(scratch, embedder, rerank)
     entries = scratch.load().entries
-    raw_tokens, graph, compacted = raw_input(scratch, entries)
+    raw_tokens, graph, compacted, known = raw_input(scratch, entries)
+    for q in questions:  # an id the brain never had would be scored as evidence lost
+        for x in q.evidence:
+            if x not in known:
+                raise PamdError(f"{questions_file}:{q.line}: evidence {x} is not an entry of this brain "
+                                "(not in its tree or history)",
+                                "check the id with pamd recall --json, and that --brain names the right brain")
     base = max((e.ts for e in entries), default=T0)
-    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens)
+    report = Report(source=str(brain.root), conversations=1, raw_tokens=raw_tokens, k=k, brain=True)
     for age, hours in ages:
         if not hours and compacted:
             age = "now"  # the brain as it is, already compressed: not a raw baseline
@@ -309,14 +421,15 @@ def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir
         acc = _Acc()
         api.index(scratch)
         measure(scratch, questions, {}, graph, now, k, acc, api.recall)
-        report.points.append(point_from(age, toks, raw_tokens, acc))
+        report.points.append(point_from(age, toks, raw_tokens, acc, k))
         progress(f"{age}: {plural(len(questions), 'question')}")
     return report
 
 
-def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool]:
+def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool, set[str]]:
     """Tokens of every raw entry the brain was given, the provenance graph through history,
-    and whether the brain was compressed already (raw text has left its tree).
+    whether the brain was compressed already (raw text has left its tree), and every id
+    the brain ever had (in its tree, or a raw entry or summary of its history).
 
     A brain compacted before it is measured holds summaries, not its input: the raw
     entries behind them, and the trash dropped on the way, are counted from history
@@ -333,21 +446,23 @@ def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool]:
     graph = dict(lin.sources)
     graph.update({e.id: e.sources for e in entries if e.sources})
     compacted = any(eid not in here for eid in lin.raw_tokens) or any(e.sources for e in entries)
-    return sum(raw.values()), graph, compacted
+    known = set(here) | set(raw) | set(graph) | {s for srcs in graph.values() for s in srcs}
+    return sum(raw.values()), graph, compacted, known
 
 
 def summary_lines(report: Report) -> list[str]:
     first = report.points[0]
     last = report.points[-1]
-    out = [f"{plural(report.conversations, 'conversation')}, {plural(first.questions, 'question')}, "
-           f"raw {report.raw_tokens:,} tokens"]
+    what = f"the brain {report.source}" if report.brain else plural(report.conversations, "conversation")
+    out = [f"{what}, {plural(first.questions, 'question')}, raw {report.raw_tokens:,} tokens"]
     if first.age != "raw":
         out.append(f"the brain was compressed already: row {first.age!r} is the brain as it is "
                    f"({first.tree_tokens:,} tokens, {first.ratio:.1f}:1 against its raw input, "
                    "counted from history); recall is compared with that row, not with raw")
-    if first.prov["R@10"]:
-        out.append(f"at {last.age}: {last.ratio:.1f}:1, recall@10 through provenance "
-                   f"{last.prov['R@10'] / first.prov['R@10']:.0%} of {first.age}, from the tree alone "
-                   f"{last.tree['R@10'] / first.prov['R@10']:.0%} of {first.age}")
+    r = f"R@{report.k}"
+    if first.prov[r]:
+        out.append(f"at {last.age}: {last.ratio:.1f}:1, recall@{report.k} through provenance "
+                   f"{last.prov[r] / first.prov[r]:.0%} of {first.age}, from the tree alone "
+                   f"{last.tree[r] / first.prov[r]:.0%} of {first.age}")
     return out
 

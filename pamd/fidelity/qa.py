@@ -18,6 +18,7 @@ from pamd.errors import PamdError
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 TAG_RE = re.compile(r"\[(D\d+:\d+)\]")
+ENTRY_ID = re.compile(r"[es]-[0-9a-f]{12}")
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Question:
     text: str
     evidence: list[str]
     category: str = "all"
+    line: int = 0  # of a pamd JSONL question file, for its errors
 
 
 @dataclass
@@ -111,10 +113,14 @@ def load_pamd(path: Path) -> list[Question]:
             if not isinstance(obj["question"], str) or not isinstance(ev, list) or not ev \
                     or not all(isinstance(x, str) for x in ev):
                 raise TypeError  # a string would be split into characters; [] has nothing to find
-            out.append(Question(obj["question"], list(ev), str(obj.get("category", "all"))))
         except (ValueError, KeyError, TypeError):
             raise PamdError(f"{path}:{i}: expected {{\"question\": text, "
                             f"\"evidence_ids\": [ids, at least one]}}") from None
+        for x in ev:  # a typo would be scored as evidence never found, lowering recall unseen
+            if not ENTRY_ID.fullmatch(x):
+                raise PamdError(f"{path}:{i}: evidence {x!r} is not an entry id",
+                                "ids look like e-0123456789ab, or s-… for a summary; pamd recall --json shows them")
+        out.append(Question(obj["question"], list(ev), str(obj.get("category", "all")), i))
     if not out:
         raise PamdError(f"{path}: no questions")
     return out

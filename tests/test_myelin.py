@@ -147,6 +147,46 @@ def test_state_snapshot_and_state_at(brain, tmp_path):
     assert json.loads(out)["updated"] == "2026-11-30T09:30:00Z"
 
 
+def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):
+    """pamd remakes active_goals and hypotheses at every run: what a person adds there (not
+    in the STATE.md pamd last committed) moves to pinned_goals / pinned_hypotheses, which
+    pamd never rewrites, and the commit says so; a pamd goal a person removed comes back
+    while the last day's entries still hold it, also said."""
+    es = seed(brain, tmp_path)
+    brain("compact", now="2026-11-30T09:30:00Z")
+    state = brain.cwd / "STATE.md"
+    m, body, _ = split_frontmatter(state.read_text())
+    pamds = [g for g in m["active_goals"] if "release notes" in g]
+    assert pamds
+    m["active_goals"] = ["Ship billing export by Friday (set by Ann)",
+                         *[g for g in m["active_goals"] if g not in pamds]]
+    m["hypotheses"] = ["The export is slow because of N+1 queries (Ann)"]
+    m["current_focus"] = "Ann's focus of the day"
+    state.write_text("---\n" + yaml.safe_dump(m, sort_keys=False, allow_unicode=True) + "---\n" + "\n".join(body))
+    git(brain.cwd, "commit", "-qam", "Ann sets goals")
+    assert brain("touch", es["decided"].id, now="2026-11-30T10:40:00Z")[0] == 0  # a fold alone
+    assert brain("compact", now="2026-11-30T11:00:00Z")[0] == 0
+    st = meta(state)
+    assert st["pinned_goals"] == ["Ship billing export by Friday (set by Ann)"]
+    assert st["pinned_hypotheses"] == ["The export is slow because of N+1 queries (Ann)"]
+    assert "Ship billing" not in str(st["active_goals"]) and pamds[0] in st["active_goals"]
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert "Kept a person's goal in pinned_goals" in msg and "(set by Ann)" in msg
+    assert "Kept a person's hypothesis in pinned_hypotheses" in msg
+    assert "Replaced a person's current_focus (history keeps it): \"Ann's focus of the day\"" in msg
+    assert "Put back a goal a person removed from active_goals" in msg and "release notes" in msg
+    out = brain("state")[1]
+    assert "**Pinned goals:**\n- Ship billing export" in out
+    assert "Ship billing export" in brain("boot")[1]
+    # later runs leave the pinned items alone and move nothing of pamd's there
+    brain("remember", "I want the CLI to print JSON everywhere.", "--type", "user_intent", now="2026-11-30T11:10:00Z")
+    assert brain("compact", now="2026-11-30T11:30:00Z")[0] == 0
+    st2 = meta(state)
+    assert st2["pinned_goals"] == st["pinned_goals"] and st2["pinned_hypotheses"] == st["pinned_hypotheses"]
+    assert any("JSON" in g for g in st2["active_goals"])
+    assert "person" not in git(brain.cwd, "log", "-1", "--format=%B")
+
+
 def test_boot_order_budget_and_cut(brain, tmp_path):
     seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")

@@ -27,7 +27,8 @@ from pamd.encode.hippocampus import retention
 from pamd.myelin import preload
 
 DNA_KEYS = ("reflexes", "learned_behaviors", "communication_patterns", "preferences")
-STATE_KEYS = ("current_focus", "active_goals", "hypotheses", "emotional_context", "updated")
+STATE_KEYS = ("current_focus", "pinned_goals", "active_goals", "pinned_hypotheses", "hypotheses",
+              "emotional_context", "updated")
 TIER_TITLES = {"L4": "Long-term memory", "L3": "Cold memory (topic one-liners)",
                "L2": "Cool memory (summaries)", "L1": "Warm memory (summaries)", "L0": "Hot memory (raw)"}
 

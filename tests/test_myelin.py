@@ -241,6 +241,44 @@ def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, 
     assert over == []
 
 
+def test_boot_cuts_no_more_than_needed_when_a_cut_empties_a_tier(brain):
+    """A cut that takes a tier's last entry takes its section header (which names every
+    file of the tier) too: boot once went on cutting as if the header stayed, up to every
+    entry of every tier. For each budget, one cut fewer must not fit; the header's bound
+    is "≤" the highest retention among what was cut."""
+    from importlib import resources
+
+    from pamd.core.entry import parse_time
+    from pamd.edge.brain import Brain
+    from pamd.encode.hippocampus import retention
+    from pamd.myelin.boot import build
+
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-30T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T18:00:00Z")[0] == 0
+    assert brain("remember", "We decided to name the job export-nightly.", now="2026-11-27T19:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-11-28T03:00:00Z")[0] == 0
+    b, now = Brain(brain.cwd), parse_time("2026-11-28T03:00:00Z")
+    files = b.entry_files() + ["DNA.md", "PRELOAD.md", "STATE.md"]
+    full = build(b.read, files, b.config, now).tokens
+    boots = {n: build(b.read, files, b.config, now, n) for n in range(full // 2, full, 2)}
+    fits_with = {}  # cut count -> tokens of that context (the same whatever the budget)
+    for x in boots.values():
+        fits_with.setdefault(x.cut_entries, x.tokens)
+    over_cut = [n for n, x in boots.items() if x.cut_entries and fits_with.get(x.cut_entries - 1, n + 1) <= n]
+    assert over_cut == [] and len(fits_with) > 5
+    assert all(x.tokens <= n for n, x in boots.items() if not x.over_budget_note())
+    code, out, _ = brain("boot", "--budget", "650", now=None)
+    head = out.splitlines()[1]
+    assert code == 0 and "cut 10 entries" in head and "export-nightly" in out, head
+    x = boots.get(650) or build(b.read, files, b.config, now, 650)
+    mine = {e.id: e for e in l0_entries(brain.cwd)}
+    kept = "".join(s.text for s in x.sections)
+    gone = [e for eid, e in mine.items() if eid not in kept]
+    bound = float(head.rsplit("≤ ", 1)[1].split()[0])
+    assert gone and max(retention(e, b.config, now) for e in gone) <= bound
+
+
 def test_boot_at_reproduces_an_old_boot_byte_for_byte(brain, tmp_path):
     seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")

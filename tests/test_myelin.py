@@ -84,6 +84,35 @@ def test_a_recall_is_folded_exactly_once(brain, tmp_path):
     assert next(e for e in l0_entries(brain.cwd) if e.id == eid).recalls == 1
 
 
+def test_touch_counts_an_id_a_summary_stands_for_for_that_summary(brain):
+    """`recall --json` lists a summary hit's raw leaf; touch took only ids of the tree and
+    refused it. An id a summary in the tree stands for (a direct `from=` source, or one
+    deeper, known from history) now counts for that summary, and touch says so."""
+    from importlib import resources
+
+    from pamd.consolidate.provenance import expand_ids
+    from pamd.edge.brain import Brain
+
+    root = brain.cwd
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-30T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T18:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-11-28T03:00:00Z")[0] == 0
+    tree = {e.id: e for e in l0_entries(root)}
+    top = next(e for e in tree.values() if any(s.startswith("s-") and s not in tree for s in e.sources))
+    found = expand_ids(Brain(root), [top.id])
+    mid = next(f.entry.id for f in found if f.depth == 1 and f.entry.sources)
+    leaf = next(f.entry.id for f in found if f.depth == 2)
+    code, out, err = brain("touch", leaf, mid, leaf, now="2026-11-28T04:00:00Z")
+    assert code == 0, err
+    assert f"counted {leaf} for {top.id}, the summary that holds it now" in out
+    assert f"counted {mid} for {top.id}" in out and "noted 3 recalls" in out
+    assert brain("compact", now="2026-11-28T04:10:00Z")[0] == 0
+    assert next(e for e in l0_entries(root) if e.id == top.id).recalls == top.recalls + 3
+    code, _, err = brain("touch", "e-000000000000")
+    assert code == 1 and "no entry e-000000000000 in the brain's tiers, nor behind a summary" in err
+
+
 def test_a_cortisol_failure_becomes_a_dna_lesson_linked_to_its_source(brain, tmp_path):
     es = seed(brain, tmp_path)
     fail = es["deploy"]

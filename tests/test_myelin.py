@@ -73,6 +73,26 @@ def test_recalls_cross_the_thresholds(brain, tmp_path):
     assert len(mine) == 1 and mine[0]["kind"] == "recalled"
 
 
+def test_the_commit_names_what_myelination_did(brain, tmp_path):
+    """A memory copied into PRELOAD.md, a new recall reflex in DNA.md, and one leaving
+    PRELOAD.md when demoted are said in the commit, not only seen in its diff."""
+    es = seed(brain, tmp_path)
+    eid = es["decided"].id
+    touch_and_compact(brain, eid, 5)
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert f"Myelinated, copied to PRELOAD.md: {eid} (5 recalls)." in msg
+    assert "New reflex" not in msg
+    touch_and_compact(brain, eid, 5, now="2026-11-30T10:00:00Z")
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert f"New reflex in DNA.md from {eid} (10 recalls)." in msg and "Myelinated" not in msg
+    said = ""
+    for t in ("2027-01-15T03:00:00Z", "2027-03-01T03:00:00Z"):  # demoted twice: 10 -> 5 -> 2
+        assert brain("defrag", now=t)[0] == 0
+        said += git(brain.cwd, "log", "-1", "--format=%B")
+    assert "Left PRELOAD.md (demoted): " in said and "(2 recalls)" in said, said
+    assert "(none yet" in (brain.cwd / "PRELOAD.md").read_text()  # it did leave
+
+
 def test_a_recall_is_folded_exactly_once(brain, tmp_path):
     es = seed(brain, tmp_path)
     eid = es["decided"].id

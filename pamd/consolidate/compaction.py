@@ -299,9 +299,12 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # until it is committed (DNA.md, which keeps what pamd learned once, still stops it).
         waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
         if PRELOAD not in waiting:
-            changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
+            preload_text = brain.read(PRELOAD) or ""
+            changes[PRELOAD] = preload.render(preload_text, after, cfg)
+            notes += preload.changes(preload_text, changes[PRELOAD], after)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
+        notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
         if STATE not in waiting:
             changes[STATE], state_notes = refreshed_state(state_text, snapshot.snapshot(entries, now),
                                                           pamds_state(brain, state_text))

@@ -73,6 +73,26 @@ def test_recalls_cross_the_thresholds(brain, tmp_path):
     assert len(mine) == 1 and mine[0]["kind"] == "recalled"
 
 
+def test_the_commit_names_what_myelination_did(brain, tmp_path):
+    """A memory copied into PRELOAD.md, a new recall reflex in DNA.md, and one leaving
+    PRELOAD.md when demoted are said in the commit, not only seen in its diff."""
+    es = seed(brain, tmp_path)
+    eid = es["decided"].id
+    touch_and_compact(brain, eid, 5)
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert f"Myelinated, copied to PRELOAD.md: {eid} (5 recalls)." in msg
+    assert "New reflex" not in msg
+    touch_and_compact(brain, eid, 5, now="2026-11-30T10:00:00Z")
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert f"New reflex in DNA.md from {eid} (10 recalls)." in msg and "Myelinated" not in msg
+    said = ""
+    for t in ("2027-01-15T03:00:00Z", "2027-03-01T03:00:00Z"):  # demoted twice: 10 -> 5 -> 2
+        assert brain("defrag", now=t)[0] == 0
+        said += git(brain.cwd, "log", "-1", "--format=%B")
+    assert "Left PRELOAD.md (demoted): " in said and "(2 recalls)" in said, said
+    assert "(none yet" in (brain.cwd / "PRELOAD.md").read_text()  # it did leave
+
+
 def test_a_recall_is_folded_exactly_once(brain, tmp_path):
     es = seed(brain, tmp_path)
     eid = es["decided"].id
@@ -82,6 +102,35 @@ def test_a_recall_is_folded_exactly_once(brain, tmp_path):
     code, out, _ = brain("compact", now="2026-11-30T09:31:00Z")
     assert "nothing to compact" in out and head_count(brain.cwd) == n
     assert next(e for e in l0_entries(brain.cwd) if e.id == eid).recalls == 1
+
+
+def test_touch_counts_an_id_a_summary_stands_for_for_that_summary(brain):
+    """`recall --json` lists a summary hit's raw leaf; touch took only ids of the tree and
+    refused it. An id a summary in the tree stands for (a direct `from=` source, or one
+    deeper, known from history) now counts for that summary, and touch says so."""
+    from importlib import resources
+
+    from pamd.consolidate.provenance import expand_ids
+    from pamd.edge.brain import Brain
+
+    root = brain.cwd
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-30T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T18:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-11-28T03:00:00Z")[0] == 0
+    tree = {e.id: e for e in l0_entries(root)}
+    top = next(e for e in tree.values() if any(s.startswith("s-") and s not in tree for s in e.sources))
+    found = expand_ids(Brain(root), [top.id])
+    mid = next(f.entry.id for f in found if f.depth == 1 and f.entry.sources)
+    leaf = next(f.entry.id for f in found if f.depth == 2)
+    code, out, err = brain("touch", leaf, mid, leaf, now="2026-11-28T04:00:00Z")
+    assert code == 0, err
+    assert f"counted {leaf} for {top.id}, the summary that holds it now" in out
+    assert f"counted {mid} for {top.id}" in out and "noted 3 recalls" in out
+    assert brain("compact", now="2026-11-28T04:10:00Z")[0] == 0
+    assert next(e for e in l0_entries(root) if e.id == top.id).recalls == top.recalls + 3
+    code, _, err = brain("touch", "e-000000000000")
+    assert code == 1 and "no entry e-000000000000 in the brain's tiers, nor behind a summary" in err
 
 
 def test_a_cortisol_failure_becomes_a_dna_lesson_linked_to_its_source(brain, tmp_path):
@@ -147,6 +196,46 @@ def test_state_snapshot_and_state_at(brain, tmp_path):
     assert json.loads(out)["updated"] == "2026-11-30T09:30:00Z"
 
 
+def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):
+    """pamd remakes active_goals and hypotheses at every run: what a person adds there (not
+    in the STATE.md pamd last committed) moves to pinned_goals / pinned_hypotheses, which
+    pamd never rewrites, and the commit says so; a pamd goal a person removed comes back
+    while the last day's entries still hold it, also said."""
+    es = seed(brain, tmp_path)
+    brain("compact", now="2026-11-30T09:30:00Z")
+    state = brain.cwd / "STATE.md"
+    m, body, _ = split_frontmatter(state.read_text())
+    pamds = [g for g in m["active_goals"] if "release notes" in g]
+    assert pamds
+    m["active_goals"] = ["Ship billing export by Friday (set by Ann)",
+                         *[g for g in m["active_goals"] if g not in pamds]]
+    m["hypotheses"] = ["The export is slow because of N+1 queries (Ann)"]
+    m["current_focus"] = "Ann's focus of the day"
+    state.write_text("---\n" + yaml.safe_dump(m, sort_keys=False, allow_unicode=True) + "---\n" + "\n".join(body))
+    git(brain.cwd, "commit", "-qam", "Ann sets goals")
+    assert brain("touch", es["decided"].id, now="2026-11-30T10:40:00Z")[0] == 0  # a fold alone
+    assert brain("compact", now="2026-11-30T11:00:00Z")[0] == 0
+    st = meta(state)
+    assert st["pinned_goals"] == ["Ship billing export by Friday (set by Ann)"]
+    assert st["pinned_hypotheses"] == ["The export is slow because of N+1 queries (Ann)"]
+    assert "Ship billing" not in str(st["active_goals"]) and pamds[0] in st["active_goals"]
+    msg = git(brain.cwd, "log", "-1", "--format=%B")
+    assert "Kept a person's goal in pinned_goals" in msg and "(set by Ann)" in msg
+    assert "Kept a person's hypothesis in pinned_hypotheses" in msg
+    assert "Replaced a person's current_focus (history keeps it): \"Ann's focus of the day\"" in msg
+    assert "Put back a goal a person removed from active_goals" in msg and "release notes" in msg
+    out = brain("state")[1]
+    assert "**Pinned goals:**\n- Ship billing export" in out
+    assert "Ship billing export" in brain("boot")[1]
+    # later runs leave the pinned items alone and move nothing of pamd's there
+    brain("remember", "I want the CLI to print JSON everywhere.", "--type", "user_intent", now="2026-11-30T11:10:00Z")
+    assert brain("compact", now="2026-11-30T11:30:00Z")[0] == 0
+    st2 = meta(state)
+    assert st2["pinned_goals"] == st["pinned_goals"] and st2["pinned_hypotheses"] == st["pinned_hypotheses"]
+    assert any("JSON" in g for g in st2["active_goals"])
+    assert "person" not in git(brain.cwd, "log", "-1", "--format=%B")
+
+
 def test_boot_order_budget_and_cut(brain, tmp_path):
     seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")
@@ -199,6 +288,44 @@ def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, 
     full = build(b.read, files, b.config, now).tokens
     over = [n for n in range(full // 3, full, 3) if build(b.read, files, b.config, now, n).tokens > n]
     assert over == []
+
+
+def test_boot_cuts_no_more_than_needed_when_a_cut_empties_a_tier(brain):
+    """A cut that takes a tier's last entry takes its section header (which names every
+    file of the tier) too: boot once went on cutting as if the header stayed, up to every
+    entry of every tier. For each budget, one cut fewer must not fit; the header's bound
+    is "≤" the highest retention among what was cut."""
+    from importlib import resources
+
+    from pamd.core.entry import parse_time
+    from pamd.edge.brain import Brain
+    from pamd.encode.hippocampus import retention
+    from pamd.myelin.boot import build
+
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-30T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-27T18:00:00Z")[0] == 0
+    assert brain("remember", "We decided to name the job export-nightly.", now="2026-11-27T19:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-11-28T03:00:00Z")[0] == 0
+    b, now = Brain(brain.cwd), parse_time("2026-11-28T03:00:00Z")
+    files = b.entry_files() + ["DNA.md", "PRELOAD.md", "STATE.md"]
+    full = build(b.read, files, b.config, now).tokens
+    boots = {n: build(b.read, files, b.config, now, n) for n in range(full // 2, full, 2)}
+    fits_with = {}  # cut count -> tokens of that context (the same whatever the budget)
+    for x in boots.values():
+        fits_with.setdefault(x.cut_entries, x.tokens)
+    over_cut = [n for n, x in boots.items() if x.cut_entries and fits_with.get(x.cut_entries - 1, n + 1) <= n]
+    assert over_cut == [] and len(fits_with) > 5
+    assert all(x.tokens <= n for n, x in boots.items() if not x.over_budget_note())
+    code, out, _ = brain("boot", "--budget", "650", now=None)
+    head = out.splitlines()[1]
+    assert code == 0 and "cut 10 entries" in head and "export-nightly" in out, head
+    x = boots.get(650) or build(b.read, files, b.config, now, 650)
+    mine = {e.id: e for e in l0_entries(brain.cwd)}
+    kept = "".join(s.text for s in x.sections)
+    gone = [e for eid, e in mine.items() if eid not in kept]
+    bound = float(head.rsplit("≤ ", 1)[1].split()[0])
+    assert gone and max(retention(e, b.config, now) for e in gone) <= bound
 
 
 def test_boot_at_reproduces_an_old_boot_byte_for_byte(brain, tmp_path):

@@ -282,3 +282,35 @@ def test_the_template_probe_hook_blocks_only_a_newly_lost_fact_never_an_ingest(b
     assert code == 0 and "1 dropped" in out, out + err
     assert "Pamd-Run: compact" in git(root, "log", "-1", "--format=%B")
     assert git(root, "worktree", "list", "--porcelain").count("worktree ") == 1  # HEAD's look is gone
+
+
+def test_a_framework_hook_that_refuses_pamds_commit_is_named_not_the_first_that_passed(
+    lived, tmp_path, monkeypatch
+):
+    """Under pre-commit the first line of a refused commit's output is always the first
+    hook's "…Passed"; pamd's one-line error names the hook that failed and what it said.
+    Local `system` hooks: no hook environment to build."""
+    root = lived.cwd
+    said = "echo 'probes.jsonl:1: LOST  ls output files'; echo '1 of 1 probes lost'; exit 1"
+    hooks = [
+        {"id": "fine", "name": "pamd check (brain file format)", "entry": "true"},
+        {"id": "probe", "name": "pamd probe (facts this brain must never lose)",
+         "entry": f"sh -c \"{said}\" --"},
+        {"id": "after", "name": "pamd budget", "entry": "true"},
+    ]
+    for h in hooks:
+        h.update(language="system", pass_filenames=False, always_run=True)
+    cfg = {"repos": [{"repo": "local", "hooks": hooks}]}
+    (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    git(root, "add", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "hooks")
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pc-home"))
+    r = precommit(root, tmp_path / "pc-home", "install", "-t", "pre-commit")
+    assert r.returncode == 0, r.stdout + r.stderr
+    n = int(git(root, "rev-list", "--count", "HEAD"))
+    code, _, err = lived("remember", "We decided to use Postgres 16 for billing.")
+    assert code == 1 and err.count("\n") == 1, err
+    assert ("git commit failed: pamd probe (facts this brain must never lose) failed: "
+            "probes.jsonl:1: LOST  ls output files; 1 of 1 probes lost (") in err, err
+    assert "Passed" not in err
+    assert int(git(root, "rev-list", "--count", "HEAD")) == n

@@ -62,3 +62,20 @@ def test_a_rollback_still_deletes_a_file_the_run_created(brain, monkeypatch):
         tx.commit({"memory/new.md": "pamd's text\n"}, "pamd test: new file")
     assert not (root / "memory" / "new.md").exists()
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_hook_that_refuses_a_commit_is_quoted_by_its_last_words(brain):
+    """A plain hook's refusal: pamd's one line quotes what it said last (its verdict), not
+    a progress line it printed first; a silent one is said to be silent."""
+    root = brain.cwd
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'checking the staged files'\necho 'refused: no commits on Friday' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    code, _, err = brain("remember", "We decided to ship on Monday.")
+    assert code == 1 and err.startswith("pamd: error: git commit failed: refused: no commits on Friday ("), err
+    assert err.count("\n") == 1 and "checking" not in err
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    code, _, err = brain("remember", "We decided to ship on Monday.")
+    assert code == 1 and "git commit failed: git exited with code 1 and printed nothing" in err, err
+    assert git(root, "status", "--porcelain") == ""

@@ -6,12 +6,14 @@ EXAMPLE = "pamd touch s-1a2b3c4d5e6f\npamd touch memory/L1/2026-11-30.md:12"
 
 def add_arguments(p) -> None:
     p.add_argument("refs", nargs="+", metavar="ID|PATH:LINE",
-                   help="an entry id, or a line of an entry file (PATH from the cwd or the brain's root)")
+                   help="an entry id, or a line of an entry file (PATH from the cwd or the brain's root); an id "
+                        "a summary in the tree stands for (a raw leaf `recall --json` lists, a source in its "
+                        "from=, at any depth) counts for that summary")
 
 
 def run(args) -> int:
     from pamd.commands.expand import cwd_ref
-    from pamd.consolidate.provenance import find_in_tree, resolve_ref
+    from pamd.consolidate.provenance import held_by, resolve_ref
     from pamd.core.words import plural
     from pamd.edge.brain import Brain
     from pamd.errors import PamdError
@@ -19,9 +21,14 @@ def run(args) -> int:
 
     brain = Brain.find(args.brain)
     ids = [resolve_ref(brain, cwd_ref(brain.root.resolve(), r)) for r in args.refs]
-    missing = set(ids) - set(find_in_tree(brain, set(ids)))
+    holder = held_by(brain, set(ids))
+    missing = sorted(set(ids) - set(holder))
     if missing:
-        raise PamdError(f"no entry {sorted(missing)[0]} in the brain's tiers", "check the id with pamd recall --json")
-    recall_log.append(brain.state_dir, ids, "(touch)", args.now, source="touch")
+        raise PamdError(f"no entry {missing[0]} in the brain's tiers, nor behind a summary in them",
+                        "check the id with pamd recall --json; pamd expand ID shows an entry that left the tree")
+    recall_log.append(brain.state_dir, [holder[i] for i in ids], "(touch)", args.now, source="touch")
+    for eid in dict.fromkeys(ids):
+        if holder[eid] != eid:
+            print(f"counted {eid} for {holder[eid]}, the summary that holds it now")
     print(f"noted {plural(len(ids), 'recall')}; the next compaction folds it in")
     return 0

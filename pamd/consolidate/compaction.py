@@ -125,20 +125,31 @@ def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) 
     return out
 
 
-def refreshed_state(current: str | None, snap: dict[str, Any]) -> str:
-    """STATE.md with the new snapshot, or `current` unchanged when the snapshot says
-    nothing new: `updated:` alone moving would make a commit of nothing but a timestamp
-    (a future-dated entry kept STATE "stale" and made every compaction commit)."""
-    new = snapshot.render_state(current, snap)
+def refreshed_state(current: str | None, snap: dict[str, Any], last: str | None = None) -> tuple[str, list[str]]:
+    """STATE.md with the new snapshot (see snapshot.render_state; `last` is STATE.md as pamd
+    last committed it), or `current` unchanged when the snapshot says nothing new:
+    `updated:` alone moving would make a commit of nothing but a timestamp (a future-dated
+    entry kept STATE "stale" and made every compaction commit). Also the commit's lines
+    on what became of a person's edits."""
+    new, notes = snapshot.render_state(current, snap, last)
     if current is None or new == current:
-        return new
+        return new, notes
     try:
         old = split_frontmatter(current, STATE)[0].get("updated")
     except FormatError:
-        return new
-    if old is not None and snapshot.render_state(current, {**snap, "updated": old}) == current:
-        return current
-    return new
+        return new, notes
+    if old is not None and snapshot.render_state(current, {**snap, "updated": old}, last)[0] == current:
+        return current, []
+    return new, notes
+
+
+def pamds_state(brain: Brain, current: str | None) -> str | None:
+    """STATE.md as pamd's last commit of it left it (None: no pamd commit wrote it): what
+    a person changed since is theirs. History holds it; nothing else needs keeping."""
+    if current is None or not brain.repo.head():
+        return None
+    sha = brain.repo.log("-1", "--format=%H", "--grep=^Pamd-Run: ", "--", STATE).strip()
+    return brain.repo.show(sha, STATE) if sha else None
 
 
 def only_pamds(rel: str, doc: Doc) -> bool:
@@ -288,11 +299,16 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # until it is committed (DNA.md, which keeps what pamd learned once, still stops it).
         waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
         if PRELOAD not in waiting:
-            changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
+            preload_text = brain.read(PRELOAD) or ""
+            changes[PRELOAD] = preload.render(preload_text, after, cfg)
+            notes += preload.changes(preload_text, changes[PRELOAD], after)
         reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
+        notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
         if STATE not in waiting:
-            changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
+            changes[STATE], state_notes = refreshed_state(state_text, snapshot.snapshot(entries, now),
+                                                          pamds_state(brain, state_text))
+            notes += state_notes
         if waiting:
             notes.append(f"Left {' and '.join(waiting)} as they are: uncommitted edits "
                          "(refreshed by a later run once they are committed).")

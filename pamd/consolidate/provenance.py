@@ -37,6 +37,41 @@ def find_in_tree(brain: Brain, ids: set[str]) -> dict[str, Entry]:
     return out
 
 
+def holders(tree: list[Entry], ids: set[str], sources: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """For each id in `ids`, the entry of `tree` that stands for it: itself, or the summary
+    it was folded into, through `from=` at any depth (`sources`: summary id -> its from=,
+    for the summaries history knows; the tree's own are added). Ids nothing holds are left out."""
+    below = dict(sources)
+    below.update({e.id: e.sources for e in tree if e.sources})
+    out: dict[str, str] = {e.id: e.id for e in tree if e.id in ids}
+    level = [(e.id, e.id) for e in tree if e.sources]
+    seen = {e.id for e in tree}
+    while level and len(out) < len(ids):  # breadth first: the nearest summary holds it
+        nxt = []
+        for holder, eid in level:
+            for src in below.get(eid, ()):
+                if src in seen:
+                    continue
+                seen.add(src)
+                if src in ids:
+                    out.setdefault(src, holder)
+                nxt.append((holder, src))
+        level = nxt
+    return out
+
+
+def held_by(brain: Brain, ids: set[str]) -> dict[str, str]:
+    """`holders` over the work tree; history's `from=` lists are read (one pass) only
+    when an id is neither in the tree nor a direct source of a summary there."""
+    tree = brain.load().entries
+    out = holders(tree, ids, {})
+    if len(out) < len(ids):
+        from pamd.edge import lineage
+
+        out = holders(tree, ids, lineage.scan(brain, all_refs=False).sources)
+    return out
+
+
 def _entries_at(brain: Brain, rev: str, ids: set[str]) -> dict[str, Entry]:
     """Entries with these ids in the tree of `rev` (git grep, then parse the files)."""
     # -z: names as they are, not C-quoted (core.quotePath) like "memory/L0/\303\274.md".

@@ -16,6 +16,7 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
     DNA: {"learned_behaviors": list, "communication_patterns": list, "reflexes": list, "preferences": list,
           "learned_from": list},
     STATE: {"active_goals": list, "current_focus": (str, type(None)), "hypotheses": list,
+            "pinned_goals": list, "pinned_hypotheses": list,
             "emotional_context": (str, type(None))},
     PRELOAD: {},
 }

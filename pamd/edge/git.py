@@ -211,7 +211,7 @@ class Repo:
                 self._exec(["commit", "--only", "-q", "-F", "-", "--", *paths], env=env, istream=msg)
             checkpoint("git:committed")
         except git.GitCommandError as exc:
-            raise PamdError(f"git commit failed: {_first(exc)}",
+            raise PamdError(f"git commit failed: {_refusal(exc)}",
                             "a hook of this brain may have refused it; nothing was committed") from None
         return self.head() or ""
 
@@ -279,10 +279,50 @@ def _stdin(paths: list[str]):
     return f
 
 
+def _lines(exc: git.GitCommandError) -> list[str]:
+    """The non-empty lines git (and its hooks) printed, without GitPython's `stderr: '…'`
+    wrapping or colour codes."""
+    text = (exc.stderr or exc.stdout or "").strip()
+    for head in ("stderr: '", "stdout: '"):
+        if text.startswith(head):
+            text = text[len(head):].removesuffix("'")
+    text = _ANSI.sub("", text)
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
 def _first(exc: git.GitCommandError) -> str:
-    text = (exc.stderr or exc.stdout or str(exc)).strip()
-    for line in text.splitlines():
-        line = line.strip().removeprefix("stderr: '").strip("'").strip()
-        if line:
-            return line
-    return "unknown error"
+    lines = _lines(exc)
+    return lines[0] if lines else (str(exc).strip().splitlines() or ["unknown error"])[0]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# pre-commit prints a status line per hook ("name.....Passed"), and under a failed one
+# "- hook id: …", "- exit code: …" and then what the hook said.
+_STATUS = re.compile(r"^(?P<name>.*?)\.{3,}(?:\(no files to check\))?(?P<status>Passed|Failed|Skipped)$")
+_META = re.compile(r"^- (hook id|exit code|duration|files were modified by this hook)\b")
+
+
+def _refusal(exc: git.GitCommandError, width: int = 400) -> str:
+    """What a failed `git commit` said, in a line: a hook that refused it (under the
+    pre-commit framework, each `…Failed` hook and the first lines it printed, not the
+    first hook's `…Passed`), else git's own `fatal:`/`error:` line, else a plain hook's
+    last line."""
+    lines = _lines(exc)
+    failed = []
+    for i, ln in enumerate(lines):
+        m = _STATUS.match(ln)
+        if not (m and m["status"] == "Failed"):
+            continue
+        said = []
+        for detail in lines[i + 1:]:
+            if _STATUS.match(detail):
+                break
+            if not _META.match(detail):
+                said.append(detail)
+        failed.append(f"{m['name'].strip()} failed" + (f": {'; '.join(said[:3])}" if said else ""))
+    if failed:
+        out = " / ".join(failed)
+    else:
+        own = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+        out = own[0] if own else lines[-1] if lines else f"git exited with code {exc.status} and printed nothing"
+    return out if len(out) <= width else out[: width - 1] + "…"

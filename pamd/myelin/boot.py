@@ -14,6 +14,8 @@ COMMIT` rebuilds, byte for byte, what an agent booting at that commit read.
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +29,8 @@ from pamd.encode.hippocampus import retention
 from pamd.myelin import preload
 
 DNA_KEYS = ("reflexes", "learned_behaviors", "communication_patterns", "preferences")
-STATE_KEYS = ("current_focus", "active_goals", "hypotheses", "emotional_context", "updated")
+STATE_KEYS = ("current_focus", "pinned_goals", "active_goals", "pinned_hypotheses", "hypotheses",
+              "emotional_context", "updated")
 TIER_TITLES = {"L4": "Long-term memory", "L3": "Cold memory (topic one-liners)",
                "L2": "Cool memory (summaries)", "L1": "Warm memory (summaries)", "L0": "Hot memory (raw)"}
 
@@ -84,7 +87,7 @@ class Boot:
         head = [f"# Boot context: {self.name} at {fmt_time(self.now)}",
                 f"<!-- pamd boot: {tokens:>9,} of {self.budget:,} tokens"
                 + (f"; cut {plural(self.cut_entries, 'entry')} ({self.cut_tokens:,} tokens) of retention "
-                   f"< {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", ""]
+                   f"≤ {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", ""]
         body = [f"## {s.name} ({', '.join(s.sources)})\n\n{s.text.rstrip()}\n" for s in self.sections]
         return "\n".join(head) + "\n".join(body)
 
@@ -157,8 +160,8 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
             memory_pre = doc.preamble.strip()
         for e in doc.entries:
             by_tier[e.tier].append((e, rel))
-    # Fit: the fixed sections always go in; entries are cut lowest retention first.
-    # Tokens are ~4 characters, so counting characters of the output is exact.
+    # Fit: the fixed sections always go in; entries are cut lowest retention first, and
+    # no more than needed: a cut that empties a tier takes its section header with it.
     every = [e for items in by_tier.values() for e, _ in items]
     cost = {e.id: len(_entry_line(e)) + 1 for e in every}
     cut: set[str] = set()
@@ -175,21 +178,44 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
                                          "\n".join(lines)))
 
     assemble()
-    chars = len(boot.markdown())
-    if chars > budget * 4:
+    limit = budget * 4  # tokens are ~4 characters, so characters of the output are exact
+    if len(boot.markdown()) > limit:
         # Reserve room for the header's cut note at its widest (every entry cut), so the
         # real numbers, written after the cut, can only make it shorter.
         boot.cut_entries = len(every)
         boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in every)
-        over = len(boot.markdown()) - budget * 4
-        for e in sorted(every, key=lambda e: (retention(e, config, now), e.ts, e.id)):
+        order = sorted(every, key=lambda e: (retention(e, config, now), e.ts, e.id))
+        left = Counter(e.tier for e in every)
+        over = len(boot.markdown()) - limit
+        n = 0
+        for e in order:
             if over <= 0:
                 break
             cut.add(e.id)
+            n += 1
             over -= cost[e.id]
-            boot.cut_below = max(boot.cut_below, retention(e, config, now))
-        boot.cut_entries = len(cut)
-        boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in every if e.id in cut)
+            left[e.tier] -= 1
+            if not left[e.tier]:  # the tier's section (its header, its file list) goes too
+                assemble()
+                over = len(boot.markdown()) - limit
+        # The estimate can only over-cut (a cut note narrower than reserved): give back
+        # the last cuts while the context still fits with its real header.
+        while n:
+            cut.discard(order[n - 1].id)
+            _note(boot, order[: n - 1], config, now)
+            assemble()
+            if len(boot.markdown()) > limit:
+                cut.add(order[n - 1].id)
+                break
+            n -= 1
+        _note(boot, order[:n], config, now)
         assemble()
-        # Section headers of emptied tiers go too; never more than needed is cut.
     return boot
+
+
+def _note(boot: Boot, cut: list[Entry], config: dict[str, Any], now: datetime) -> None:
+    """The header's cut note for `cut`: how many, their tokens, and the highest retention
+    among them (rounded up, so every cut entry is at or below it)."""
+    boot.cut_entries = len(cut)
+    boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in cut)
+    boot.cut_below = math.ceil(max((retention(e, config, now) for e in cut), default=0.0) * 100) / 100

@@ -171,6 +171,23 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> s
     return "---\n" + dump_yaml(meta) + "---\n" + body
 
 
+def new_recall_reflexes(old: str, new: str) -> list[str]:
+    """Lines for the commit message naming the recall reflexes `new` DNA.md adds to `old`."""
+    if old == new:
+        return []
+    try:
+        before, after = parse_dna(old)[0] if old else {}, parse_dna(new)[0]
+    except PamdError:
+        return []
+    had = {tuple(_ids(i.get("from"))) for i in before.get("reflexes") or [] if isinstance(i, dict)}
+    out = []
+    for i in after.get("reflexes") or []:
+        if isinstance(i, dict) and i.get("kind") == "recalled" and tuple(_ids(i.get("from"))) not in had:
+            recalls = f" ({i['recalls']} recalls)" if i.get("recalls") else ""
+            out.append(f"New reflex in DNA.md from {', '.join(_ids(i.get('from')))}{recalls}.")
+    return out
+
+
 def recall_reflexes(entries: list[Entry], cfg: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for e in sorted(entries, key=lambda e: (-e.recalls, e.id)):

@@ -91,6 +91,54 @@ def render(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
     return out
 
 
+_HELD = re.compile(r"<!-- ([es]-[0-9a-f]{12}) · recalls (\d+) · ")
+
+
+def held(text: str) -> dict[str, int]:
+    """{id: recalls} of the memories in pamd's block (empty for a broken file)."""
+    lines = text.split("\n")
+    begins, ends = _markers(lines)
+    if _broken(begins, ends):
+        return {}
+    if begins:
+        block = lines[begins[0] + 1:ends[0]]
+    else:  # before the markers: pamd's lines right under the heading
+        head = next((i for i, ln in enumerate(lines) if ln.strip() == HEAD), None)
+        block = []
+        for ln in lines[head + 1:] if head is not None else []:
+            if not _ours(ln):
+                break
+            block.append(ln)
+    return {m[1]: int(m[2]) for ln in block if (m := _HELD.search(ln))}
+
+
+def changes(old: str, new: str, tree: list[Entry]) -> list[str]:
+    """Lines for the commit message on what entered and left pamd's block."""
+    was, now = held(old), held(new)
+    by_id = {e.id: e for e in tree}
+    came = [i for i in now if i not in was]
+    stands = {src: i for i in came if i in by_id for src in by_id[i].sources if src in was}
+    out = []
+    fresh = [f"{i} ({now[i]} recalls)" for i in came if i not in stands.values()]
+    if fresh:
+        out.append(f"Myelinated, copied to PRELOAD.md: {_few(fresh)}.")
+    if stands:
+        out.append("In PRELOAD.md, summaries stand for their memories: "
+                   + _few([f"{s} for {src}" for src, s in sorted(stands.items())]) + ".")
+    gone = [i for i in was if i not in now and i not in stands]
+    demoted = [f"{i} ({by_id[i].recalls} recalls)" for i in gone if i in by_id]
+    if demoted:
+        out.append(f"Left PRELOAD.md (demoted): {_few(demoted)}.")
+    left = [i for i in gone if i not in by_id]
+    if left:
+        out.append(f"Left PRELOAD.md (its entry left the tree): {_few(left)}.")
+    return out
+
+
+def _few(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
 def problems(text: str) -> list[tuple[int, str]]:
     """(line, message) for broken markers, and for a person's text inside pamd's block,
     which the next compaction would replace."""

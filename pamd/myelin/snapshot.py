@@ -3,7 +3,8 @@
 Extractive: goals are the recent user intents, focus the latest of them,
 hypotheses the recent sentences that hedge ("maybe", "I think", "возможно"),
 the emotional context the mix of neuro tags. The previous snapshot stays in
-history: `pamd state --at` reads it back.
+history: `pamd state --at` reads it back. A person's goals and hypotheses are
+kept in `pinned_goals` / `pinned_hypotheses`, which pamd never rewrites.
 """
 
 from __future__ import annotations
@@ -79,8 +80,38 @@ def is_stale(current: str | None, entries: list[Entry]) -> bool:
         return True
 
 
-def render_state(current: str | None, snap: dict[str, Any]) -> str:
-    """STATE.md with pamd's fields replaced and everything else a person wrote kept."""
+# pamd's snapshot fields are remade from the entries at every run. A person's goals and
+# hypotheses live in the pinned fields, which pamd never rewrites; an item a person adds to
+# pamd's own list (found by comparing with the STATE.md pamd last committed) is moved there.
+PINNED = {"active_goals": "pinned_goals", "hypotheses": "pinned_hypotheses"}
+_NOUN = {"active_goals": "goal", "hypotheses": "hypothesis"}
+
+
+def _items(value: Any) -> list[Any]:
+    if value is None or value == "":
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _quote(item: Any, n: int = 60) -> str:
+    text = item.get("text", item) if isinstance(item, dict) else item
+    return f'"{_clip(str(text), n)}"'
+
+
+def _meta_of(text: str | None) -> dict[str, Any]:
+    try:
+        return split_frontmatter(text, "STATE.md")[0] if text else {}
+    except FormatError:
+        return {}
+
+
+def render_state(current: str | None, snap: dict[str, Any], last: str | None = None) -> tuple[str, list[str]]:
+    """STATE.md with pamd's fields replaced and everything else a person wrote kept,
+    and the lines for the commit message that say what was done with a person's edits.
+
+    `last` is STATE.md as pamd last committed it: an item of active_goals or hypotheses
+    that it did not hold is a person's and moves to pinned_goals / pinned_hypotheses
+    (never rewritten by pamd). Without `last` every item there counts as a person's."""
     meta: dict[str, Any] = {}
     body = "# STATE\n"
     if current:
@@ -90,7 +121,45 @@ def render_state(current: str | None, snap: dict[str, Any]) -> str:
             raise PamdError(f"{exc.problem}; pamd will not overwrite it",
                             "fix the frontmatter (pamd check STATE.md) and commit") from None
         body = "\n".join(lines)
+    base = _meta_of(last) if current else {}
+    notes: list[str] = []
+    snap = dict(snap)
+    for key, pin in PINNED.items():
+        pinned = meta.get(pin)
+        if pinned is not None and not isinstance(pinned, list | str):
+            raise PamdError(f"STATE.md: {pin} must be a list; pamd will not overwrite it",
+                            "fix it and commit, then run again")
+        pinned = _items(pinned)
+        had = _items(base.get(key))
+        theirs = [i for i in _items(meta.get(key)) if i not in had and i not in pinned]
+        if theirs:
+            pinned += theirs
+            notes += [f"Kept a person's {_NOUN[key]} in {pin} (pamd remakes {key}): {_quote(i)}"
+                      for i in theirs]
+        if pinned or pin in meta:
+            meta = _put_before(meta, pin, pinned, key)
+        snap[key] = [i for i in snap.get(key, []) if i not in pinned]
+        now_there = _items(meta.get(key))
+        back = [i for i in had if i not in now_there and i in snap[key]]
+        notes += [f"Put back a {_NOUN[key]} a person removed from {key} (still among the last "
+                  f"{WINDOW_HOURS} h's): {_quote(i)}" for i in back]
+    for key in ("current_focus", "emotional_context"):
+        mine = meta.get(key)
+        if key in base and mine not in (base.get(key), snap.get(key)) and mine:
+            notes.append(f"Replaced a person's {key} (history keeps it): {_quote(mine)}")
     meta = {**meta, **snap}
     if "kind" not in meta:
         meta = {"kind": "state", **meta}
-    return "---\n" + dump_yaml(meta) + "---\n" + body
+    return "---\n" + dump_yaml(meta) + "---\n" + body, notes
+
+
+def _put_before(meta: dict[str, Any], key: str, value: Any, anchor: str) -> dict[str, Any]:
+    """`meta` with `key` set, a new key placed just before `anchor` (or at the end)."""
+    if key in meta or anchor not in meta:
+        return {**meta, key: value}
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        if k == anchor:
+            out[key] = value
+        out[k] = v
+    return out

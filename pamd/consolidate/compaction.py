@@ -304,9 +304,15 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         out.message = commit_message(mode, plan, loaded.entries, after, summaries, usage, notes)
         if pend.marker:
             out.message += f"{recall_log.TRAILER}: {pend.marker}\n"
-        out.sha = tx.commit(changes, out.message)
+        # The leaves go into the cache before the commit: the brain's git hooks run inside it,
+        # and a recall then (pamd-probe's, or an agent's) would otherwise read every new
+        # summary's leaves from history, one git walk each. The cache is keyed by the summary's
+        # id, a hash of its tier and sources, and the leaves follow from the sources: if the
+        # commit is refused, the rows stay harmless and a later summary of the same sources
+        # gets the same leaves.
         if summaries:
             _record_leaves(brain, summaries, entries)
+        out.sha = tx.commit(changes, out.message)
         if out.sha and pend.marker:
             _carry_recalls(brain, myelin.unowned(loaded.docs, pend), now)
         return out

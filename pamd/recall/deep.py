@@ -9,7 +9,8 @@ lives now (`path:start-end` of the summary) and which raw entry matched
 
 Leaves are immutable per summary id, so they are cached in .pamd/deep.sqlite:
 compaction records them as it writes summaries (it holds the sources in
-memory), and anything missing — a fresh clone, a deleted .pamd/ — is read back
+memory), before its commit so that a recall while the brain's git hooks run
+finds them, and anything missing — a fresh clone, a deleted .pamd/ — is read back
 from git history (pamd.consolidate.provenance), so `pamd index` on a clone
 reproduces the same index.
 """
@@ -56,6 +57,7 @@ def _get(db: sqlite3.Connection, sid: str) -> list[Leaf] | None:
 
 def _put(db: sqlite3.Connection, sid: str, leaves: list[Leaf]) -> None:
     rows = [(sid, i, *leaf) for i, leaf in enumerate(leaves)] or [(sid, -1, "", "", "", "")]
+    db.execute("DELETE FROM leaves WHERE summary=?", (sid,))  # no row of an older, longer list stays
     db.executemany("INSERT OR REPLACE INTO leaves VALUES (?,?,?,?,?,?)", rows)
 
 

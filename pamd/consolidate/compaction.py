@@ -287,9 +287,10 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # half-way, unparsable) waits for a later run instead of stopping every compaction
         # until it is committed (DNA.md, which keeps what pamd learned once, still stops it).
         waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
+        texts = _leaf_texts(brain, after, entries, cfg)
         if PRELOAD not in waiting:
-            changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg)
-        reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
+            changes[PRELOAD] = preload.render(brain.read(PRELOAD) or "", after, cfg, texts)
+        reflexes = myelin.recall_reflexes(after, cfg, texts) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
         if STATE not in waiting:
             changes[STATE] = refreshed_state(state_text, snapshot.snapshot(entries, now))
@@ -345,6 +346,39 @@ def _carry_recalls(brain: Brain, unowned: Counter, now: datetime) -> None:
         return
     ids = [eid for eid, n in sorted(unowned.items()) if eid in here for _ in range(n)]
     recall_log.append(brain.state_dir, ids, "(carried: its entry was not committed yet)", now, "carry")
+
+
+def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dict) -> dict[str, str]:
+    """The words of the raw leaves PRELOAD and recalled reflexes show for myelinated summaries.
+
+    A raw id is a hash of its words, so wherever the text is found it is the same: in this
+    run's entries, in the deep-recall cache, else in git history (a fresh clone without
+    .pamd/ reads it there, and makes the same PRELOAD.md), and passed through the secret
+    scanner, like every text that enters the tree."""
+    want = {leaf for e in after if myelin.level(e.recalls, cfg) in (myelin.THICK, myelin.REFLEX)
+            and (leaf := myelin.shown_leaf(e))}
+    if not want:
+        return {}
+    texts = {e.id: e.text for e in entries if e.id in want and not e.sources}
+    missing = want - set(texts)
+    if missing:
+        try:
+            from pamd.recall.deep import texts_of
+
+            texts.update(texts_of(brain.state_dir, missing))
+        except Exception:  # noqa: BLE001 - a cache: history has every leaf
+            pass
+        missing -= set(texts)
+    if missing:
+        from pamd.consolidate.provenance import locate
+
+        texts.update({eid: e.text for eid, (e, _) in locate(brain, missing).items() if not e.sources})
+    # Words from history come back into the tree: a secret a person redacted from the tree
+    # since stays out of PRELOAD.md and DNA.md (and the pamd-secrets hook's way).
+    from pamd.edge.redaction import redactor
+
+    r = redactor(cfg)
+    return {eid: r.redact(text)[0] for eid, text in texts.items()}
 
 
 def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -> None:

@@ -42,6 +42,7 @@ def _open(path: Path) -> sqlite3.Connection:
     try:
         db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
                    " text TEXT, PRIMARY KEY (summary, pos))")
+        db.execute("CREATE INDEX IF NOT EXISTS leaves_raw ON leaves (raw)")
     except sqlite3.DatabaseError:
         db.close()
         raise
@@ -84,6 +85,20 @@ def record(state_dir: Path, summaries: Iterable[Entry], known: dict[str, Entry])
                         leaves += below
                 else:
                     _put(db, s.id, leaves)
+    finally:
+        db.close()
+
+
+def texts_of(state_dir: Path, raw_ids: Iterable[str]) -> dict[str, str]:
+    """The words of raw leaves the cache holds (behind any summary)."""
+    db = _connect(state_dir)
+    try:
+        out = {}
+        for rid in raw_ids:
+            row = db.execute("SELECT text FROM leaves WHERE raw=? AND pos>=0 LIMIT 1", (rid,)).fetchone()
+            if row:
+                out[rid] = row[0]
+        return out
     finally:
         db.close()
 

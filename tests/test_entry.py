@@ -77,3 +77,25 @@ def test_an_entry_only_a_bare_cr_puts_on_a_line_is_refused_not_hidden(brain):
     day.write_text(head.rstrip("\n") + "\rnote from an old Mac\n\n" + sep + rest)
     assert brain("check")[0] == 0
     assert len(parse_doc(day.read_bytes().decode(), rel, "L0").entries) == 1
+
+
+def test_via_on_a_metadata_line_round_trips_and_a_bad_one_is_named_by_check(brain):
+    """`via=` (the raw leaves recall reached a summary through, with counts) is parsed,
+    rendered back byte for byte, and a malformed one is a path:line error."""
+    from pamd.core.fmt import render_entries
+
+    root = brain.cwd
+    assert brain("remember", "We decided to ship the billing export on Friday.")[0] == 0
+    (day,) = (root / "memory" / "L0").glob("*.md")
+    rel = day.relative_to(root).as_posix()
+    text = day.read_text()
+    good = text.replace(" recalls=0", " recalls=7 via=e-0123456789ab:4,e-ba9876543210:2")
+    (e,) = parse_doc(good, rel, "L0").entries
+    assert e.via == (("e-0123456789ab", 4), ("e-ba9876543210", 2))
+    assert render_entries([e]) in good
+    for bad in ("via=", "via=e-0123456789ab", "via=e-0123456789ab:0", "via=s-0123456789ab:1",
+                "via=e-0123456789ab:1,e-0123456789ab:2"):
+        day.write_text(text.replace(" recalls=0", f" recalls=7 {bad}"))
+        code, out, _ = brain("check")
+        meta_line = next(i for i, ln in enumerate(day.read_text().split("\n"), 1) if ln.startswith("type="))
+        assert code == 1 and out.startswith(f"{rel}:{meta_line}: via "), (bad, out)

@@ -462,3 +462,75 @@ def test_a_reflex_a_person_wrote_with_an_odd_from_does_not_stop_compaction(brain
     code, _, err = brain("compact", now="2026-11-30T10:40:00Z")
     assert code == 0, err
     assert "Always run the linter before pushing." in dna.read_text()
+
+
+def _compressed_facts(brain, tmp_path):
+    rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s", "text": t}
+            for i, t in enumerate([
+                "The staging database listens on port 5433 since the migration.",
+                "Reviewed the dashboard colours with Anna; she prefers the darker theme.",
+                "The nightly backup job writes to the bucket named pamd-archive-eu.",
+                "Lunch order placed for the team offsite on Thursday.",
+                "The export runs in a single pod limited to 512 MB of memory.",
+                "We talked about the weather in Lisbon and the new coffee machine.",
+            ])]
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T09:00:00Z")[0] == 0
+    return rows
+
+
+def _block(root):
+    text = (root / "PRELOAD.md").read_text()
+    return text[text.index("<!-- pamd:begin"):text.index("<!-- pamd:end")]
+
+
+def test_a_summary_recalled_through_a_raw_leaf_preloads_that_leafs_words(brain, tmp_path):
+    """Deep recall reaches a summary through a raw message behind it: the summary's own words
+    (a 3:1 summary, later an L3 one-liner) may not hold what was asked. PRELOAD and boot show
+    the leaf that was recalled, named by the summary's `via=`, and a fresh clone's next
+    compaction, reading the leaf from history, makes the same block."""
+    root = brain.cwd
+    _compressed_facts(brain, tmp_path)
+    assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
+    for i in range(5):
+        code, out, err = brain("recall", "which bucket does the nightly backup write to", "-k", "1",
+                               now=f"2026-11-30T16:0{i}:00Z")
+        assert code == 0 and "[via e-" in out, err
+    assert brain("compact", now="2026-11-30T17:00:00Z")[0] == 0
+    held = next(e for e in l0_entries(root) if e.recalls >= 5)
+    assert held.sources and "pamd-archive-eu" not in held.text  # the summary lost the words
+    (leaf, n), = held.via
+    assert n == 5 and leaf.startswith("e-")
+    block = _block(root)
+    assert "The nightly backup job writes to the bucket named pamd-archive-eu." in block
+    assert f"<!-- {held.id} · recalls 5 · {held.path} · via {leaf} -->" in block
+    assert " ".join(held.text.split()) not in block  # not the summary's own words
+    assert brain("check")[0] == 0
+    code, out, _ = brain("boot", now="2026-11-30T17:00:00Z")
+    assert "pamd-archive-eu" in out
+    # A fresh clone (no .pamd/: the leaf's words come from history) makes the same block.
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    for r in (root, clone):
+        brain.cwd = r
+        assert brain("remember", "We decided the backups stay in the EU.", now="2026-11-30T18:00:00Z")[0] == 0
+        assert brain("compact", now="2026-11-30T18:30:00Z")[0] == 0
+    assert head_count(clone) == head_count(root)
+    assert _block(clone) == _block(root) == block
+
+
+def test_a_raw_entry_recalled_then_compacted_keeps_its_words_in_preload_and_its_reflex(brain, tmp_path):
+    """A raw entry recalled 10 times and then compressed into a summary: the summary inherits
+    its recalls, and PRELOAD and the DNA reflex keep the entry's words, not the summary's."""
+    root = brain.cwd
+    _compressed_facts(brain, tmp_path)
+    raw = next(e for e in l0_entries(root) if "pamd-archive-eu" in e.text)
+    for _ in range(10):
+        assert brain("touch", raw.id, now="2026-11-30T14:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
+    held = next(e for e in l0_entries(root) if e.recalls == 10)
+    assert held.id != raw.id and "pamd-archive-eu" not in held.text and held.via == ((raw.id, 10),)
+    assert f"- {raw.text} <!-- {held.id} · recalls 10 · {held.path} · via {raw.id} -->" in _block(root)
+    recalled = [r for r in meta(root / "DNA.md")["reflexes"] if isinstance(r, dict) and r.get("kind") == "recalled"]
+    assert [(r["text"], r["from"]) for r in recalled] == [(raw.text, [held.id])]

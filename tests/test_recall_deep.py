@@ -108,3 +108,49 @@ def test_a_summary_s_leaves_count_the_words_of_the_leaves_said_around_them(brain
             assert c["prev"][lb] == c["prev"][entry] and c["next"][lb] == c["next"][entry]
     finally:
         idx.close()
+
+
+def _deep_rows(root):
+    import sqlite3
+
+    db = sqlite3.connect(root / ".pamd" / "deep.sqlite")
+    try:
+        return sorted(db.execute("SELECT summary, pos, raw, ts, role, text FROM leaves").fetchall())
+    finally:
+        db.close()
+
+
+def test_a_compaction_caches_its_summaries_leaves_before_the_commit_hooks_run(brain, tmp_path):
+    """A recall while the brain's git hooks run (pamd-probe's, an agent's) finds the new summaries'
+    leaves in .pamd/deep.sqlite instead of walking history once per summary; a refused commit
+    leaves rows that equal what the later, committed summaries of the same sources need."""
+    import sys
+
+    seen = tmp_path / "seen.txt"
+    hook = brain.cwd / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(
+        f"#!/bin/sh\n{sys.executable} -c \"import sqlite3; print('\\\\n'.join(r[0] for r in sqlite3.connect("
+        f"'.pamd/deep.sqlite').execute('SELECT DISTINCT summary FROM leaves')))\" > {seen}\n"
+        "exit ${REFUSE:-0}\n")
+    hook.chmod(0o755)
+    rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s",
+             "text": f"Fact number {i}: the service on port {5000 + i} answers health checks."} for i in range(6)]
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert brain("ingest", str(f), now="2026-11-30T09:00:00Z")[0] == 0
+    r = brain.proc("compact", now="2026-11-30T15:00:00Z", env={"REFUSE": "1"})
+    assert r.returncode == 1 and b"nothing was committed" in r.stderr
+    refused = set(seen.read_text().split())
+    assert refused and all(s.startswith("s-") for s in refused)  # cached before the hook ran
+    assert not list((brain.cwd / "memory" / "L1").glob("*.md"))  # and rolled back
+    seen.unlink()
+    assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
+    made = {ln.split()[1] for p in (brain.cwd / "memory" / "L1").glob("*.md")
+            for ln in p.read_text().split("\n") if ln.startswith("### s-")}
+    assert made and made <= set(seen.read_text().split())  # the hook saw every new summary cached
+    assert made == refused  # same sources, same ids
+    cached = _deep_rows(brain.cwd)
+    (brain.cwd / ".pamd" / "deep.sqlite").unlink()
+    assert brain("index")[0] == 0  # every leaf read back from history
+    assert _deep_rows(brain.cwd) == cached

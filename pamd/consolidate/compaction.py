@@ -298,11 +298,12 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # half-way, unparsable) waits for a later run instead of stopping every compaction
         # until it is committed (DNA.md, which keeps what pamd learned once, still stops it).
         waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
+        texts = _leaf_texts(brain, after, entries, cfg)
         if PRELOAD not in waiting:
             preload_text = brain.read(PRELOAD) or ""
-            changes[PRELOAD] = preload.render(preload_text, after, cfg)
+            changes[PRELOAD] = preload.render(preload_text, after, cfg, texts)
             notes += preload.changes(preload_text, changes[PRELOAD], after)
-        reflexes = myelin.recall_reflexes(after, cfg) + new_lessons
+        reflexes = myelin.recall_reflexes(after, cfg, texts) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
         notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
         if STATE not in waiting:
@@ -320,9 +321,15 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         out.message = commit_message(mode, plan, loaded.entries, after, summaries, usage, notes)
         if pend.marker:
             out.message += f"{recall_log.TRAILER}: {pend.marker}\n"
-        out.sha = tx.commit(changes, out.message)
+        # The leaves go into the cache before the commit: the brain's git hooks run inside it,
+        # and a recall then (pamd-probe's, or an agent's) would otherwise read every new
+        # summary's leaves from history, one git walk each. The cache is keyed by the summary's
+        # id, a hash of its tier and sources, and the leaves follow from the sources: if the
+        # commit is refused, the rows stay harmless and a later summary of the same sources
+        # gets the same leaves.
         if summaries:
             _record_leaves(brain, summaries, entries)
+        out.sha = tx.commit(changes, out.message)
         if out.sha and pend.marker:
             _carry_recalls(brain, myelin.unowned(loaded.docs, pend), now)
         return out
@@ -355,6 +362,39 @@ def _carry_recalls(brain: Brain, unowned: Counter, now: datetime) -> None:
         return
     ids = [eid for eid, n in sorted(unowned.items()) if eid in here for _ in range(n)]
     recall_log.append(brain.state_dir, ids, "(carried: its entry was not committed yet)", now, "carry")
+
+
+def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dict) -> dict[str, str]:
+    """The words of the raw leaves PRELOAD and recalled reflexes show for myelinated summaries.
+
+    A raw id is a hash of its words, so wherever the text is found it is the same: in this
+    run's entries, in the deep-recall cache, else in git history (a fresh clone without
+    .pamd/ reads it there, and makes the same PRELOAD.md), and passed through the secret
+    scanner, like every text that enters the tree."""
+    want = {leaf for e in after if myelin.level(e.recalls, cfg) in (myelin.THICK, myelin.REFLEX)
+            and (leaf := myelin.shown_leaf(e))}
+    if not want:
+        return {}
+    texts = {e.id: e.text for e in entries if e.id in want and not e.sources}
+    missing = want - set(texts)
+    if missing:
+        try:
+            from pamd.recall.deep import texts_of
+
+            texts.update(texts_of(brain.state_dir, missing))
+        except Exception:  # noqa: BLE001 - a cache: history has every leaf
+            pass
+        missing -= set(texts)
+    if missing:
+        from pamd.consolidate.provenance import locate
+
+        texts.update({eid: e.text for eid, (e, _) in locate(brain, missing).items() if not e.sources})
+    # Words from history come back into the tree: a secret a person redacted from the tree
+    # since stays out of PRELOAD.md and DNA.md (and the pamd-secrets hook's way).
+    from pamd.edge.redaction import redactor
+
+    r = redactor(cfg)
+    return {eid: r.redact(text)[0] for eid, text in texts.items()}
 
 
 def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.core.entry import TIERS, TYPES, Entry, entry_id
+from pamd.core.entry import TIERS, TYPES, Entry, add_via, entry_id
 from pamd.encode.hippocampus import COMPRESS, DROP, KEEP, decide, retention
 
 # How wide a time bucket one summary of each tier covers, in hours.
@@ -235,9 +235,23 @@ def summary_entry(key: str, tier: str, sources: list[Entry], text: str) -> Entry
         neuro=neuro,
         recalls=sum(e.recalls for e in srcs),
         seen=max((e.seen for e in srcs), default=""),
+        via=_via(srcs),
         tier=tier,
         sources=tuple(e.id for e in srcs),
     )
+
+
+def _via(srcs: list[Entry]) -> tuple[tuple[str, int], ...]:
+    """What the recalls a summary inherits were of: its sources' `via=` leaves, and a raw
+    source recalled itself (its own words). Recalls of an older summary's own words stay
+    plain recalls: its text is gone from the tree, and history is not read here."""
+    more: dict[str, int] = {}
+    for e in srcs:
+        for leaf, n in e.via:
+            more[leaf] = more.get(leaf, 0) + n
+        if not e.sources and e.recalls > 0 and e.id.startswith("e-"):
+            more[e.id] = more.get(e.id, 0) + e.recalls
+    return add_via((), more)
 
 
 def _neuro_rank(tag: str) -> int:

@@ -65,6 +65,18 @@ def entry_id(kind: str, *parts: str) -> str:
     return f"{kind}-{digest[:12]}"
 
 
+VIA_MAX = 3  # raw leaves an entry's `via=` keeps, the most recalled
+
+
+def add_via(via: tuple[tuple[str, int], ...], more: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """`via` with `more` recalls added per raw leaf: the VIA_MAX most recalled, most first."""
+    counts = dict(via)
+    for leaf, n in more.items():
+        if n > 0:
+            counts[leaf] = counts.get(leaf, 0) + n
+    return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:VIA_MAX])
+
+
 @dataclass(frozen=True)
 class Entry:
     """One memory. Raw entries (`e-…`) hold a message; summaries (`s-…`) list `sources`."""
@@ -81,6 +93,9 @@ class Entry:
     tier: str = "L0"
     sources: tuple[str, ...] = ()
     seen: str = ""  # date of the last recall (YYYY-MM-DD), for myelin demotion
+    # Raw leaves behind this entry that recall matched, with how many of `recalls` each
+    # drew, most first (recall.deep): what PRELOAD and a recalled reflex show for it.
+    via: tuple[tuple[str, int], ...] = ()
     # Where the entry was read from (1-based, inclusive); not part of its identity.
     path: str = field(default="", compare=False)
     line_start: int = field(default=0, compare=False)

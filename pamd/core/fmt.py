@@ -29,7 +29,8 @@ HEADER_LIKE_RE = re.compile(r"^### [es]-")
 # underline, so it alone does not count (a real conflict has all three).
 CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
 CONFLICT_MESSAGE = "conflict marker left in the file"
-META_KEYS = ("type", "importance", "neuro", "session", "recalls", "seen", "from")
+META_KEYS = ("type", "importance", "neuro", "session", "recalls", "seen", "via", "from")
+VIA_ITEM_RE = re.compile(r"(e-[0-9a-f]{12}):([1-9][0-9]*)")
 MAX_FRONTMATTER = 64 * 1024
 
 
@@ -131,6 +132,8 @@ def render_meta(e: Entry) -> str:
     ]
     if e.seen:
         parts.append(f"seen={e.seen}")
+    if e.via:
+        parts.append("via=" + ",".join(f"{leaf}:{n}" for leaf, n in e.via))
     if e.sources:
         parts.append(f"from={','.join(e.sources)}")
     return " ".join(parts)
@@ -191,8 +194,18 @@ def _parse_meta(line: str, path: str, lineno: int) -> dict[str, Any]:
     seen = fields.get("seen", "")
     if seen and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", seen):
         raise FormatError(Problem(path, lineno, "seen must be a date YYYY-MM-DD"))
+    via = []
+    for item in fields.get("via", "").split(",") if "via" in fields else ():
+        m = VIA_ITEM_RE.fullmatch(item)
+        if not m:
+            raise FormatError(Problem(path, lineno, "via must list raw ids with counts, e-ID:N,"
+                                                    f" comma-separated (found {item!r})"))
+        via.append((m.group(1), int(m.group(2))))
+    if len({leaf for leaf, _ in via}) != len(via):
+        raise FormatError(Problem(path, lineno, "via names a raw id twice"))
     return {
         "seen": seen,
+        "via": tuple(via),
         "type": fields["type"],
         "importance": imp,
         "neuro": neuro,

@@ -15,7 +15,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.core.entry import Entry
+from pamd.core.entry import Entry, add_via
 from pamd.core.fmt import Doc, FormatError, dump_yaml, split_frontmatter
 from pamd.errors import PamdError
 from pamd.myelin.recall_log import Pending
@@ -51,11 +51,18 @@ def fold(docs: dict[str, Doc], p: Pending) -> tuple[dict[str, Doc], set[str], in
         if tgt:
             add[tgt] += n
             seen[tgt] = max(seen.get(tgt, ""), p.last_seen.get(eid, ""))
+    # A recall through a raw leaf behind a summary: the leaf is behind its owner too.
+    via: dict[str, Counter] = {}
+    for (sid, leaf), n in p.leaves.items():
+        tgt = owner.get(sid)
+        if tgt and tgt in add:
+            via.setdefault(tgt, Counter())[leaf] += n
     out, touched = dict(docs), set()
     for rel, d in docs.items():
         if any(e.id in add for e in d.entries):
             out[rel] = Doc(d.meta, d.preamble, [
-                e.with_(recalls=e.recalls + add[e.id], seen=max(e.seen, seen.get(e.id, "")))
+                e.with_(recalls=e.recalls + add[e.id], seen=max(e.seen, seen.get(e.id, "")),
+                        via=add_via(e.via, via.get(e.id, {})))
                 if e.id in add else e for e in d.entries], d.body_line)
             touched.add(rel)
     return out, touched, sum(add.values())
@@ -78,7 +85,8 @@ def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[di
         new = []
         for e in d.entries:
             if e.recalls >= int(cfg["myelin"]["thin"]) and e.seen and e.seen < cutoff:
-                e = e.with_(recalls=e.recalls // 2, seen=today)
+                e = e.with_(recalls=e.recalls // 2, seen=today,
+                            via=tuple((leaf, n // 2) for leaf, n in e.via if n // 2))
                 n += 1
             new.append(e)
         if n and new != d.entries:
@@ -188,12 +196,31 @@ def new_recall_reflexes(old: str, new: str) -> list[str]:
     return out
 
 
-def recall_reflexes(entries: list[Entry], cfg: dict[str, Any]) -> list[dict[str, Any]]:
+def shown_leaf(e: Entry) -> str | None:
+    """The raw leaf whose words stand for `e` in PRELOAD and a recalled reflex: its most
+    recalled `via=` leaf, when recall reached `e` through that leaf more often than through
+    `e`'s own words (a summary's words may no longer hold what was asked)."""
+    if not e.via:
+        return None
+    leaf, n = e.via[0]
+    own = e.recalls - sum(c for _, c in e.via)
+    return leaf if n > own else None
+
+
+def shown(e: Entry, leaf_texts: dict[str, str]) -> str:
+    """The words PRELOAD and a recalled reflex show for `e` (its own text if its leaf's are
+    not known: history broken, `pamd fsck` says where)."""
+    leaf = shown_leaf(e)
+    return leaf_texts.get(leaf, e.text) if leaf else e.text
+
+
+def recall_reflexes(entries: list[Entry], cfg: dict[str, Any],
+                    leaf_texts: dict[str, str] | None = None) -> list[dict[str, Any]]:
     out = []
     for e in sorted(entries, key=lambda e: (-e.recalls, e.id)):
         if level(e.recalls, cfg) == REFLEX:
-            out.append({"text": _sentence(e.text, 200), "kind": "recalled", "from": [e.id],
-                        "recalls": e.recalls})
+            out.append({"text": _sentence(shown(e, leaf_texts or {}), 200), "kind": "recalled",
+                        "from": [e.id], "recalls": e.recalls})
     return out
 
 

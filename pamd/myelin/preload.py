@@ -8,6 +8,9 @@ pamd owns only the lines between its two markers:
     - We decided to use Postgres 16. <!-- e-… · recalls 6 · memory/L0/2026-11-30.md -->
     <!-- pamd:end -->
 
+A summary recalled mostly through a raw message behind it (its `via=`, from deep
+recall) shows that message's words and ends its comment with `· via e-…`.
+
 Everything outside them (the heading included) is the person's and is kept as
 it is. A file from before the markers (pamd's lines right under the heading,
 up to the first other line) is read as if they were there, so its person's
@@ -22,7 +25,7 @@ from typing import Any
 
 from pamd.core.entry import Entry
 from pamd.errors import PamdError
-from pamd.myelin.myelin import REFLEX, THICK, level
+from pamd.myelin.myelin import REFLEX, THICK, level, shown_leaf
 
 HEAD = "## Myelinated memories"
 BEGIN = ("<!-- pamd:begin · pamd rewrites the lines up to pamd:end at every compaction; "
@@ -31,7 +34,8 @@ END = "<!-- pamd:end -->"
 EMPTY = "(none yet: memories recalled 5+ times appear here)"
 _BEGIN, _END = "<!-- pamd:begin", "<!-- pamd:end"
 # A line pamd writes into its block (also how the section looked before the markers).
-_OURS = re.compile(r"^- .* <!-- [es]-[0-9a-f]{12} · recalls \d+ · \S+ -->$")
+_OURS = re.compile(r"^- .* <!-- [es]-[0-9a-f]{12} · recalls \d+ · \S+( · via e-[0-9a-f]{12})? -->$")
+LEAF_CHARS = 500  # a raw leaf shown for a summary is cut here (a tool result can be long)
 
 
 def _markers(lines: list[str]) -> tuple[list[int], list[int]]:
@@ -73,8 +77,12 @@ def split(text: str, path: str = "PRELOAD.md") -> tuple[str, str]:
     return "\n".join(lines[:head + 1]), "\n".join(lines[stop:])
 
 
-def render(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
-    """PRELOAD.md with pamd's block rebuilt from the thick+ memories, the rest kept."""
+def render(current: str, entries: list[Entry], cfg: dict[str, Any],
+           leaf_texts: dict[str, str] | None = None) -> str:
+    """PRELOAD.md with pamd's block rebuilt from the thick+ memories, the rest kept.
+
+    A memory recalled mostly through a raw leaf behind it (`via=`) shows that leaf's words,
+    from `leaf_texts` (read from history by the caller), and names the leaf."""
     before, after = split(current)
     thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
                    key=lambda e: (-e.recalls, e.id))
@@ -82,6 +90,13 @@ def render(current: str, entries: list[Entry], cfg: dict[str, Any]) -> str:
     if not thick:
         block.append(EMPTY)
     for e in thick:
+        leaf = shown_leaf(e)
+        if leaf and leaf in (leaf_texts or {}):
+            text = " ".join(leaf_texts[leaf].split())
+            if len(text) > LEAF_CHARS:
+                text = text[:LEAF_CHARS - 1].rstrip() + "…"
+            block.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} · via {leaf} -->")
+            continue
         text = " ".join(e.text.split())
         block.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} -->")
     block.append(END)

@@ -13,7 +13,7 @@ import json
 import os
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -27,8 +27,11 @@ def _path(state_dir: Path) -> Path:
     return state_dir / LOG
 
 
-def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: str = "recall") -> None:
-    """Record hits; O_APPEND writes of one line each are atomic enough for concurrent recalls."""
+def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: str = "recall",
+           leaves: list[tuple[str, str]] = ()) -> None:
+    """Record hits; O_APPEND writes of one line each are atomic enough for concurrent recalls.
+
+    `leaves` are (summary, raw leaf) pairs: the words behind a summary in `ids` that matched."""
     if not ids:
         return
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -37,8 +40,10 @@ def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: s
     try:
         if os.fstat(fd).st_size == 0:
             os.write(fd, (json.dumps({"log": uuid.uuid4().hex[:12]}) + "\n").encode())
-        line = json.dumps({"ts": fmt_time(now), "ids": ids, "query": query[:200], "via": source},
-                          ensure_ascii=False)
+        rec = {"ts": fmt_time(now), "ids": ids, "query": query[:200], "via": source}
+        if leaves:
+            rec["leaves"] = [list(pair) for pair in leaves]
+        line = json.dumps(rec, ensure_ascii=False)
         os.write(fd, (line + "\n").encode("utf-8"))
     finally:
         os.close(fd)
@@ -49,6 +54,7 @@ class Pending:
     counts: Counter
     last_seen: dict[str, str]  # id -> YYYY-MM-DD of its latest recall
     marker: str  # "ID@OFFSET" to write as the trailer, "" when there is no log
+    leaves: Counter = field(default_factory=Counter)  # (summary, raw leaf) -> recalls through it
 
 
 def pending(state_dir: Path, folded: str | None) -> Pending:
@@ -56,7 +62,10 @@ def pending(state_dir: Path, folded: str | None) -> Pending:
     p = _path(state_dir)
     if not p.is_file():
         return Pending(Counter(), {}, "")
-    data = p.read_bytes()
+    return _read(p.read_bytes(), folded)
+
+
+def _read(data: bytes, folded: str | None) -> Pending:
     first, _, _ = data.partition(b"\n")
     try:
         log_id = json.loads(first)["log"]
@@ -71,15 +80,23 @@ def pending(state_dir: Path, folded: str | None) -> Pending:
     end = data.rfind(b"\n") + 1  # only whole lines
     counts: Counter = Counter()
     seen: dict[str, str] = {}
+    leaves: Counter = Counter()
     for raw in data[start:end].split(b"\n"):
         if not raw.strip():
             continue
         try:
             rec = json.loads(raw)
             day = str(rec["ts"])[:10]
-            for eid in rec["ids"]:
-                counts[eid] += 1
-                seen[eid] = max(seen.get(eid, ""), day)
-        except (ValueError, KeyError, TypeError):
+            ids = [str(eid) for eid in rec["ids"]]
+            pairs: dict[str, str] = {}  # one leaf per summary and line: its recall's
+            for s, leaf in rec.get("leaves") or []:
+                pairs.setdefault(str(s), str(leaf))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a torn or hand-edited line is skipped, not fatal
-    return Pending(counts, seen, f"{log_id}@{max(end, start)}")
+        for eid in ids:
+            counts[eid] += 1
+            seen[eid] = max(seen.get(eid, ""), day)
+        for s, leaf in pairs.items():
+            if s in ids:
+                leaves[(s, leaf)] += 1
+    return Pending(counts, seen, f"{log_id}@{max(end, start)}", leaves)

@@ -98,6 +98,9 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         # Entries in the tree the query matched: not the raw leaves behind them (in history),
         # nor the neighbours hit shaping joined for context (they would myelinate as
         # reflexes by sitting next to what was asked).
+        # The leaves that matched behind a summary are logged beside it, so what the
+        # summary preloads is what was recalled (myelin.shown).
         ids = [i for h in hits for i in h.matched]
-        recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC))
+        leaves = [pair for h in hits for pair in h.leaves]
+        recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC), leaves=leaves)
     return hits

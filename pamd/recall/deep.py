@@ -9,7 +9,8 @@ lives now (`path:start-end` of the summary) and which raw entry matched
 
 Leaves are immutable per summary id, so they are cached in .pamd/deep.sqlite:
 compaction records them as it writes summaries (it holds the sources in
-memory), and anything missing — a fresh clone, a deleted .pamd/ — is read back
+memory), before its commit so that a recall while the brain's git hooks run
+finds them, and anything missing — a fresh clone, a deleted .pamd/ — is read back
 from git history (pamd.consolidate.provenance), so `pamd index` on a clone
 reproduces the same index.
 """
@@ -41,6 +42,7 @@ def _open(path: Path) -> sqlite3.Connection:
     try:
         db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
                    " text TEXT, PRIMARY KEY (summary, pos))")
+        db.execute("CREATE INDEX IF NOT EXISTS leaves_raw ON leaves (raw)")
     except sqlite3.DatabaseError:
         db.close()
         raise
@@ -56,6 +58,7 @@ def _get(db: sqlite3.Connection, sid: str) -> list[Leaf] | None:
 
 def _put(db: sqlite3.Connection, sid: str, leaves: list[Leaf]) -> None:
     rows = [(sid, i, *leaf) for i, leaf in enumerate(leaves)] or [(sid, -1, "", "", "", "")]
+    db.execute("DELETE FROM leaves WHERE summary=?", (sid,))  # no row of an older, longer list stays
     db.executemany("INSERT OR REPLACE INTO leaves VALUES (?,?,?,?,?,?)", rows)
 
 
@@ -82,6 +85,20 @@ def record(state_dir: Path, summaries: Iterable[Entry], known: dict[str, Entry])
                         leaves += below
                 else:
                     _put(db, s.id, leaves)
+    finally:
+        db.close()
+
+
+def texts_of(state_dir: Path, raw_ids: Iterable[str]) -> dict[str, str]:
+    """The words of raw leaves the cache holds (behind any summary)."""
+    db = _connect(state_dir)
+    try:
+        out = {}
+        for rid in raw_ids:
+            row = db.execute("SELECT text FROM leaves WHERE raw=? AND pos>=0 LIMIT 1", (rid,)).fetchone()
+            if row:
+                out[rid] = row[0]
+        return out
     finally:
         db.close()
 

@@ -52,6 +52,9 @@ class Hit:
     # chunk and any other that ranked in the plain top k, not the neighbours that hit
     # shaping (`hit_lines`) joined to it for context.
     matched: list[str] = field(default_factory=list, repr=False)
+    # (summary, raw leaf) for each matched summary whose best chunk was a leaf behind it:
+    # the recall log keeps them so PRELOAD can show what was recalled, not the summary's words.
+    leaves: list[tuple[str, str]] = field(default_factory=list, repr=False)
 
     def as_json(self) -> dict:
         return {"path": self.path, "lines": [self.start, self.end], "score": round(self.score, 6),
@@ -163,17 +166,21 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         ids: list[str] = []
         entries: list[str] = []
         matched: list[str] = []
+        leaves: list[tuple[str, str]] = []
         for lb in g:
             for x in [lb, *lent[lb]]:
                 own = [i for i in rows[x][7].split(",") if i]
                 if own and own[0] not in entries:
                     entries.append(own[0])
-                if own and (lb == best or lb in plain) and own[0] not in matched:
-                    matched.append(own[0])
+                if own and (lb == best or lb in plain):
+                    if own[0] not in matched:
+                        matched.append(own[0])
+                    if x == lb and len(own) == 2:  # the place ranked by a leaf behind the summary
+                        leaves.append((own[0], own[1]))
                 ids += [i for i in own if i not in ids]
         text = "\n".join(rows[lb][8] for lb in g)
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
-                        _iso(ts) if ts is not None else None, best, entries, matched))
+                        _iso(ts) if ts is not None else None, best, entries, matched, leaves))
     return hits
 
 

@@ -254,6 +254,27 @@ def test_bad_input_gives_one_clear_line(brain, tmp_path, capsys):
     assert "green tea" in hits[0]["text"]
 
 
+
+@pytest.mark.parametrize("query", ["?!", "the of and", "и в не", "Who are you?", "🚀 ...", "___"])
+def test_a_query_with_no_word_to_search_for_is_refused_and_not_logged(brain, query, capsys):
+    """Review 7 #3: BM25 had no term, the dense side returned whatever was nearest, the best
+    at score 1.0, and every hit was logged: junk queries myelinated random memories."""
+    code, out, err = run(brain, "recall", "-k", "3", query, capsys=capsys)
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err.startswith("pamd: error: no word to search for") and len(err.strip().split("\n")) == 1
+    assert not (brain / ".pamd" / "recall.log").exists()
+
+
+@pytest.mark.parametrize(("query", "found"), [("релиз понедельник", "релиз"), ("перенести", "релиз"),
+                                              ("the API key", "API key"), ("IT", None),
+                                              ("部署", None), ("a" * 64, None)])
+def test_a_query_with_one_searchable_word_is_answered(brain, query, found, capsys):
+    # Russian, one content word among stop words, an acronym that is a stop word
+    # in lower case, CJK, a word too long for BM25 (the dense side still reads it)
+    hits = recall_json(brain, query, capsys, "-k", "1")
+    assert len(hits) == 1 and (found is None or found in hits[0]["text"])
+
+
 def test_recall_help_names_every_tier_that_tier_accepts():
     import argparse
 

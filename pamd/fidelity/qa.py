@@ -99,6 +99,8 @@ def _sample(sample: dict, index: int, adversarial: bool) -> Conversation:
 
 
 def load_pamd(path: Path) -> list[Question]:
+    from pamd.recall.lexical import searchable
+
     out = []
     # LF alone ends a line: splitlines() would also cut a question at a U+2028 that
     # json.dumps(ensure_ascii=False) leaves raw inside its string
@@ -111,10 +113,13 @@ def load_pamd(path: Path) -> list[Question]:
             if not isinstance(obj["question"], str) or not isinstance(ev, list) or not ev \
                     or not all(isinstance(x, str) for x in ev):
                 raise TypeError  # a string would be split into characters; [] has nothing to find
-            out.append(Question(obj["question"], list(ev), str(obj.get("category", "all"))))
         except (ValueError, KeyError, TypeError):
             raise PamdError(f"{path}:{i}: expected {{\"question\": text, "
                             f"\"evidence_ids\": [ids, at least one]}}") from None
+        if not searchable(obj["question"]):  # recall refuses it: say which line, before any work
+            raise PamdError(f"{path}:{i}: no word to search for in the question {obj['question']!r}",
+                            "stop words and punctuation match anything")
+        out.append(Question(obj["question"], list(ev), str(obj.get("category", "all"))))
     if not out:
         raise PamdError(f"{path}: no questions")
     return out

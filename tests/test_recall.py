@@ -151,6 +151,44 @@ def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
     assert code == 0 and err == "" and json.loads(out) == before
 
 
+
+@pytest.mark.parametrize("what", ["file", "dangling-link"])
+def test_an_index_that_is_not_a_folder_is_rebuilt_and_fsck_says_so(brain, capsys, what):
+    """Review 7 #6: a file at .pamd/index crashed recall and index (FileExistsError) while
+    fsck called the index ok."""
+    before = recall_json(brain, "load test", capsys)
+    ix = brain / ".pamd/index"
+    shutil.rmtree(ix)
+    if what == "file":
+        ix.write_text("x\n")
+    else:
+        ix.symlink_to(brain / "nowhere")
+    code, out, err = run(brain, "fsck", "--skip", "ledger", capsys=capsys)  # a test brain has none
+    assert code == 1 and ".pamd/index:1: not a folder" in out + err
+    code, out, err = run(brain, "recall", "--json", "load test", capsys=capsys)
+    assert code == 0 and err == "" and json.loads(out) == before
+    assert ix.is_dir() and not ix.is_symlink()
+    code, out, err = run(brain, "fsck", "--skip", "ledger", capsys=capsys)
+    assert code == 0, out + err
+    ix_file = brain / ".pamd/index"
+    shutil.rmtree(ix_file)
+    ix_file.write_text("x\n")
+    assert run(brain, "index", capsys=capsys)[0] == 0 and ix_file.is_dir()
+
+
+def test_an_index_in_the_way_that_cannot_be_removed_is_one_clear_line(brain, capsys, monkeypatch):
+    (brain / ".pamd").mkdir(exist_ok=True)
+    (brain / ".pamd/index").write_text("x\n")
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    code, out, err = run(brain, "recall", "load test", capsys=capsys)
+    assert code == 1 and out == "" and "Traceback" not in err and len(err.strip().split("\n")) == 1
+    assert err.startswith("pamd: error: ") and "is not a folder and cannot be removed" in err
+
+
 def test_a_damaged_page_inside_an_index_that_opens_is_rebuilt_silently(brain, capsys):
     """The file opens (its first pages are whole), but a page read later is garbage:
     "database disk image is malformed" mid-refresh or mid-search."""

@@ -354,7 +354,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             text = (root / rel).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             text = ""  # unreadable: indexed as empty until fixed (pamd check names it)
-        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()  # as freshness.content_sha
         file_rows.append((rel, st.st_size, st.st_mtime_ns, sha))
         if not old or old[2] != sha:
             changed.append((rel, tier, text))

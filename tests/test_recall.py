@@ -151,6 +151,44 @@ def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
     assert code == 0 and err == "" and json.loads(out) == before
 
 
+
+@pytest.mark.parametrize("what", ["file", "dangling-link"])
+def test_an_index_that_is_not_a_folder_is_rebuilt_and_fsck_says_so(brain, capsys, what):
+    """Review 7 #6: a file at .pamd/index crashed recall and index (FileExistsError) while
+    fsck called the index ok."""
+    before = recall_json(brain, "load test", capsys)
+    ix = brain / ".pamd/index"
+    shutil.rmtree(ix)
+    if what == "file":
+        ix.write_text("x\n")
+    else:
+        ix.symlink_to(brain / "nowhere")
+    code, out, err = run(brain, "fsck", "--skip", "ledger", capsys=capsys)  # a test brain has none
+    assert code == 1 and ".pamd/index:1: not a folder" in out + err
+    code, out, err = run(brain, "recall", "--json", "load test", capsys=capsys)
+    assert code == 0 and err == "" and json.loads(out) == before
+    assert ix.is_dir() and not ix.is_symlink()
+    code, out, err = run(brain, "fsck", "--skip", "ledger", capsys=capsys)
+    assert code == 0, out + err
+    ix_file = brain / ".pamd/index"
+    shutil.rmtree(ix_file)
+    ix_file.write_text("x\n")
+    assert run(brain, "index", capsys=capsys)[0] == 0 and ix_file.is_dir()
+
+
+def test_an_index_in_the_way_that_cannot_be_removed_is_one_clear_line(brain, capsys, monkeypatch):
+    (brain / ".pamd").mkdir(exist_ok=True)
+    (brain / ".pamd/index").write_text("x\n")
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    code, out, err = run(brain, "recall", "load test", capsys=capsys)
+    assert code == 1 and out == "" and "Traceback" not in err and len(err.strip().split("\n")) == 1
+    assert err.startswith("pamd: error: ") and "is not a folder and cannot be removed" in err
+
+
 def test_a_damaged_page_inside_an_index_that_opens_is_rebuilt_silently(brain, capsys):
     """The file opens (its first pages are whole), but a page read later is garbage:
     "database disk image is malformed" mid-refresh or mid-search."""
@@ -252,6 +290,27 @@ def test_bad_input_gives_one_clear_line(brain, tmp_path, capsys):
     # a query in a language the brain does not hold still answers, from the dense side
     hits = recall_json(brain, "Anna trinkt morgens lieber grünen Tee", capsys, "-k", "1")
     assert "green tea" in hits[0]["text"]
+
+
+
+@pytest.mark.parametrize("query", ["?!", "the of and", "и в не", "Who are you?", "🚀 ...", "___"])
+def test_a_query_with_no_word_to_search_for_is_refused_and_not_logged(brain, query, capsys):
+    """Review 7 #3: BM25 had no term, the dense side returned whatever was nearest, the best
+    at score 1.0, and every hit was logged: junk queries myelinated random memories."""
+    code, out, err = run(brain, "recall", "-k", "3", query, capsys=capsys)
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err.startswith("pamd: error: no word to search for") and len(err.strip().split("\n")) == 1
+    assert not (brain / ".pamd" / "recall.log").exists()
+
+
+@pytest.mark.parametrize(("query", "found"), [("релиз понедельник", "релиз"), ("перенести", "релиз"),
+                                              ("the API key", "API key"), ("IT", None),
+                                              ("部署", None), ("a" * 64, None)])
+def test_a_query_with_one_searchable_word_is_answered(brain, query, found, capsys):
+    # Russian, one content word among stop words, an acronym that is a stop word
+    # in lower case, CJK, a word too long for BM25 (the dense side still reads it)
+    hits = recall_json(brain, query, capsys, "-k", "1")
+    assert len(hits) == 1 and (found is None or found in hits[0]["text"])
 
 
 def test_recall_help_names_every_tier_that_tier_accepts():

@@ -40,6 +40,41 @@ def test_a_fact_compressed_out_of_the_summary_is_found_and_cites_the_summary(bra
     assert "pamd-archive-eu" in json.loads(out)[0]["text"]
 
 
+
+def test_recall_expand_puts_the_matched_leaf_first_marked_then_time_order_and_caps(
+        brain, tmp_path, monkeypatch):
+    """Review 7 #5: --expand printed every raw message behind the summary in provenance
+    order, the matched one somewhere among them and unmarked, with no cap."""
+    from pamd.commands import recall as cmd
+
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    q = "which bucket does the nightly backup write to"
+    top = json.loads(brain("recall", q, "--json", "--expand", "-k", "1", "--no-log")[1])[0]
+    raw = top["ids"][1]
+    assert top["expanded_matched"] == [raw]
+    first, *rest = top["expanded"]
+    assert first.startswith(raw + " ") and "pamd-archive-eu" in first
+    times = [line.split()[1] for line in rest]
+    assert rest and times == sorted(times)
+    code, out, _ = brain("recall", q, "--expand", "-k", "1", "--no-log")
+    lines = out.splitlines()
+    assert code == 0 and lines[1].startswith(f"    * {raw} ")
+    assert all(ln.startswith("      e-") for ln in lines[2:])
+    monkeypatch.setattr(cmd, "EXPAND_LINES", 2)
+    lines = brain("recall", q, "--expand", "-k", "1", "--no-log")[1].splitlines()
+    summaries = [i for i in top["ids"] if i.startswith("s-")]
+    assert len(lines) == 4 and lines[1].startswith(f"    * {raw} ")
+    from datetime import datetime
+
+    def at(line: str) -> float:
+        return datetime.fromisoformat(line.split()[1].replace("Z", "+00:00")).timestamp()
+
+    nearest = min(rest, key=lambda ln: (abs(at(ln) - at(first)), rest.index(ln)))
+    assert lines[2] == "      " + nearest  # the context said nearest the matched message
+    assert nearest != rest[0], rest  # else this would not tell nearest from first
+    assert lines[3] == f"      … {len(top['expanded']) - 2} more (pamd expand {' '.join(summaries)})"
+
+
 def test_a_fresh_clone_rebuilds_the_deep_index_from_history(brain, tmp_path):
     _brain_with_a_compressed_fact(brain, tmp_path)
     q = "which bucket does the nightly backup write to"

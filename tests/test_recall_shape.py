@@ -113,6 +113,27 @@ def test_shape_keeps_to_the_budget_and_to_k():
     assert groups == [[1], [3], [5]]
 
 
+
+def test_joins_inside_the_plain_top_k_never_cost_the_kth_plain_hit():
+    # Long entries (a real transcript): the plain top k cover more than hit_lines x k, so
+    # their lines are the cap. Two of them are neighbours: joined, the hit also shows the
+    # blank line between them, which plain hits never pay. Review 7 #1: that one line
+    # pushed the k-th plain hit out ('did you push?' -k 3 gave one hit, not three).
+    spans = {0: (1, 3), 1: (5, 15), 2: (17, 19), 3: (100, 102), 4: (104, 106)}
+    prev = np.array([-1, 0, 1, 2, 3])
+    nxt = np.array([1, 2, 3, 4, -1])
+    groups = shape([0, 1, 3, 2], spans, prev, nxt, k=3, budget=12)
+    assert [lb for g in groups for lb in g if lb in (0, 1, 3)] == [0, 1, 3]
+    assert groups == [[0, 1], [3]]  # 2 (next to the hit) would pass the cap: skipped
+    # a join that does not cost the plain top k still uses the freed slot
+    groups = shape([0, 1, 3, 4], spans, prev, nxt, k=3, budget=40)
+    assert groups == [[0, 1], [3, 4]]
+    for k in range(1, 5):  # every plain top k is in the shaped hits, whatever it covers
+        ranked = [1, 0, 2, 3, 4]
+        got = [lb for g in shape(ranked, spans, prev, nxt, k=k, budget=4 * k) for lb in g]
+        assert set(ranked[:k]) <= set(got)
+
+
 def test_role_boost_prefers_the_speaker_the_query_names(tmp_path, capsys):
     talk = [
         ("boris", "The offsite budget is tight: budget cuts took the travel budget."),

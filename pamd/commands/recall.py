@@ -13,6 +13,7 @@ pamd recall --json 'ship friday' | jq '.[0].path'
 """
 
 WIDTH = 160
+EXPAND_LINES = 20  # raw messages shown per hit by --expand; the rest: `pamd expand`
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,7 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="JSON list of {path, lines, score, ids, tier, ts, text}")
     p.add_argument("--expand", action="store_true",
-                   help="also show the raw messages behind summary hits (via provenance)")
+                   help=f"also show the raw messages behind summary hits (via provenance): those the "
+                        f"query matched first, marked *, then, in time order, those said nearest them, "
+                        f"{EXPAND_LINES} a hit")
     p.add_argument("--no-log", action="store_true", help="do not count these hits as recalls")
 
 
@@ -52,8 +55,10 @@ def run(args: argparse.Namespace) -> int:
         out = []
         for h in hits:
             d = h.as_json()
-            if args.expand:
-                d["expanded"] = expanded.get(h.label, [])
+            if args.expand:  # every line (a program slices what it wants), matched first
+                x = expanded.get(h.label)
+                d["expanded"] = x.lines(x.matched + x.rest) if x else []
+                d["expanded_matched"] = [e.id for e in x.matched] if x else []
             out.append(d)
         print(json.dumps(out, ensure_ascii=False, indent=1))
         return 0
@@ -68,8 +73,16 @@ def run(args: argparse.Namespace) -> int:
         if len(text) > WIDTH:
             text = text[: WIDTH - 1] + "…"
         print(f"{h.path}:{h.start}-{h.end}  {h.score:.4f}  {text}")
-        for line in expanded.get(h.label, []):
-            print(f"    {line}")
+        x = expanded.get(h.label)
+        if x is None:
+            continue
+        rest = x.shown(EXPAND_LINES - len(x.matched))
+        for line in x.lines(x.matched):
+            print(f"    * {line}")
+        for line in x.lines(rest):
+            print(f"      {line}")
+        if len(rest) < len(x.rest):
+            print(f"      … {len(x.rest) - len(rest)} more (pamd expand {' '.join(x.summaries)})")
     return 0
 
 
@@ -92,15 +105,45 @@ def _time(value: str | None, flag: str, end_of_day: bool = False):
     return t
 
 
-def _expand(brain, hits, now) -> dict[int, list[str]]:
+def _expand(brain, hits, now) -> dict[int, Expanded]:
     """The raw messages behind each summary hit, walked back through git history."""
     from pamd.consolidate.provenance import expand_ids
-    from pamd.core.entry import fmt_time
 
-    out: dict[int, list[str]] = {}
+    out: dict[int, Expanded] = {}
     for h in hits:
         summaries = [i for i in h.ids if i.startswith("s-")]
-        if summaries:
-            raw = [f.entry for f in expand_ids(brain, summaries) if not f.entry.sources]
-            out[h.label] = [f"{e.id} {fmt_time(e.ts)} {e.role}: {' '.join(e.text.split())[:200]}" for e in raw]
+        if not summaries:
+            continue
+        raw = {}
+        for f in expand_ids(brain, summaries):
+            if not f.entry.sources:
+                raw.setdefault(f.entry.id, f.entry)
+        matched = [raw[i] for i in h.ids if i in raw and i not in h.entries]  # deep recall, rank order
+        seen = {e.id for e in matched}
+        rest = sorted((e for e in raw.values() if e.id not in seen), key=lambda e: (e.ts, e.id))
+        out[h.label] = Expanded(matched, rest, summaries)
     return out
+
+
+class Expanded:
+    """One summary hit's raw messages: those the query matched (rank order), the rest (time
+    order), and the summaries they are behind."""
+
+    def __init__(self, matched: list, rest: list, summaries: list[str]) -> None:
+        self.matched, self.rest, self.summaries = matched, rest, summaries
+
+    def lines(self, entries: list) -> list[str]:
+        from pamd.core.entry import fmt_time
+
+        return [f"{e.id} {fmt_time(e.ts)} {e.role}: {' '.join(e.text.split())[:200]}" for e in entries]
+
+    def shown(self, n: int) -> list:
+        """At most n of the rest, in time order: those said nearest in time to a matched
+        message (its context), else the first."""
+        when = [e.ts.timestamp() for e in self.matched]
+
+        def gap(i: int) -> tuple[float, int]:
+            return min((abs(self.rest[i].ts.timestamp() - t) for t in when), default=0.0), i
+
+        keep = sorted(sorted(range(len(self.rest)), key=gap)[:max(0, n)])
+        return [self.rest[i] for i in keep]

@@ -28,6 +28,7 @@ so it cannot hide a deletion made by hand on the checked-out branch.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
 from collections.abc import Callable
@@ -314,6 +315,9 @@ def synapse(brain: Brain) -> list[Problem]:
 def index(brain: Brain) -> list[Problem]:
     """Compare the index manifest (files and their hashes) with the tree; skip without an index."""
     db_path = brain.state_dir / "index" / "index.sqlite"
+    if os.path.lexists(db_path.parent) and not db_path.parent.is_dir():
+        return [Problem(".pamd/index", 1, "not a folder: a damaged index; the next `pamd recall` "
+                        "or `pamd index` removes it and builds the index again")]
     on_disk = _searchable(brain)
     if not db_path.is_file() or on_disk is None:
         return []

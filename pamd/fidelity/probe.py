@@ -43,6 +43,8 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
         raise PamdError(f"{rel}: no such file", "check the path; --file is taken from the cwd, else the brain's root")
     if text is None:
         raise PamdError(f"this brain has no {rel}", 'add lines like {"question": "...", "expect_text": "..."}')
+    from pamd.recall.lexical import searchable
+
     out = []
     # a BOM (Windows editors write one) is no part of the first probe: json refuses it
     for i, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):
@@ -63,6 +65,9 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
                             f"\"expect_text\": text}}") from None
         if not q or not (ids or txt):
             raise PamdError(f"{rel}:{i}: a probe needs a question and expect_ids or expect_text")
+        if not searchable(q):  # recall refuses it: say which line
+            raise PamdError(f"{rel}:{i}: no word to search for in the question {q!r}",
+                            "stop words and punctuation match anything; name what to recall")
         out.append(Probe(q, ids, txt, i))
     return out
 

@@ -101,6 +101,8 @@ def _sample(sample: dict, index: int, adversarial: bool) -> Conversation:
 
 
 def load_pamd(path: Path) -> list[Question]:
+    from pamd.recall.lexical import searchable
+
     out = []
     # LF alone ends a line: splitlines() would also cut a question at a U+2028 that
     # json.dumps(ensure_ascii=False) leaves raw inside its string
@@ -120,6 +122,9 @@ def load_pamd(path: Path) -> list[Question]:
             if not ENTRY_ID.fullmatch(x):
                 raise PamdError(f"{path}:{i}: evidence {x!r} is not an entry id",
                                 "ids look like e-0123456789ab, or s-… for a summary; pamd recall --json shows them")
+        if not searchable(obj["question"]):  # recall refuses it: say which line, before any work
+            raise PamdError(f"{path}:{i}: no word to search for in the question {obj['question']!r}",
+                            "stop words and punctuation match anything")
         out.append(Question(obj["question"], list(ev), str(obj.get("category", "all")), i))
     if not out:
         raise PamdError(f"{path}: no questions")

@@ -14,6 +14,7 @@ from pamd.errors import PamdError
 from pamd.myelin import recall_log
 from pamd.recall import store
 from pamd.recall.embed import Background, Embedder, load
+from pamd.recall.lexical import searchable
 from pamd.recall.search import Filters, Hit, search
 from pamd.recall.sources import TIERS
 
@@ -62,6 +63,9 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     query = " ".join(_SURROGATE.sub("\ufffd", query or "").split())
     if not query:
         raise PamdError("empty query", "say what to recall, e.g. pamd recall 'deploy friday'")
+    if not searchable(query):  # nearest by meaning to nothing: random hits, logged as recalls
+        raise PamdError(f"no word to search for in {query!r}: stop words and punctuation match anything",
+                        "name what to recall, e.g. pamd recall 'deploy friday'")
     if len(query) > MAX_QUERY:
         raise PamdError(f"query longer than {MAX_QUERY} characters", "ask for less at a time")
     if k < 1:

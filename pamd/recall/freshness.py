@@ -1,7 +1,10 @@
-"""Is the index in .pamd/ up to date with the tree? Cheap: stats and SQLite, no embedder."""
+"""Is the index in .pamd/ up to date with the tree? Cheap: stats and SQLite, no embedder;
+a file whose stat changed is hashed, as the refresh does, so a touch or a checkout that
+changes no byte leaves it fresh."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +19,7 @@ def freshness(brain) -> str:
     try:
         db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         try:
-            known = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime_ns FROM files")}
+            known = {p: (s, m, h) for p, s, m, h in db.execute("SELECT path, size, mtime_ns, sha FROM files")}
             meta = dict(db.execute("SELECT k, v FROM meta"))
             chunks = db.execute("SELECT COUNT(*) FROM chunks WHERE alive = 1").fetchone()[0]
         finally:
@@ -31,7 +34,9 @@ def freshness(brain) -> str:
             st = (brain.root / rel).stat()
         except OSError:
             continue
-        if known.get(rel) != (st.st_size, st.st_mtime_ns):
+        old = known.get(rel)
+        if old is None or (old[:2] != (st.st_size, st.st_mtime_ns)
+                           and old[2] != content_sha(brain.root / rel)):
             stale += 1
     stale += len(set(known) - on_disk)
     model = meta.get("model", "?")
@@ -39,3 +44,13 @@ def freshness(brain) -> str:
         return (f"stale: {plural(stale, 'file')} changed since it was built ({plural(chunks, 'chunk')}, {model}); "
                 "recall refreshes it")
     return f"fresh: {plural(chunks, 'chunk')}, {model}"
+
+
+def content_sha(path: Path) -> str:
+    """What the index's `files.sha` holds for a file: sha256 of its UTF-8 text (of "" when
+    it cannot be read or decoded; the refresh indexes it as empty)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

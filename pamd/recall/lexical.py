@@ -74,6 +74,15 @@ def tokenize(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) < 40]
 
 
+def searchable(text: str) -> bool:
+    """Whether a query holds a word to search for: one that is not a stop word, or one in
+    capitals (IT, US, WHO: an acronym, not the stop word). Punctuation and stop words alone
+    match everything by meaning and nothing by word. A word the tokenizer skips for its
+    length (a hash, a long run of CJK) still counts: the dense side reads it."""
+    words = _WORD.findall(text.replace("_", " "))  # \w takes "_": no word on its own
+    return any(w.lower() not in STOPWORDS or (len(w) > 1 and w.isupper()) for w in words)
+
+
 def term_counts(text: str) -> Counter[str]:
     return Counter(tokenize(text))
 

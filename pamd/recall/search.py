@@ -321,26 +321,24 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     Candidates are taken best first. One next to a hit already chosen (the turn
     before or after it) joins that hit, which then spans both, instead of taking
     a slot of its own; so a question and its answer come back as one hit and the
-    freed slot goes to the next candidate. Lines are counted on disk (blank lines
-    between entries included) and the hits together cover at most
-    max(budget, lines of the plain top k): a joiner or a new hit that would pass
-    that is skipped, so shaping never makes the reader take more lines than the
-    budget or than plain chunk hits would; a neighbour that does not fit may still
-    be a hit of its own. Joining spends the budget of the last slots, so there may
-    be fewer than k hits, each wider. Hits keep the rank of their best chunk.
+    freed slot goes to the next candidate. The plain top k (the first k) are
+    always in: they cover some lines on disk, counted as the hits show them (two
+    of them that are neighbours are one hit, with the blank line between them).
+    The hits together cover at most max(budget, those lines): a later joiner or
+    new hit that would pass that is skipped, so shaping never makes the reader
+    take more lines than the budget or than the plain top k shown as hits; a
+    neighbour that does not fit may still be a hit of its own. Joining spends
+    the budget of the last slots, so there may be fewer than k hits, each wider.
+    Hits keep the rank of their best chunk.
     """
-    plain = ranked[:k]
-    cap = max(budget, sum(spans[lb][1] - spans[lb][0] + 1 for lb in plain))
     groups: list[list[int]] = []
     used = 0
 
     def span(g: list[int]) -> int:
         return spans[g[-1]][1] - spans[g[0]][0] + 1
 
-    for lb in ranked:
-        if len(groups) >= k and used >= cap:
-            break
-        joined = False
+    def place(lb: int, cap: float) -> None:
+        nonlocal used
         for g in groups:
             if nxt[g[-1]] == lb or prev[g[0]] == lb:
                 ng = g + [lb] if nxt[g[-1]] == lb else [lb] + g
@@ -348,14 +346,19 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
                 if used + extra <= cap:
                     g[:] = ng
                     used += extra
-                    joined = True
+                    return
                 break  # a neighbour that does not fit may still be a hit of its own
-        if joined or len(groups) >= k:
-            continue
-        size = spans[lb][1] - spans[lb][0] + 1
-        if used + size <= cap or not groups:
+        if len(groups) < k and (used + span([lb]) <= cap or not groups):
             groups.append([lb])
-            used += size
+            used += span([lb])
+
+    for lb in ranked[:k]:  # the plain top k, whatever they cover
+        place(lb, float("inf"))
+    cap = max(budget, used)
+    for lb in ranked[k:]:
+        if len(groups) >= k and used >= cap:
+            break
+        place(lb, cap)
     return groups
 
 

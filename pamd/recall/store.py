@@ -34,6 +34,7 @@ import numpy as np
 
 from pamd.core.words import plural
 from pamd.edge.lock import Lock
+from pamd.errors import PamdError
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder
@@ -86,7 +87,7 @@ class Index:
 
     # ------------------------------------------------------------ opening
     def open(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._make_dir()
         try:
             self._connect()
         except sqlite3.DatabaseError:
@@ -121,6 +122,17 @@ class Index:
         self.hnsw = None
         self.meta, self.cols = {}, {}
         shutil.rmtree(self.dir, ignore_errors=True)
+        self._make_dir()
+
+    def _make_dir(self) -> None:
+        """The folder, made where missing; a file (or link, or anything not a folder) in its
+        place is a damaged cache: removed, as a damaged file inside is."""
+        if os.path.lexists(self.dir) and not self.dir.is_dir():
+            try:
+                self.dir.unlink()
+            except OSError as exc:
+                raise PamdError(f"{self.dir} is not a folder and cannot be removed ({exc.strerror})",
+                                "remove it; the index is a cache the next recall builds again") from None
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def close(self) -> None:
@@ -342,7 +354,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             text = (root / rel).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             text = ""  # unreadable: indexed as empty until fixed (pamd check names it)
-        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()  # as freshness.content_sha
         file_rows.append((rel, st.st_size, st.st_mtime_ns, sha))
         if not old or old[2] != sha:
             changed.append((rel, tier, text))

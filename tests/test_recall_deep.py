@@ -7,6 +7,8 @@ import shutil
 
 from conftest import git
 
+from pamd.core.fmt import parse_doc
+
 
 def _brain_with_a_compressed_fact(brain, tmp_path):
     rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s",
@@ -108,3 +110,36 @@ def test_a_summary_s_leaves_count_the_words_of_the_leaves_said_around_them(brain
             assert c["prev"][lb] == c["prev"][entry] and c["next"][lb] == c["next"][entry]
     finally:
         idx.close()
+
+
+def test_a_summary_made_again_after_a_revert_reads_the_sources_it_was_made_from(brain, tmp_path):
+    """Revert a compaction, correct a raw entry, compact again: the summary (same id) stands for
+    the corrected text, in `expand`, in this brain's recall and in a fresh clone's."""
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    root = brain.cwd
+    git(root, "revert", "--no-edit", "HEAD")
+    l0 = next((root / "memory" / "L0").glob("*.md"))
+    old = "The nightly backup job writes to the bucket named pamd-archive-eu."
+    eid = next(e.id for e in parse_doc(l0.read_text(), "x", "L0").entries if e.text == old)
+    l0.write_text(l0.read_text().replace(old, "The nightly backup job writes to the bucket named zorblax-vault."))
+    git(root, "commit", "-qam", "fix the bucket name")
+    assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
+    summary = next(e for p in (root / "memory" / "L1").glob("*.md")
+                   for e in parse_doc(p.read_text(), "x", "L1").entries if eid in e.sources)
+
+    def leaves(found):
+        return " ".join(f["text"] for f in found if f["id"].startswith("e-"))
+
+    code, out, err = brain("expand", summary.id, "--json")
+    assert code == 0, err
+    assert "zorblax-vault" in leaves(json.loads(out)) and "pamd-archive-eu" not in leaves(json.loads(out))
+
+    q = "which bucket does the nightly backup write to"
+    here = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    brain.cwd = clone
+    there = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    assert [(h["path"], h["ids"], h["text"]) for h in there] == [(h["path"], h["ids"], h["text"]) for h in here]
+    assert "zorblax-vault" in there[0]["text"]
+    assert not any("pamd-archive-eu" in h["text"] for h in there)

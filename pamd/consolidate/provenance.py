@@ -3,6 +3,9 @@
 A summary lists its direct sources (`from=`). The commit that added the
 summary is the one that removed those sources from the tree, so they are in
 its parent: one `git log -S` and one `git grep` per level, L3 → L2 → L1 → L0.
+A summary added more than once (compacted, reverted, compacted again after a
+raw entry was corrected) stands for the sources of its *last* adding commit
+before the version being expanded, as that is what the tree's summary was made from.
 Dropped entries are found the same way (the last commit that touched them).
 """
 
@@ -105,7 +108,7 @@ def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
             out.append(Found(e, rev, depth))
             if e.sources:
                 # Sources left the tree in the commit that added this summary.
-                where = _parent_of_adder(brain, e.id)
+                where = _parent_of_adder(brain, e.id, rev)
                 for src in e.sources:
                     if src not in seen:
                         nxt[src] = where
@@ -114,12 +117,24 @@ def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
     return out
 
 
-def _parent_of_adder(brain: Brain, eid: str) -> str | None:
-    commits = brain.repo.log("--format=%H", "--reverse", "-F", "-S", _header(eid)).split()
+def _parent_of_adder(brain: Brain, eid: str, rev: str = "WORKTREE") -> str | None:
+    """The parent of the commit that last added the version of `eid` that `rev` holds.
+
+    The newest commit at or before `rev` whose diff changes the count of the
+    summary's header is the one that put it in `rev`'s tree: a summary made
+    again after a revert (from a raw entry corrected in between) reads the
+    corrected sources, not those of the first, undone compaction. When that
+    commit did not make the summary (a revert that brings it back), its parent
+    lacks the sources and `locate` finds each where history last had it.
+    """
+    start = "HEAD" if rev == "WORKTREE" else rev
+    try:
+        commits = brain.repo.log("-1", "--format=%H", "-F", "-S", _header(eid), start, "--").split()
+    except PamdError:  # no commit yet
+        return None
     if not commits:
         return None
-    parent = brain.repo.rev_parse(f"{commits[0]}^")
-    return parent
+    return brain.repo.rev_parse(f"{commits[0]}^")
 
 
 def resolve_ref(brain: Brain, ref: str) -> str:

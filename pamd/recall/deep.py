@@ -7,9 +7,10 @@ as chunks that cite the summary's own lines: a hit says where the memory
 lives now (`path:start-end` of the summary) and which raw entry matched
 (`ids`: the summary, then the leaf); `pamd expand` prints the raw text.
 
-Leaves are immutable per summary id, so they are cached in .pamd/deep.sqlite:
+Leaves hardly ever change per summary id, so they are cached in .pamd/deep.sqlite:
 compaction records them as it writes summaries (it holds the sources in
-memory), and anything missing — a fresh clone, a deleted .pamd/ — is read back
+memory; a summary made again after a revert and a corrected raw entry
+replaces its row), and anything missing — a fresh clone, a deleted .pamd/ — is read back
 from git history (pamd.consolidate.provenance), so `pamd index` on a clone
 reproduces the same index.
 """

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pamd.core.entry import Entry
 from pamd.core.fmt import FormatError, parse_doc
 from pamd.edge.brain import Brain, tier_of
+from pamd.edge.lineage import added_entry
 from pamd.errors import PamdError
 
 MAX_DEPTH = 8
@@ -26,6 +27,9 @@ class Found:
     entry: Entry
     rev: str  # "WORKTREE" or the commit whose tree holds the entry
     depth: int
+    # A summary's text as the commit that last added it wrote it (expand_ids(made=True)):
+    # when `entry.text` differs, a person corrected the summary after pamd made it.
+    made: str | None = None
 
 
 def _header(eid: str) -> str:
@@ -89,8 +93,11 @@ def locate(brain: Brain, ids: set[str], hint_rev: str | None = None) -> dict[str
     return found
 
 
-def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
-    """Every entry reachable from `ids` through provenance, raw ones last at each level."""
+def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
+    """Every entry reachable from `ids` through provenance, raw ones last at each level.
+
+    With `made`, each summary's Found also carries the text its adding commit gave it
+    (read from the same `git log`, with the patch)."""
     out: list[Found] = []
     seen: set[str] = set()
     frontier = {eid: None for eid in ids}
@@ -105,20 +112,22 @@ def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
                                 "check the id (pamd recall --json shows ids)")
             e, rev = located[eid]
             seen.add(eid)
-            out.append(Found(e, rev, depth))
+            text = None
             if e.sources:
                 # Sources left the tree in the commit that added this summary.
-                where = _parent_of_adder(brain, e.id, rev)
+                where, text = _adder(brain, e.id, rev, made)
                 for src in e.sources:
                     if src not in seen:
                         nxt[src] = where
+            out.append(Found(e, rev, depth, text))
         frontier = nxt
         depth += 1
     return out
 
 
-def _parent_of_adder(brain: Brain, eid: str, rev: str = "WORKTREE") -> str | None:
-    """The parent of the commit that last added the version of `eid` that `rev` holds.
+def _adder(brain: Brain, eid: str, rev: str = "WORKTREE", made: bool = False) -> tuple[str | None, str | None]:
+    """The parent of the commit that last added the version of `eid` that `rev` holds,
+    and (with `made`) the text that commit gave it.
 
     The newest commit at or before `rev` whose diff changes the count of the
     summary's header is the one that put it in `rev`'s tree: a summary made
@@ -128,13 +137,23 @@ def _parent_of_adder(brain: Brain, eid: str, rev: str = "WORKTREE") -> str | Non
     lacks the sources and `locate` finds each where history last had it.
     """
     start = "HEAD" if rev == "WORKTREE" else rev
+    patch = ["-p", "--unified=0", "--no-color", "--no-renames", "--no-ext-diff"] if made else []
     try:
-        commits = brain.repo.log("-1", "--format=%H", "-F", "-S", _header(eid), start, "--").split()
+        out = brain.repo.log("-1", "--format=%H", *patch, "-F", "-S", _header(eid), start, "--")
     except PamdError:  # no commit yet
-        return None
-    if not commits:
-        return None
-    return brain.repo.rev_parse(f"{commits[0]}^")
+        return None, None
+    lines = out.split("\n")
+    if not lines[0].strip():
+        return None, None
+    text = None
+    head = "+" + _header(eid)
+    for i, line in enumerate(lines):
+        if line.startswith(head):
+            e, _ = added_entry(lines, i)
+            if e is not None and e.id == eid:
+                text = e.text
+                break
+    return brain.repo.rev_parse(f"{lines[0].strip()}^"), text
 
 
 def resolve_ref(brain: Brain, ref: str) -> str:

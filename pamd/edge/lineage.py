@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pamd.core.entry import count_tokens
+from pamd.core.entry import Entry, count_tokens
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc
 from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
 
@@ -47,26 +47,33 @@ def scan(brain: Brain, all_refs: bool = True) -> Lineage:
         if not (line.startswith("+### ") and (m := HEADER_RE.match(line[1:]))):
             continue
         out.added.add(m.group(1))
-        # The header's metadata line and text follow it in the same hunk when the
-        # entry was added whole; a later edit (recalls=, a redaction) shows no header.
-        block = [line[1:]]
-        while i < n and lines[i].startswith("+") and not lines[i].startswith("+### "):
-            if len(block) > 1 and not lines[i].startswith("+>"):
-                break
-            block.append(lines[i][1:])
-            i += 1
-        try:
-            entries = parse_doc("\n".join(block) + "\n").entries
-        except FormatError:
+        e, i = added_entry(lines, i - 1)
+        if e is None:
             continue
-        if not entries:
-            continue
-        e = entries[0]
         if e.sources:
             out.sources.setdefault(e.id, e.sources)  # newest first: keep the newest
         else:
             out.raw_tokens.setdefault(e.id, count_tokens(e.text))
     return out
+
+
+def added_entry(lines: list[str], i: int) -> tuple[Entry | None, int]:
+    """The entry whose header is the added diff line `lines[i]`, and the index after it.
+
+    The header's metadata line and text follow it in the same hunk when the entry
+    was added whole; a later edit (recalls=, a redaction) shows no header."""
+    block = [lines[i][1:]]
+    i += 1
+    while i < len(lines) and lines[i].startswith("+") and not lines[i].startswith("+### "):
+        if len(block) > 1 and not lines[i].startswith("+>"):
+            break
+        block.append(lines[i][1:])
+        i += 1
+    try:
+        entries = parse_doc("\n".join(block) + "\n").entries
+    except FormatError:
+        return None, i
+    return (entries[0] if entries else None), i
 
 
 def dropped_ids(brain: Brain, all_refs: bool = True) -> set[str]:

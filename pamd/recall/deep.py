@@ -7,6 +7,14 @@ as chunks that cite the summary's own lines: a hit says where the memory
 lives now (`path:start-end` of the summary) and which raw entry matched
 (`ids`: the summary, then the leaf); `pamd expand` prints the raw text.
 
+A summary a person corrected by hand (its text in the tree no longer the one
+pamd made) is a leaf too once it is compressed into the next tier: its last
+text is indexed behind the new summary like a raw message, so the correction
+stays findable while the uncorrected raw text behind it does as well. A
+summary left as pamd made it adds nothing, so a brain nobody edited indexes
+exactly the raw leaves. The text pamd made is kept beside the leaves (table
+`made`), or read from the patch of the commit that added the summary.
+
 Leaves hardly ever change per summary id, so they are cached in .pamd/deep.sqlite:
 compaction records them as it writes summaries (it holds the sources in
 memory; a summary made again after a revert and a corrected raw entry
@@ -42,6 +50,9 @@ def _open(path: Path) -> sqlite3.Connection:
     try:
         db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
                    " text TEXT, PRIMARY KEY (summary, pos))")
+        # The text pamd gave each summary when it made it: a summary whose text in the
+        # tree differs when it is compressed was corrected by a person (see module doc).
+        db.execute("CREATE TABLE IF NOT EXISTS made (summary TEXT PRIMARY KEY, text TEXT)")
     except sqlite3.DatabaseError:
         db.close()
         raise
@@ -60,6 +71,20 @@ def _put(db: sqlite3.Connection, sid: str, leaves: list[Leaf]) -> None:
     db.executemany("INSERT OR REPLACE INTO leaves VALUES (?,?,?,?,?,?)", rows)
 
 
+def _get_made(db: sqlite3.Connection, sid: str) -> str | None:
+    row = db.execute("SELECT text FROM made WHERE summary=?", (sid,)).fetchone()
+    return row[0] if row else None
+
+
+def _put_made(db: sqlite3.Connection, sid: str, text: str) -> None:
+    db.execute("INSERT OR REPLACE INTO made VALUES (?,?)", (sid, text))
+
+
+def corrected(text: str, made: str) -> bool:
+    """A summary's text differs from the one pamd made (spacing aside): a person's correction."""
+    return text.split() != made.split()
+
+
 def _leaf(e: Entry) -> Leaf:
     return (e.id, fmt_time(e.ts), e.role, e.text)
 
@@ -70,17 +95,20 @@ def record(state_dir: Path, summaries: Iterable[Entry], known: dict[str, Entry])
     try:
         with db:
             for s in summaries:
+                _put_made(db, s.id, s.text)
                 leaves: list[Leaf] = []
                 for src in s.sources:
                     e = known.get(src)
                     if e is not None and not e.sources:
                         leaves.append(_leaf(e))
-                    else:
-                        below = _get(db, src)
-                        if below is None:  # not cached: the history pass fills it in later
-                            leaves = []
-                            break
-                        leaves += below
+                        continue
+                    below = _get(db, src)
+                    made = _get_made(db, src) if e is not None else ""
+                    if below is None or made is None:  # not cached: the history pass fills it in later
+                        break
+                    leaves += below
+                    if e is not None and corrected(e.text, made):
+                        leaves.append(_leaf(e))
                 else:
                     _put(db, s.id, leaves)
     finally:
@@ -111,10 +139,15 @@ class Lookup:
         if self._brain is None:
             self._brain = Brain(self.root)
         try:
-            found = expand_ids(self._brain, [sid])
+            found = expand_ids(self._brain, [sid], made=True)
         except PamdError:
             return []  # provenance broken (pamd fsck says where): the summary is still searchable itself
-        return [_leaf(f.entry) for f in found if not f.entry.sources]
+        with self.db:
+            for f in found:
+                if f.made is not None:
+                    _put_made(self.db, f.entry.id, f.made)
+        return [_leaf(f.entry) for f in found
+                if not f.entry.sources or (f.depth and f.made is not None and corrected(f.entry.text, f.made))]
 
     def close(self) -> None:
         self.db.close()

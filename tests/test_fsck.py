@@ -195,6 +195,26 @@ def test_fsck_counts_only_the_checked_out_branch_history(brain, tmp_path):
     assert code == 0, out
 
 
+def test_a_squash_merged_defrag_keeps_its_drops_and_its_run(brain, tmp_path):
+    """`git merge --squash` indents the defrag's message by four spaces: its Dropped line still
+    accounts for the trash, and run-due still sees that the defrag ran."""
+    root = brain.cwd
+    f = day_of_messages(tmp_path / "day.jsonl", 0)
+    assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
+    night = START + timedelta(days=1, hours=2)
+    code, out, err = brain("defrag", "--branch", "pamd/defrag-x", now=iso(night))
+    assert code == 0 and "dropped" in out, out + err
+    git(root, "merge", "--squash", "pamd/defrag-x")
+    git(root, "-c", "core.editor=true", "commit", "-q")
+    git(root, "branch", "-D", "pamd/defrag-x")  # "delete branch after merge"
+    body = git(root, "log", "-1", "--format=%B")
+    assert "\n    Dropped as trash" in body and "\n    Pamd-Run: defrag\n" in body
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
+    code, out, _ = brain("run-due", "--list", now=iso(night + timedelta(minutes=10)))
+    assert code == 0 and "defrag" not in out, out
+
+
 def test_fsck_finds_the_raw_entries_behind_a_summary_deleted_by_hand(lived_week):
     root = lived_week.cwd
     path, lineno, line = summary_with_sources(root)

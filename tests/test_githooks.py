@@ -357,6 +357,8 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
     from datetime import timedelta
 
     assert brain("compact", now=iso(T0 + timedelta(days=2, hours=14)))[0] == 0
+    # a day the nightly defrag compacts itself: its trash ("ok") is dropped on the branch
+    assert brain("ingest", str(day_of_messages(tmp_path / "d3.jsonl", 3)), now=iso(T0))[0] == 0
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(origin))
     git(root, "remote", "add", "origin", str(origin))
@@ -412,8 +414,21 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
     args = (tmp_path / "gh.log").read_text().split("\n")
     assert args[:6] == ["pr", "create", "--base", "main", "--head", branch]
     body = (tmp_path / "gh.log.body").read_text()
-    assert "files changed" in body and "Pamd-Run: defrag" in body and "Pamd-Compression:" in body
     assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"  # checkout untouched
+    assert "files changed" in body and "Pamd-Run: defrag" in body and "Pamd-Compression:" in body
+    dropped = [ln for ln in git(root, "log", "-1", "--format=%B", branch).split("\n") if ln.startswith("Dropped")]
+    assert dropped and all(f"\n{ln}\n" in body for ln in dropped)
+    # GitHub's squash merge with "Pull request title and description" as the message: the
+    # description is all that is left of the defrag commit once its branch is deleted
+    title = args[args.index("--title") + 1]
+    git(root, "merge", "-q", "--squash", branch)
+    (tmp_path / "squash.txt").write_text(f"{title} (#1)\n\n{body}")
+    git(root, "commit", "-q", "-F", str(tmp_path / "squash.txt"))
+    git(root, "branch", "-D", branch)
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
+    code, out, _ = brain("run-due", "--list", now=iso(T0 + timedelta(days=6, minutes=10)))
+    assert code == 0 and "defrag" not in out, out
 
 
 # ---------------------------------------------------------------- docs

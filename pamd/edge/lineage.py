@@ -20,8 +20,9 @@ from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
 
 ID_RE = re.compile(r"\b[es]-[0-9a-f]{12}\b")
 # A line of a commit message that names ids dropped on purpose: compaction writes
-# "Dropped as trash (...): e-…, e-…", a person may write "Dropped: e-…".
-DROPPED_RE = re.compile(r"^Dropped\b")
+# "Dropped as trash (...): e-…, e-…", a person may write "Dropped: e-…". Leading
+# blanks are allowed: `git merge --squash` indents each squashed message by four.
+DROPPED_RE = re.compile(r"^\s*Dropped\b")
 
 
 @dataclass
@@ -81,5 +82,5 @@ def dropped_ids(brain: Brain, all_refs: bool = True) -> set[str]:
     if not brain.repo.head():
         return set()
     refs = ["--all"] if all_refs else []
-    text = brain.repo.log(*refs, "--grep=^Dropped", "--format=%B")
+    text = brain.repo.log(*refs, "--grep=^[[:space:]]*Dropped", "--format=%B")
     return {eid for line in text.split("\n") if DROPPED_RE.match(line) for eid in ID_RE.findall(line)}

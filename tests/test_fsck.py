@@ -247,3 +247,37 @@ def test_fsck_outside_a_brain_and_bad_skip(tmp_path, capsys):
 def test_fsck_rejects_an_unknown_check(brain):
     code, _, err = brain("fsck", "--skip", "nope")
     assert code == 1 and "unknown check 'nope'" in err
+
+
+def test_a_shallow_clone_is_named_once_with_its_fix(lived_week, tmp_path):
+    """fsck, expand and recall say the clone is shallow instead of blaming each id."""
+    clone = tmp_path / "shallow"
+    assert lived_week("index")[0] == 0
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{lived_week.cwd}", str(clone))
+    lived_week.cwd = clone
+    code, out, _ = lived_week("fsck", "--skip", "index")
+    problems = [ln for ln in out.splitlines() if ln.startswith(("memory/", "MEMORY.md"))]
+    assert code == 1 and len(problems) == 1, out
+    assert "shallow" in problems[0] and "git fetch --unshallow" in problems[0]
+    old = next((clone / "memory" / "ledger").glob("*.txt")).read_text().split()[0]  # the first message ingested
+    code, _, err = lived_week("expand", old)
+    assert code == 1 and "shallow" in err and "git fetch --unshallow" in err
+    code, _, err = lived_week("recall", "revenue report rows", "-k", "3")
+    assert code == 0 and err.count("clone is shallow") == 1 and "pamd index --rebuild" in err
+    git(clone, "fetch", "-q", "--unshallow")
+    code, _, err = lived_week("index", "--rebuild")
+    assert code == 0 and "shallow" not in err
+    assert lived_week("fsck", "--skip", "index")[0] == 0
+    assert lived_week("expand", old)[0] == 0
+    # nothing was cached as "no leaves": the rebuilt index holds every leaf the full brain's does
+    assert _leaf_chunks(clone) == _leaf_chunks(tmp_path / "brain")
+
+
+def _leaf_chunks(root) -> list[str]:
+    import sqlite3
+
+    db = sqlite3.connect(root / ".pamd" / "index" / "index.sqlite")
+    try:
+        return sorted(r[0] for r in db.execute("SELECT ids FROM chunks WHERE alive=1") if "," in r[0])
+    finally:
+        db.close()

@@ -20,6 +20,7 @@ from pamd.edge.lineage import added_entry
 from pamd.errors import PamdError
 
 MAX_DEPTH = 8
+SHALLOW_HINT = "fetch the rest of its history with `git fetch --unshallow`"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
         nxt: dict[str, str | None] = {}
         for eid in frontier:
             if eid not in located:
+                if brain.repo.is_shallow():
+                    raise PamdError(f"entry {eid} is not in the tree nor in this clone's history, which is"
+                                    " shallow (cloned with --depth)", SHALLOW_HINT)
                 raise PamdError(f"entry {eid} is not in the tree nor in its history",
                                 "check the id (pamd recall --json shows ids)")
             e, rev = located[eid]

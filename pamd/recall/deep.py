@@ -26,10 +26,12 @@ reproduces the same index.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from pamd.core.entry import Entry, fmt_time
+from pamd.core.words import plural
 
 DB = "deep.sqlite"
 Leaf = tuple[str, str, str, str]  # (raw id, time, role, text)
@@ -122,16 +124,20 @@ class Lookup:
         self.root = root
         self.db = _connect(state_dir)
         self._brain = None
+        self.shallow = 0  # summaries whose leaves a shallow clone's history lacks
+        self._shallow: bool | None = None
 
     def __call__(self, summary: Entry) -> list[Leaf]:
         got = _get(self.db, summary.id)
         if got is None:
             got = self._from_history(summary.id)
-            with self.db:
-                _put(self.db, summary.id, got)
-        return got
+            if got is not None:
+                with self.db:
+                    _put(self.db, summary.id, got)
+        return got or []
 
-    def _from_history(self, sid: str) -> list[Leaf]:
+    def _from_history(self, sid: str) -> list[Leaf] | None:
+        """The leaves of `sid` read from history; None (not cached) when a shallow clone lacks them."""
         from pamd.consolidate.provenance import expand_ids
         from pamd.edge.brain import Brain
         from pamd.errors import PamdError
@@ -141,6 +147,11 @@ class Lookup:
         try:
             found = expand_ids(self._brain, [sid], made=True)
         except PamdError:
+            if self._shallow is None:
+                self._shallow = self._brain.repo.is_shallow()
+            if self._shallow:
+                self.shallow += 1  # the history is missing, not broken: try again once it is fetched
+                return None
             return []  # provenance broken (pamd fsck says where): the summary is still searchable itself
         with self.db:
             for f in found:
@@ -151,3 +162,7 @@ class Lookup:
 
     def close(self) -> None:
         self.db.close()
+        if self.shallow:
+            print(f"pamd: warning: this clone is shallow (cloned with --depth): the raw messages behind"
+                  f" {plural(self.shallow, 'summary')} are not in its history, so recall cannot search"
+                  " them; run `git fetch --unshallow`, then `pamd index --rebuild`", file=sys.stderr)

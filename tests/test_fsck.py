@@ -196,6 +196,26 @@ def test_fsck_counts_only_the_checked_out_branch_history(brain, tmp_path):
     assert code == 0, out
 
 
+def test_a_squash_merged_defrag_keeps_its_drops_and_its_run(brain, tmp_path):
+    """`git merge --squash` indents the defrag's message by four spaces: its Dropped line still
+    accounts for the trash, and run-due still sees that the defrag ran."""
+    root = brain.cwd
+    f = day_of_messages(tmp_path / "day.jsonl", 0)
+    assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
+    night = START + timedelta(days=1, hours=2)
+    code, out, err = brain("defrag", "--branch", "pamd/defrag-x", now=iso(night))
+    assert code == 0 and "dropped" in out, out + err
+    git(root, "merge", "--squash", "pamd/defrag-x")
+    git(root, "-c", "core.editor=true", "commit", "-q")
+    git(root, "branch", "-D", "pamd/defrag-x")  # "delete branch after merge"
+    body = git(root, "log", "-1", "--format=%B")
+    assert "\n    Dropped as trash" in body and "\n    Pamd-Run: defrag\n" in body
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
+    code, out, _ = brain("run-due", "--list", now=iso(night + timedelta(minutes=10)))
+    assert code == 0 and "defrag" not in out, out
+
+
 def test_fsck_finds_the_raw_entries_behind_a_summary_deleted_by_hand(lived_week):
     root = lived_week.cwd
     path, lineno, line = summary_with_sources(root)
@@ -278,3 +298,37 @@ def test_fsck_finds_a_message_behind_two_summaries_after_merging_a_stale_defrag_
     git(root, "commit", "-qam", "delete the summary the merge doubled")
     code, out, _ = brain("fsck", "--skip", "index")
     assert code == 0, out
+
+
+def test_a_shallow_clone_is_named_once_with_its_fix(lived_week, tmp_path):
+    """fsck, expand and recall say the clone is shallow instead of blaming each id."""
+    clone = tmp_path / "shallow"
+    assert lived_week("index")[0] == 0
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{lived_week.cwd}", str(clone))
+    lived_week.cwd = clone
+    code, out, _ = lived_week("fsck", "--skip", "index")
+    problems = [ln for ln in out.splitlines() if ln.startswith(("memory/", "MEMORY.md"))]
+    assert code == 1 and len(problems) == 1, out
+    assert "shallow" in problems[0] and "git fetch --unshallow" in problems[0]
+    old = next((clone / "memory" / "ledger").glob("*.txt")).read_text().split()[0]  # the first message ingested
+    code, _, err = lived_week("expand", old)
+    assert code == 1 and "shallow" in err and "git fetch --unshallow" in err
+    code, _, err = lived_week("recall", "revenue report rows", "-k", "3")
+    assert code == 0 and err.count("clone is shallow") == 1 and "pamd index --rebuild" in err
+    git(clone, "fetch", "-q", "--unshallow")
+    code, _, err = lived_week("index", "--rebuild")
+    assert code == 0 and "shallow" not in err
+    assert lived_week("fsck", "--skip", "index")[0] == 0
+    assert lived_week("expand", old)[0] == 0
+    # nothing was cached as "no leaves": the rebuilt index holds every leaf the full brain's does
+    assert _leaf_chunks(clone) == _leaf_chunks(tmp_path / "brain")
+
+
+def _leaf_chunks(root) -> list[str]:
+    import sqlite3
+
+    db = sqlite3.connect(root / ".pamd" / "index" / "index.sqlite")
+    try:
+        return sorted(r[0] for r in db.execute("SELECT ids FROM chunks WHERE alive=1") if "," in r[0])
+    finally:
+        db.close()

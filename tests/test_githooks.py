@@ -404,6 +404,8 @@ def workflow_setup(brain, tmp_path, probes: str | None = None):
         (root / "probes.jsonl").write_text(probes)
         git(root, "add", "probes.jsonl")
         git(root, "commit", "-q", "-m", "probes")
+    # a day the nightly defrag compacts itself: its trash ("ok") is dropped on the branch
+    assert brain("ingest", str(day_of_messages(tmp_path / "d3.jsonl", 3)), now=iso(T0))[0] == 0
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(origin))
     git(root, "remote", "add", "origin", str(origin))
@@ -484,7 +486,6 @@ def all_passed(ran) -> None:
 
 
 def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_path):
-
     from test_fsck import START as T0
     from test_fsck import iso
 
@@ -517,6 +518,37 @@ def test_workflow_steps_push_a_defrag_branch_and_open_a_pull_request(brain, tmp_
     assert outputs.get("branch", "").startswith(f"{branch}-"), outputs
     closed = (tmp_path / "gh.log.pr-close").read_text().split("--\n")[:-1]
     assert [c.split("\n")[2] for c in closed] == ["3", "8"], closed
+
+
+
+def test_a_squash_merged_nightly_defrag_keeps_its_dropped_line_and_its_run(brain, tmp_path):
+    """GitHub's squash merge with "Pull request title and description" as the message: the
+    description is all that is left of the defrag commit once its branch is deleted, so the
+    PR body carries its Dropped line(s); fsck and run-due read them back."""
+    from datetime import timedelta
+
+    from test_fsck import START as T0
+    from test_fsck import iso
+
+    root = brain.cwd
+    env, out_file, _, branch = workflow_setup(brain, tmp_path)
+    outputs, ran = run_workflow_steps(root, env, out_file)
+    all_passed(ran)
+    assert outputs.get("branch") == branch
+    args = (tmp_path / "gh.log.pr-create").read_text().split("\n")
+    body = (tmp_path / "gh.log.body").read_text()
+    assert "files changed" in body and "Pamd-Run: defrag" in body and "Pamd-Compression:" in body
+    dropped = [ln for ln in git(root, "log", "-1", "--format=%B", branch).split("\n") if ln.startswith("Dropped")]
+    assert dropped and all(f"\n{ln}\n" in body for ln in dropped)
+    title = args[args.index("--title") + 1]
+    git(root, "merge", "-q", "--squash", branch)
+    (tmp_path / "squash.txt").write_text(f"{title} (#1)\n\n{body}")
+    git(root, "commit", "-q", "-F", str(tmp_path / "squash.txt"))
+    git(root, "branch", "-D", branch)
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
+    code, out, _ = brain("run-due", "--list", now=iso(T0 + timedelta(days=6, minutes=10)))
+    assert code == 0 and "defrag" not in out, out
 
 
 ZEBRA = '{"question": "what is the zebra password policy?", "expect_text": "zebra-unicorn-policy-42"}\n'

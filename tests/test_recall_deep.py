@@ -7,6 +7,8 @@ import shutil
 
 from conftest import git
 
+from pamd.core.fmt import parse_doc
+
 
 def _brain_with_a_compressed_fact(brain, tmp_path):
     rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s",
@@ -189,3 +191,83 @@ def test_a_compaction_caches_its_summaries_leaves_before_the_commit_hooks_run(br
     (brain.cwd / ".pamd" / "deep.sqlite").unlink()
     assert brain("index")[0] == 0  # every leaf read back from history
     assert _deep_rows(brain.cwd) == cached
+
+
+def test_a_summary_made_again_after_a_revert_reads_the_sources_it_was_made_from(brain, tmp_path):
+    """Revert a compaction, correct a raw entry, compact again: the summary (same id) stands for
+    the corrected text, in `expand`, in this brain's recall and in a fresh clone's."""
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    root = brain.cwd
+    git(root, "revert", "--no-edit", "HEAD")
+    l0 = next((root / "memory" / "L0").glob("*.md"))
+    old = "The nightly backup job writes to the bucket named pamd-archive-eu."
+    eid = next(e.id for e in parse_doc(l0.read_text(), "x", "L0").entries if e.text == old)
+    l0.write_text(l0.read_text().replace(old, "The nightly backup job writes to the bucket named zorblax-vault."))
+    git(root, "commit", "-qam", "fix the bucket name")
+    assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
+    summary = next(e for p in (root / "memory" / "L1").glob("*.md")
+                   for e in parse_doc(p.read_text(), "x", "L1").entries if eid in e.sources)
+
+    def leaves(found):
+        return " ".join(f["text"] for f in found if f["id"].startswith("e-"))
+
+    code, out, err = brain("expand", summary.id, "--json")
+    assert code == 0, err
+    assert "zorblax-vault" in leaves(json.loads(out)) and "pamd-archive-eu" not in leaves(json.loads(out))
+
+    q = "which bucket does the nightly backup write to"
+    here = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    brain.cwd = clone
+    there = json.loads(brain("recall", q, "--json", "-k", "3")[1])
+    assert [(h["path"], h["ids"], h["text"]) for h in there] == [(h["path"], h["ids"], h["text"]) for h in here]
+    assert "zorblax-vault" in there[0]["text"]
+    assert not any("pamd-archive-eu" in h["text"] for h in there)
+
+
+def _compress_l1(brain, tmp_path, fix=None):
+    """The L1 summary of the compressed fact, optionally corrected by hand, compressed into L2."""
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    l1 = next((brain.cwd / "memory" / "L1").glob("*.md"))
+    sid = next(e.id for e in parse_doc(l1.read_text(), "x", "L1").entries)
+    if fix:
+        assert fix[0] in l1.read_text()
+        l1.write_text(l1.read_text().replace(*fix))
+        git(brain.cwd, "commit", "-qam", "correct the summary")
+    assert brain("defrag", now="2026-12-01T06:00:00Z")[0] == 0
+    assert f"### {sid} " not in "".join(p.read_text() for p in (brain.cwd / "memory").glob("L*/*.md"))
+    return sid
+
+
+def test_a_summary_corrected_by_hand_stays_findable_after_it_is_compressed(brain, tmp_path):
+    sid = _compress_l1(brain, tmp_path, ("limited to 512 MB of memory", "limited to 768 MB of memory (Ann)"))
+    q = "export pod limited to 768 MB memory Ann"
+    for where in ("this brain", "a fresh clone"):
+        if where == "a fresh clone":
+            git(tmp_path, "clone", "-q", str(brain.cwd), str(tmp_path / "clone"))
+            brain.cwd = tmp_path / "clone"
+        hits = json.loads(brain("recall", q, "--json", "-k", "1")[1])
+        assert hits[0]["path"].startswith("memory/L2/"), where
+        assert sid in hits[0]["ids"] and "768 MB of memory (Ann)" in hits[0]["text"], where
+    # the uncorrected raw message stays behind the summary as well (its words were never edited)
+    hits = json.loads(brain("recall", "export single pod 512 MB memory", "--json", "-k", "1")[1])
+    assert "512 MB" in hits[0]["text"]
+
+
+def test_a_summary_nobody_edited_adds_no_leaf_of_its_own(brain, tmp_path):
+    from pamd.recall.store import Index
+
+    _compress_l1(brain, tmp_path)
+    for clone in (None, brain.cwd.parent / "clone"):  # leaves recorded by compaction, then read from history
+        if clone:
+            git(clone.parent, "clone", "-q", str(brain.cwd), str(clone))
+            brain.cwd = clone
+        assert brain("index")[0] == 0
+        idx = Index(brain.cwd / ".pamd")
+        idx.open()
+        try:
+            ids = [r[0].split(",") for r in idx.db.execute("SELECT ids FROM chunks WHERE alive=1")]
+        finally:
+            idx.close()
+        assert any(len(i) == 2 for i in ids) and not any(i[1].startswith("s-") for i in ids if len(i) == 2)

@@ -3,6 +3,9 @@
 A summary lists its direct sources (`from=`). The commit that added the
 summary is the one that removed those sources from the tree, so they are in
 its parent: one `git log -S` and one `git grep` per level, L3 → L2 → L1 → L0.
+A summary added more than once (compacted, reverted, compacted again after a
+raw entry was corrected) stands for the sources of its *last* adding commit
+before the version being expanded, as that is what the tree's summary was made from.
 Dropped entries are found the same way (the last commit that touched them).
 """
 
@@ -13,9 +16,11 @@ from dataclasses import dataclass
 from pamd.core.entry import Entry
 from pamd.core.fmt import FormatError, parse_doc
 from pamd.edge.brain import Brain, tier_of
+from pamd.edge.lineage import added_entry
 from pamd.errors import PamdError
 
 MAX_DEPTH = 8
+SHALLOW_HINT = "fetch the rest of its history with `git fetch --unshallow`"
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,9 @@ class Found:
     entry: Entry
     rev: str  # "WORKTREE" or the commit whose tree holds the entry
     depth: int
+    # A summary's text as the commit that last added it wrote it (expand_ids(made=True)):
+    # when `entry.text` differs, a person corrected the summary after pamd made it.
+    made: str | None = None
 
 
 def _header(eid: str) -> str:
@@ -121,8 +129,11 @@ def locate(brain: Brain, ids: set[str], hint_rev: str | None = None) -> dict[str
     return found
 
 
-def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
-    """Every entry reachable from `ids` through provenance, raw ones last at each level."""
+def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
+    """Every entry reachable from `ids` through provenance, raw ones last at each level.
+
+    With `made`, each summary's Found also carries the text its adding commit gave it
+    (read from the same `git log`, with the patch)."""
     out: list[Found] = []
     seen: set[str] = set()
     frontier = {eid: None for eid in ids}
@@ -133,28 +144,55 @@ def expand_ids(brain: Brain, ids: list[str]) -> list[Found]:
         nxt: dict[str, str | None] = {}
         for eid in frontier:
             if eid not in located:
+                if brain.repo.is_shallow():
+                    raise PamdError(f"entry {eid} is not in the tree nor in this clone's history, which is"
+                                    " shallow (cloned with --depth)", SHALLOW_HINT)
                 raise PamdError(f"entry {eid} is not in the tree nor in its history",
                                 "check the id (pamd recall --json shows ids)")
             e, rev = located[eid]
             seen.add(eid)
-            out.append(Found(e, rev, depth))
+            text = None
             if e.sources:
                 # Sources left the tree in the commit that added this summary.
-                where = _parent_of_adder(brain, e.id)
+                where, text = _adder(brain, e.id, rev, made)
                 for src in e.sources:
                     if src not in seen:
                         nxt[src] = where
+            out.append(Found(e, rev, depth, text))
         frontier = nxt
         depth += 1
     return out
 
 
-def _parent_of_adder(brain: Brain, eid: str) -> str | None:
-    commits = brain.repo.log("--format=%H", "--reverse", "-F", "-S", _header(eid)).split()
-    if not commits:
-        return None
-    parent = brain.repo.rev_parse(f"{commits[0]}^")
-    return parent
+def _adder(brain: Brain, eid: str, rev: str = "WORKTREE", made: bool = False) -> tuple[str | None, str | None]:
+    """The parent of the commit that last added the version of `eid` that `rev` holds,
+    and (with `made`) the text that commit gave it.
+
+    The newest commit at or before `rev` whose diff changes the count of the
+    summary's header is the one that put it in `rev`'s tree: a summary made
+    again after a revert (from a raw entry corrected in between) reads the
+    corrected sources, not those of the first, undone compaction. When that
+    commit did not make the summary (a revert that brings it back), its parent
+    lacks the sources and `locate` finds each where history last had it.
+    """
+    start = "HEAD" if rev == "WORKTREE" else rev
+    patch = ["-p", "--unified=0", "--no-color", "--no-renames", "--no-ext-diff"] if made else []
+    try:
+        out = brain.repo.log("-1", "--format=%H", *patch, "-F", "-S", _header(eid), start, "--")
+    except PamdError:  # no commit yet
+        return None, None
+    lines = out.split("\n")
+    if not lines[0].strip():
+        return None, None
+    text = None
+    head = "+" + _header(eid)
+    for i, line in enumerate(lines):
+        if line.startswith(head):
+            e, _ = added_entry(lines, i)
+            if e is not None and e.id == eid:
+                text = e.text
+                break
+    return brain.repo.rev_parse(f"{lines[0].strip()}^"), text
 
 
 def resolve_ref(brain: Brain, ref: str) -> str:

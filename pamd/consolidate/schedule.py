@@ -30,14 +30,36 @@ def last_run(brain: Brain, mode: str) -> datetime | None:
     """When `mode` last ran: its last commit's Pamd-Now, or a later run that had nothing to do."""
     times = []
     if brain.repo.head():
-        out = brain.repo.log("-1", f"--grep=^Pamd-Run: {mode}$",
-                             "--format=%(trailers:key=Pamd-Now,valueonly)").strip()
-        if out:
-            times.append(parse_time(out.splitlines()[0]))
+        # Leading blanks allowed: `git merge --squash` indents each squashed message by four.
+        out = brain.repo.log("-1", f"--grep=^[[:space:]]*Pamd-Run: {mode}[[:space:]]*$", "--format=%B")
+        times += run_times(out, mode)
     idle = _idle_runs(brain).get(mode)
     if idle:
         times.append(parse_time(idle))
     return max(times) if times else None
+
+
+def run_times(message: str, mode: str) -> list[datetime]:
+    """The Pamd-Now after each `Pamd-Run: mode` line of a commit message.
+
+    A plain pamd commit has one pair, as trailers; a squash merge holds one per
+    squashed commit, indented (git's default message) or inside the pull
+    request's description (GitHub's "title and description" setting)."""
+    out: list[datetime] = []
+    inside = False
+    for line in message.split("\n"):
+        key, sep, value = line.strip().partition(":")
+        if not sep:
+            continue
+        if key == "Pamd-Run":
+            inside = value.strip() == mode
+        elif key == "Pamd-Now" and inside:
+            inside = False
+            try:
+                out.append(parse_time(value.strip()))
+            except ValueError:
+                continue
+    return out
 
 
 def _idle_runs(brain: Brain) -> dict[str, str]:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, Problem, conflict_marker, parse_doc, split_frontmatter
+from pamd.core.words import plural
 from pamd.edge import lineage
 from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
 from pamd.errors import PamdError
@@ -98,6 +99,18 @@ def provenance(brain: Brain, deep: bool = False, history: History | None = None)
     if missing:
         found = locate(brain, missing)
         missing -= set(found)
+    if missing and brain.repo.is_shallow():
+        # The ids are most likely right and the history missing: say that once.
+        first = next(e for e in summaries if any(s in missing for s in e.sources))
+        return [
+            Problem(
+                first.path,
+                first.line_start + 1,
+                f"from= names {plural(len(missing), 'id')} not in the tree nor in this clone's"
+                f" history, which is shallow (cloned with --depth): run `git fetch --unshallow`"
+                f" and check again",
+            )
+        ]
     return [
         Problem(
             e.path,

@@ -176,6 +176,13 @@ class Repo:
     def log(self, *args: str) -> str:
         return self._run("log", *args)
 
+    def is_shallow(self) -> bool:
+        """A clone made with --depth (or a CI checkout without full history): older commits are missing."""
+        try:
+            return self._run("rev-parse", "--is-shallow-repository") == "true"
+        except PamdError:
+            return False
+
     def rev_parse(self, rev: str) -> str | None:
         try:
             return self.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")

@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pamd.core.entry import count_tokens
+from pamd.core.entry import Entry, count_tokens
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc
 from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
 
 ID_RE = re.compile(r"\b[es]-[0-9a-f]{12}\b")
 # A line of a commit message that names ids dropped on purpose: compaction writes
-# "Dropped as trash (...): e-…, e-…", a person may write "Dropped: e-…".
-DROPPED_RE = re.compile(r"^Dropped\b")
+# "Dropped as trash (...): e-…, e-…", a person may write "Dropped: e-…". Leading
+# blanks are allowed: `git merge --squash` indents each squashed message by four.
+DROPPED_RE = re.compile(r"^\s*Dropped\b")
 
 
 @dataclass
@@ -47,21 +48,9 @@ def scan(brain: Brain, all_refs: bool = True) -> Lineage:
         if not (line.startswith("+### ") and (m := HEADER_RE.match(line[1:]))):
             continue
         out.added.add(m.group(1))
-        # The header's metadata line and text follow it in the same hunk when the
-        # entry was added whole; a later edit (recalls=, a redaction) shows no header.
-        block = [line[1:]]
-        while i < n and lines[i].startswith("+") and not lines[i].startswith("+### "):
-            if len(block) > 1 and not lines[i].startswith("+>"):
-                break
-            block.append(lines[i][1:])
-            i += 1
-        try:
-            entries = parse_doc("\n".join(block) + "\n").entries
-        except FormatError:
+        e, i = added_entry(lines, i - 1)
+        if e is None:
             continue
-        if not entries:
-            continue
-        e = entries[0]
         if e.sources:
             out.sources.setdefault(e.id, e.sources)  # newest first: keep the newest
         else:
@@ -69,10 +58,29 @@ def scan(brain: Brain, all_refs: bool = True) -> Lineage:
     return out
 
 
+def added_entry(lines: list[str], i: int) -> tuple[Entry | None, int]:
+    """The entry whose header is the added diff line `lines[i]`, and the index after it.
+
+    The header's metadata line and text follow it in the same hunk when the entry
+    was added whole; a later edit (recalls=, a redaction) shows no header."""
+    block = [lines[i][1:]]
+    i += 1
+    while i < len(lines) and lines[i].startswith("+") and not lines[i].startswith("+### "):
+        if len(block) > 1 and not lines[i].startswith("+>"):
+            break
+        block.append(lines[i][1:])
+        i += 1
+    try:
+        entries = parse_doc("\n".join(block) + "\n").entries
+    except FormatError:
+        return None, i
+    return (entries[0] if entries else None), i
+
+
 def dropped_ids(brain: Brain, all_refs: bool = True) -> set[str]:
     """Ids named on a `Dropped…` line of any commit message: dropped on purpose, said so."""
     if not brain.repo.head():
         return set()
     refs = ["--all"] if all_refs else []
-    text = brain.repo.log(*refs, "--grep=^Dropped", "--format=%B")
+    text = brain.repo.log(*refs, "--grep=^[[:space:]]*Dropped", "--format=%B")
     return {eid for line in text.split("\n") if DROPPED_RE.match(line) for eid in ID_RE.findall(line)}

@@ -7,10 +7,19 @@ as chunks that cite the summary's own lines: a hit says where the memory
 lives now (`path:start-end` of the summary) and which raw entry matched
 (`ids`: the summary, then the leaf); `pamd expand` prints the raw text.
 
-Leaves are immutable per summary id, so they are cached in .pamd/deep.sqlite:
+A summary a person corrected by hand (its text in the tree no longer the one
+pamd made) is a leaf too once it is compressed into the next tier: its last
+text is indexed behind the new summary like a raw message, so the correction
+stays findable while the uncorrected raw text behind it does as well. A
+summary left as pamd made it adds nothing, so a brain nobody edited indexes
+exactly the raw leaves. The text pamd made is kept beside the leaves (table
+`made`), or read from the patch of the commit that added the summary.
+
+Leaves hardly ever change per summary id, so they are cached in .pamd/deep.sqlite:
 compaction records them as it writes summaries (it holds the sources in
-memory), before its commit so that a recall while the brain's git hooks run
-finds them, and anything missing — a fresh clone, a deleted .pamd/ — is read back
+memory; a summary made again after a revert and a corrected raw entry
+replaces its row), before its commit so that a recall while the brain's git hooks
+run finds them, and anything missing — a fresh clone, a deleted .pamd/ — is read back
 from git history (pamd.consolidate.provenance), so `pamd index` on a clone
 reproduces the same index.
 """
@@ -18,10 +27,12 @@ reproduces the same index.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from pamd.core.entry import Entry, fmt_time
+from pamd.core.words import plural
 
 DB = "deep.sqlite"
 Leaf = tuple[str, str, str, str]  # (raw id, time, role, text)
@@ -43,6 +54,9 @@ def _open(path: Path) -> sqlite3.Connection:
         db.execute("CREATE TABLE IF NOT EXISTS leaves (summary TEXT, pos INTEGER, raw TEXT, ts TEXT, role TEXT,"
                    " text TEXT, PRIMARY KEY (summary, pos))")
         db.execute("CREATE INDEX IF NOT EXISTS leaves_raw ON leaves (raw)")
+        # The text pamd gave each summary when it made it: a summary whose text in the
+        # tree differs when it is compressed was corrected by a person (see module doc).
+        db.execute("CREATE TABLE IF NOT EXISTS made (summary TEXT PRIMARY KEY, text TEXT)")
     except sqlite3.DatabaseError:
         db.close()
         raise
@@ -62,6 +76,20 @@ def _put(db: sqlite3.Connection, sid: str, leaves: list[Leaf]) -> None:
     db.executemany("INSERT OR REPLACE INTO leaves VALUES (?,?,?,?,?,?)", rows)
 
 
+def _get_made(db: sqlite3.Connection, sid: str) -> str | None:
+    row = db.execute("SELECT text FROM made WHERE summary=?", (sid,)).fetchone()
+    return row[0] if row else None
+
+
+def _put_made(db: sqlite3.Connection, sid: str, text: str) -> None:
+    db.execute("INSERT OR REPLACE INTO made VALUES (?,?)", (sid, text))
+
+
+def corrected(text: str, made: str) -> bool:
+    """A summary's text differs from the one pamd made (spacing aside): a person's correction."""
+    return text.split() != made.split()
+
+
 def _leaf(e: Entry) -> Leaf:
     return (e.id, fmt_time(e.ts), e.role, e.text)
 
@@ -72,17 +100,20 @@ def record(state_dir: Path, summaries: Iterable[Entry], known: dict[str, Entry])
     try:
         with db:
             for s in summaries:
+                _put_made(db, s.id, s.text)
                 leaves: list[Leaf] = []
                 for src in s.sources:
                     e = known.get(src)
                     if e is not None and not e.sources:
                         leaves.append(_leaf(e))
-                    else:
-                        below = _get(db, src)
-                        if below is None:  # not cached: the history pass fills it in later
-                            leaves = []
-                            break
-                        leaves += below
+                        continue
+                    below = _get(db, src)
+                    made = _get_made(db, src) if e is not None else ""
+                    if below is None or made is None:  # not cached: the history pass fills it in later
+                        break
+                    leaves += below
+                    if e is not None and corrected(e.text, made):
+                        leaves.append(_leaf(e))
                 else:
                     _put(db, s.id, leaves)
     finally:
@@ -110,16 +141,20 @@ class Lookup:
         self.root = root
         self.db = _connect(state_dir)
         self._brain = None
+        self.shallow = 0  # summaries whose leaves a shallow clone's history lacks
+        self._shallow: bool | None = None
 
     def __call__(self, summary: Entry) -> list[Leaf]:
         got = _get(self.db, summary.id)
         if got is None:
             got = self._from_history(summary.id)
-            with self.db:
-                _put(self.db, summary.id, got)
-        return got
+            if got is not None:
+                with self.db:
+                    _put(self.db, summary.id, got)
+        return got or []
 
-    def _from_history(self, sid: str) -> list[Leaf]:
+    def _from_history(self, sid: str) -> list[Leaf] | None:
+        """The leaves of `sid` read from history; None (not cached) when a shallow clone lacks them."""
         from pamd.consolidate.provenance import expand_ids
         from pamd.edge.brain import Brain
         from pamd.errors import PamdError
@@ -127,10 +162,24 @@ class Lookup:
         if self._brain is None:
             self._brain = Brain(self.root)
         try:
-            found = expand_ids(self._brain, [sid])
+            found = expand_ids(self._brain, [sid], made=True)
         except PamdError:
+            if self._shallow is None:
+                self._shallow = self._brain.repo.is_shallow()
+            if self._shallow:
+                self.shallow += 1  # the history is missing, not broken: try again once it is fetched
+                return None
             return []  # provenance broken (pamd fsck says where): the summary is still searchable itself
-        return [_leaf(f.entry) for f in found if not f.entry.sources]
+        with self.db:
+            for f in found:
+                if f.made is not None:
+                    _put_made(self.db, f.entry.id, f.made)
+        return [_leaf(f.entry) for f in found
+                if not f.entry.sources or (f.depth and f.made is not None and corrected(f.entry.text, f.made))]
 
     def close(self) -> None:
         self.db.close()
+        if self.shallow:
+            print(f"pamd: warning: this clone is shallow (cloned with --depth): the raw messages behind"
+                  f" {plural(self.shallow, 'summary')} are not in its history, so recall cannot search"
+                  " them; run `git fetch --unshallow`, then `pamd index --rebuild`", file=sys.stderr)

@@ -10,6 +10,8 @@ Pure functions over parsed docs; the compaction run writes what they return.
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections import Counter
 from datetime import datetime, timedelta
@@ -103,6 +105,17 @@ LEARNED = "learned_from"
 
 
 def parse_dna(text: str, path: str = "DNA.md") -> tuple[dict[str, Any], str]:
+    """DNA.md's frontmatter (a copy the caller may change) and body.
+
+    A run reads the same DNA.md several times (lessons, the merge, the commit message)
+    and its frontmatter grows with every reflex and learned id; YAML is slow to read,
+    so the last few texts are kept parsed."""
+    meta, body = _parse_dna(text, path)
+    return copy.deepcopy(meta), body
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_dna(text: str, path: str) -> tuple[dict[str, Any], str]:
     try:
         meta, body, _ = split_frontmatter(text, path)
     except FormatError as exc:

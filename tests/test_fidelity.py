@@ -10,7 +10,8 @@ import pytest
 from conftest import git
 
 
-def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
+def ingest_billing_and_rotation(brain, tmp_path):
+    """A decision worth keeping and a tool line that a compaction drops as trash."""
     f = tmp_path / "s.jsonl"
     rows = [
         {"ts": "2026-11-30T08:00:00Z", "role": "user", "text": "We decided to host billing on Postgres 16.",
@@ -20,6 +21,10 @@ def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
     ]
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     assert brain("ingest", str(f), now="2026-11-30T08:05:00Z")[0] == 0
+
+
+def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
+    ingest_billing_and_rotation(brain, tmp_path)
     (brain.cwd / "probes.jsonl").write_text(
         '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\n'
         '{"question": "when does the staging password rotation run", "expect_text": "3rd of each month"}\n')
@@ -39,15 +44,7 @@ def test_a_probe_fails_when_a_compaction_drops_its_fact(brain, tmp_path):
 
 
 def test_probe_against_a_commit_fails_only_for_a_fact_lost_since(brain, tmp_path):
-    f = tmp_path / "s.jsonl"
-    rows = [
-        {"ts": "2026-11-30T08:00:00Z", "role": "user", "text": "We decided to host billing on Postgres 16.",
-         "session": "p"},
-        {"ts": "2026-11-30T08:01:00Z", "role": "tool",
-         "text": "[tool result] cron: staging password rotation runs on the 3rd of each month", "session": "p"},
-    ]
-    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    assert brain("ingest", str(f), now="2026-11-30T08:05:00Z")[0] == 0
+    ingest_billing_and_rotation(brain, tmp_path)
     (brain.cwd / "probes.jsonl").write_text(
         '{"question": "which database hosts billing", "expect_text": "Postgres 16"}\n'
         '{"question": "when does the staging password rotation run", "expect_text": "3rd of each month"}\n'

@@ -8,6 +8,7 @@ from datetime import UTC
 import pytest
 import yaml
 from conftest import git, head_count
+from test_recall_deep import ingest_mixed_facts
 
 from pamd.core.fmt import parse_doc, split_frontmatter
 
@@ -465,22 +466,6 @@ def test_a_reflex_a_person_wrote_with_an_odd_from_does_not_stop_compaction(brain
     assert "Always run the linter before pushing." in dna.read_text()
 
 
-def _compressed_facts(brain, tmp_path):
-    rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s", "text": t}
-            for i, t in enumerate([
-                "The staging database listens on port 5433 since the migration.",
-                "Reviewed the dashboard colours with Anna; she prefers the darker theme.",
-                "The nightly backup job writes to the bucket named pamd-archive-eu.",
-                "Lunch order placed for the team offsite on Thursday.",
-                "The export runs in a single pod limited to 512 MB of memory.",
-                "We talked about the weather in Lisbon and the new coffee machine.",
-            ])]
-    f = tmp_path / "s.jsonl"
-    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    assert brain("ingest", str(f), now="2026-11-30T09:00:00Z")[0] == 0
-    return rows
-
-
 def _block(root):
     text = (root / "PRELOAD.md").read_text()
     return text[text.index("<!-- pamd:begin"):text.index("<!-- pamd:end")]
@@ -492,7 +477,7 @@ def test_a_summary_recalled_through_a_raw_leaf_preloads_that_leafs_words(brain, 
     the leaf that was recalled, named by the summary's `via=`, and a fresh clone's next
     compaction, reading the leaf from history, makes the same block."""
     root = brain.cwd
-    _compressed_facts(brain, tmp_path)
+    ingest_mixed_facts(brain, tmp_path)
     assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
     for i in range(5):
         code, out, err = brain("recall", "which bucket does the nightly backup write to", "-k", "1",
@@ -525,7 +510,7 @@ def test_a_raw_entry_recalled_then_compacted_keeps_its_words_in_preload_and_its_
     """A raw entry recalled 10 times and then compressed into a summary: the summary inherits
     its recalls, and PRELOAD and the DNA reflex keep the entry's words, not the summary's."""
     root = brain.cwd
-    _compressed_facts(brain, tmp_path)
+    ingest_mixed_facts(brain, tmp_path)
     raw = next(e for e in l0_entries(root) if "pamd-archive-eu" in e.text)
     for _ in range(10):
         assert brain("touch", raw.id, now="2026-11-30T14:00:00Z")[0] == 0

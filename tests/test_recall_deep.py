@@ -10,7 +10,8 @@ from conftest import git
 from pamd.core.fmt import parse_doc
 
 
-def _brain_with_a_compressed_fact(brain, tmp_path):
+def ingest_mixed_facts(brain, tmp_path):
+    """Six messages, three of them facts worth keeping; ingested raw. Returns the rows."""
     rows = [{"ts": f"2026-11-30T08:{i:02d}:00Z", "role": "assistant", "session": "s",
              "text": t} for i, t in enumerate([
                  "The staging database listens on port 5433 since the migration.",
@@ -23,6 +24,11 @@ def _brain_with_a_compressed_fact(brain, tmp_path):
     f = tmp_path / "s.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     assert brain("ingest", str(f), now="2026-11-30T09:00:00Z")[0] == 0
+    return rows
+
+
+def _brain_with_a_compressed_fact(brain, tmp_path):
+    ingest_mixed_facts(brain, tmp_path)
     assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
 
 

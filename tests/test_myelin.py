@@ -237,6 +237,37 @@ def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path)
     assert "person" not in git(brain.cwd, "log", "-1", "--format=%B")
 
 
+@pytest.mark.parametrize("how", ["revert", "squash"])
+def test_state_pamd_wrote_before_a_revert_or_a_squash_merge_is_not_taken_for_a_persons(brain, tmp_path, how):
+    """A revert of a compaction brings back goals pamd wrote a run earlier, and a squash merge
+    leaves pamd's STATE.md under a commit whose message git indents: neither is a person's
+    edit, so nothing moves to the pinned fields and no commit says a person's was replaced."""
+    seed(brain, tmp_path)
+    root = brain.cwd
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    main = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    if how == "squash":
+        git(root, "checkout", "-qb", "side")
+    brain("remember", "I want the CLI to print JSON everywhere.", "--type", "user_intent", now="2026-11-30T10:50:00Z")
+    assert brain("compact", now="2026-11-30T11:00:00Z")[0] == 0
+    assert any("JSON" in g for g in meta(root / "STATE.md")["active_goals"])
+    if how == "revert":
+        git(root, "revert", "--no-edit", "HEAD")  # STATE.md is 09:30's again
+    else:
+        git(root, "checkout", "-q", main)
+        git(root, "merge", "-q", "--squash", "side")
+        git(root, "commit", "-q", "--no-edit")  # git's message: the squashed ones, indented
+        git(root, "branch", "-q", "-D", "side")
+        assert "    Pamd-Run: compact" in git(root, "log", "-1", "--format=%B")
+    brain("remember", "We decided to keep the export job at 01:00.", now="2026-11-30T11:20:00Z")
+    assert brain("compact", now="2026-11-30T11:30:00Z")[0] == 0
+    st = meta(root / "STATE.md")
+    assert not st.get("pinned_goals") and not st.get("pinned_hypotheses"), st
+    msg = git(root, "log", "-1", "--format=%B")
+    # (after the revert pamd does put back the goal the revert took away, and says so)
+    assert "Kept a person's" not in msg and "Replaced a person's" not in msg, msg
+
+
 def test_boot_order_budget_and_cut(brain, tmp_path):
     seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")

@@ -125,31 +125,49 @@ def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) 
     return out
 
 
-def refreshed_state(current: str | None, snap: dict[str, Any], last: str | None = None) -> tuple[str, list[str]]:
+def refreshed_state(current: str | None, snap: dict[str, Any], last: str | None = None,
+                    ever: set[str] | frozenset[str] = frozenset()) -> tuple[str, list[str]]:
     """STATE.md with the new snapshot (see snapshot.render_state; `last` is STATE.md as pamd
     last committed it), or `current` unchanged when the snapshot says nothing new:
     `updated:` alone moving would make a commit of nothing but a timestamp (a future-dated
     entry kept STATE "stale" and made every compaction commit). Also the commit's lines
     on what became of a person's edits."""
-    new, notes = snapshot.render_state(current, snap, last)
+    new, notes = snapshot.render_state(current, snap, last, ever)
     if current is None or new == current:
         return new, notes
     try:
         old = split_frontmatter(current, STATE)[0].get("updated")
     except FormatError:
         return new, notes
-    if old is not None and snapshot.render_state(current, {**snap, "updated": old}, last)[0] == current:
+    if old is not None and snapshot.render_state(current, {**snap, "updated": old}, last, ever)[0] == current:
         return current, []
     return new, notes
 
 
-def pamds_state(brain: Brain, current: str | None) -> str | None:
-    """STATE.md as pamd's last commit of it left it (None: no pamd commit wrote it): what
-    a person changed since is theirs. History holds it; nothing else needs keeping."""
+# How far back pamd's own versions of STATE.md count as pamd's: a person's revert of a
+# compaction, or a squash-merged defrag, brings back items pamd wrote some runs ago.
+STATE_LOOKBACK = 30
+
+
+def pamds_state(brain: Brain, current: str | None) -> tuple[str | None, set[str]]:
+    """STATE.md as pamd's last commit of it left it (None: no pamd commit wrote it), and
+    every goal, hypothesis, focus and mood its last few commits of it held: what a person
+    added since is theirs, and a value pamd once wrote (back after a revert, or from a squash-merged
+    defrag whose commit message git indents) is not. One `git log -p`; history holds it,
+    nothing else needs keeping."""
     if current is None or not brain.repo.head():
-        return None
-    sha = brain.repo.log("-1", "--format=%H", "--grep=^Pamd-Run: ", "--", STATE).strip()
-    return brain.repo.show(sha, STATE) if sha else None
+        return None, set()
+    out = brain.repo.log("-n", str(STATE_LOOKBACK), "--format=%x00", "-p", "--unified=100000",
+                         "--no-color", "--no-renames", "--grep=^ *Pamd-Run: ", "--", STATE)
+    versions = []
+    for chunk in out.split("\x00")[1:]:
+        lines = chunk.split("\n")
+        start = next((i for i, ln in enumerate(lines) if ln.startswith("@@")), None)
+        if start is None:  # the commit deleted STATE.md
+            continue
+        versions.append("\n".join(ln[1:] for ln in lines[start + 1:] if ln[:1] in (" ", "+")))
+    ever = {item for text in versions for item in snapshot.pamds_values(text)}
+    return (versions[0] if versions else None), ever
 
 
 def only_pamds(rel: str, doc: Doc) -> bool:
@@ -308,7 +326,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
         if STATE not in waiting:
             changes[STATE], state_notes = refreshed_state(state_text, snapshot.snapshot(entries, now),
-                                                          pamds_state(brain, state_text))
+                                                          *pamds_state(brain, state_text))
             notes += state_notes
         if waiting:
             notes.append(f"Left {' and '.join(waiting)} as they are: uncommitted edits "

@@ -105,13 +105,25 @@ def _meta_of(text: str | None) -> dict[str, Any]:
         return {}
 
 
-def render_state(current: str | None, snap: dict[str, Any], last: str | None = None) -> tuple[str, list[str]]:
+def pamds_values(text: str | None) -> set[str]:
+    """What pamd writes in a STATE.md text: the items of its goal and hypothesis lists
+    (not the pinned ones), its current_focus and its emotional_context."""
+    meta = _meta_of(text)
+    out = {i for key in PINNED for i in _items(meta.get(key))}
+    out.update(str(meta[key]) for key in ("current_focus", "emotional_context") if meta.get(key))
+    return out
+
+
+def render_state(current: str | None, snap: dict[str, Any], last: str | None = None,
+                 ever: set[str] | frozenset[str] = frozenset()) -> tuple[str, list[str]]:
     """STATE.md with pamd's fields replaced and everything else a person wrote kept,
     and the lines for the commit message that say what was done with a person's edits.
 
     `last` is STATE.md as pamd last committed it: an item of active_goals or hypotheses
     that it did not hold is a person's and moves to pinned_goals / pinned_hypotheses
-    (never rewritten by pamd). Without `last` every item there counts as a person's."""
+    (never rewritten by pamd), unless pamd wrote it in an earlier version (`ever`: a
+    revert or a squash merge brings those back). Without `last` every item there counts
+    as a person's."""
     meta: dict[str, Any] = {}
     body = "# STATE\n"
     if current:
@@ -131,7 +143,7 @@ def render_state(current: str | None, snap: dict[str, Any], last: str | None = N
                             "fix it and commit, then run again")
         pinned = _items(pinned)
         had = _items(base.get(key))
-        theirs = [i for i in _items(meta.get(key)) if i not in had and i not in pinned]
+        theirs = [i for i in _items(meta.get(key)) if i not in had and i not in ever and i not in pinned]
         if theirs:
             pinned += theirs
             notes += [f"Kept a person's {_NOUN[key]} in {pin} (pamd remakes {key}): {_quote(i)}"
@@ -145,7 +157,7 @@ def render_state(current: str | None, snap: dict[str, Any], last: str | None = N
                   f"{WINDOW_HOURS} h's): {_quote(i)}" for i in back]
     for key in ("current_focus", "emotional_context"):
         mine = meta.get(key)
-        if key in base and mine not in (base.get(key), snap.get(key)) and mine:
+        if key in base and mine not in (base.get(key), snap.get(key)) and mine and str(mine) not in ever:
             notes.append(f"Replaced a person's {key} (history keeps it): {_quote(mine)}")
     meta = {**meta, **snap}
     if "kind" not in meta:

@@ -99,3 +99,12 @@ def test_via_on_a_metadata_line_round_trips_and_a_bad_one_is_named_by_check(brai
         code, out, _ = brain("check")
         meta_line = next(i for i, ln in enumerate(day.read_text().split("\n"), 1) if ln.startswith("type="))
         assert code == 1 and out.startswith(f"{rel}:{meta_line}: via "), (bad, out)
+
+
+def test_via_counts_raw_leaves_only():
+    """A recall.log line written before search stopped logging a corrected summary's id as
+    a leaf must not put an `s-` id into via=, which the parser refuses (every run would stop)."""
+    from pamd.core.entry import add_via
+
+    assert add_via((("e-000000000001", 2),), {"s-000000000002": 3, "e-000000000003": 1}) == (
+        ("e-000000000001", 2), ("e-000000000003", 1))

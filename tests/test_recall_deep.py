@@ -259,6 +259,12 @@ def test_a_summary_corrected_by_hand_stays_findable_after_it_is_compressed(brain
     # the uncorrected raw message stays behind the summary as well (its words were never edited)
     hits = json.loads(brain("recall", "export single pod 512 MB memory", "--json", "-k", "1")[1])
     assert "512 MB" in hits[0]["text"]
+    # The logged recall of the corrected text counts for the summary, but its leaf is no raw
+    # message: it stays out of via= (which names raw ids), so the fold cannot break a run.
+    code, _, err = brain("compact", now="2026-12-01T07:00:00Z")
+    assert code == 0, err
+    assert brain("check")[0] == 0 and "via=s-" not in "".join(
+        p.read_text() for p in (brain.cwd / "memory").glob("L*/*.md"))
 
 
 def test_a_summary_nobody_edited_adds_no_leaf_of_its_own(brain, tmp_path):

@@ -72,7 +72,7 @@ def add_via(via: tuple[tuple[str, int], ...], more: dict[str, int]) -> tuple[tup
     """`via` with `more` recalls added per raw leaf: the VIA_MAX most recalled, most first."""
     counts = dict(via)
     for leaf, n in more.items():
-        if n > 0:
+        if n > 0 and leaf.startswith("e-"):  # a recall.log line may name other leaves: skip them
             counts[leaf] = counts.get(leaf, 0) + n
     return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:VIA_MAX])
 

@@ -175,7 +175,9 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
                 if own and (lb == best or lb in plain):
                     if own[0] not in matched:
                         matched.append(own[0])
-                    if x == lb and len(own) == 2:  # the place ranked by a leaf behind the summary
+                    # the place ranked by a raw leaf behind the summary (a hand-corrected
+                    # summary's old text is a leaf too, but via= names raw messages only)
+                    if x == lb and len(own) == 2 and own[1].startswith("e-"):
                         leaves.append((own[0], own[1]))
                 ids += [i for i in own if i not in ids]
         text = "\n".join(rows[lb][8] for lb in g)

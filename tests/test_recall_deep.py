@@ -283,3 +283,26 @@ def test_a_summary_nobody_edited_adds_no_leaf_of_its_own(brain, tmp_path):
         finally:
             idx.close()
         assert any(len(i) == 2 for i in ids) and not any(i[1].startswith("s-") for i in ids if len(i) == 2)
+
+
+def test_a_probe_worktree_starts_from_the_brains_leaf_and_vector_caches(brain, tmp_path):
+    """`pamd probe --against HEAD` (the pamd-probe hook) indexes a throw-away worktree of HEAD:
+    without the brain's deep.sqlite it read every summary's leaves from history again."""
+    import sqlite3
+
+    from pamd.edge.brain import Brain
+    from pamd.edge.worktrees import checkout_of
+
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    assert brain("index")[0] == 0
+    b = Brain(brain.cwd)
+
+    def rows(path):
+        with sqlite3.connect(path) as db:
+            return sorted(db.execute("SELECT summary, pos, raw FROM leaves").fetchall())
+
+    mine = rows(b.state_dir / "deep.sqlite")
+    assert mine
+    with checkout_of(b.repo, "HEAD", b.state_dir) as wt:
+        assert rows(wt / ".pamd" / "deep.sqlite") == mine
+        assert (wt / ".pamd" / "vectors.sqlite").is_file()

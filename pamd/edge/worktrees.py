@@ -118,7 +118,7 @@ def checkout_of(repo: Repo, rev: str, seed_state: Path | None = None) -> Iterato
     No index hook fires in it (PAMD_HOOK_INDEX=0 for the `worktree add`). Git's
     per-repository variables (GIT_INDEX_FILE, GIT_DIR... that git sets for a hook) are
     cleared while it lives: inherited, they would point its git at the commit the hook
-    is judging. `seed_state`: a .pamd/ whose vector cache the worktree starts from, so
+    is judging. `seed_state`: a .pamd/ whose vector and leaf caches the worktree starts from, so
     its index embeds only text that cache has not seen."""
     saved = {k: os.environ.pop(k) for k in _LOCAL_ENV if k in os.environ}
     tmp = Path(tempfile.mkdtemp(prefix=PROBE_PREFIX))
@@ -127,7 +127,7 @@ def checkout_of(repo: Repo, rev: str, seed_state: Path | None = None) -> Iterato
         repo.run("worktree", "add", "-q", "--detach", str(wt), rev, env={"PAMD_HOOK_INDEX": "0"})
         try:
             if seed_state is not None:
-                _seed_vectors(seed_state, wt / ".pamd")
+                _seed_caches(seed_state, wt / ".pamd")
             yield wt
         finally:
             try:
@@ -151,15 +151,18 @@ _LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARA
               "GIT_COMMON_DIR")
 
 
-def _seed_vectors(state: Path, into: Path) -> None:
-    """Copy the vector cache (sqlite's backup: consistent while another process writes it)."""
-    src = state / "vectors.sqlite"
-    if not src.is_file():
-        return
-    into.mkdir(parents=True, exist_ok=True)
-    try:
-        with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as a, \
-                sqlite3.connect(into / "vectors.sqlite") as b:
-            a.backup(b)
-    except sqlite3.Error:
-        (into / "vectors.sqlite").unlink(missing_ok=True)  # only lost work: it embeds again
+def _seed_caches(state: Path, into: Path) -> None:
+    """Copy the vector cache and the summaries' leaves (sqlite's backup: consistent while
+    another process writes them). Both are keyed by content (a text's hash; a summary id
+    hashes its tier and sources), so they hold at any commit; without the leaves the
+    worktree's index would read every summary's leaves from history (seconds per run)."""
+    for name in ("vectors.sqlite", "deep.sqlite"):
+        src = state / name
+        if not src.is_file():
+            continue
+        into.mkdir(parents=True, exist_ok=True)
+        try:
+            with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as a, sqlite3.connect(into / name) as b:
+                a.backup(b)
+        except sqlite3.Error:
+            (into / name).unlink(missing_ok=True)  # only lost work: it is made again

@@ -315,6 +315,12 @@ def test_a_shallow_clone_is_named_once_with_its_fix(lived_week, tmp_path):
     assert code == 1 and "shallow" in err and "git fetch --unshallow" in err
     code, _, err = lived_week("recall", "revenue report rows", "-k", "3")
     assert code == 0 and err.count("clone is shallow") == 1 and "pamd index --rebuild" in err
+    # --expand prints every hit; a summary history lacks says so under its hit
+    code, out, err = lived_week("recall", "revenue report rows", "-k", "10", "--expand", "--no-log")
+    assert code == 0 and "(cannot expand: " in out and "git fetch --unshallow" in out, out + err
+    hits = json.loads(lived_week("recall", "revenue report rows", "-k", "10", "--expand", "--json",
+                                 "--no-log")[1])
+    assert any("shallow" in h.get("expand_error", "") for h in hits)
     git(clone, "fetch", "-q", "--unshallow")
     code, _, err = lived_week("index", "--rebuild")
     assert code == 0 and "shallow" not in err

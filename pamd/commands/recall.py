@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
                 x = expanded.get(h.label)
                 d["expanded"] = x.lines(x.matched + x.rest) if x else []
                 d["expanded_matched"] = [e.id for e in x.matched] if x else []
+                if x and x.error:
+                    d["expand_error"] = x.error
             out.append(d)
         print(json.dumps(out, ensure_ascii=False, indent=1))
         return 0
@@ -75,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{h.path}:{h.start}-{h.end}  {h.score:.4f}  {text}")
         x = expanded.get(h.label)
         if x is None:
+            continue
+        if x.error:
+            print(f"      (cannot expand: {x.error})")
             continue
         rest = x.shown(EXPAND_LINES - len(x.matched))
         for line in x.lines(x.matched):
@@ -108,6 +113,7 @@ def _time(value: str | None, flag: str, end_of_day: bool = False):
 def _expand(brain, hits, now) -> dict[int, Expanded]:
     """The raw messages behind each summary hit, walked back through git history."""
     from pamd.consolidate.provenance import expand_ids
+    from pamd.errors import PamdError
 
     out: dict[int, Expanded] = {}
     for h in hits:
@@ -115,7 +121,12 @@ def _expand(brain, hits, now) -> dict[int, Expanded]:
         if not summaries:
             continue
         raw = {}
-        for f in expand_ids(brain, summaries):
+        try:
+            found = expand_ids(brain, summaries)
+        except PamdError as exc:  # history lacks them (a shallow clone): the hit still counts
+            out[h.label] = Expanded([], [], summaries, str(exc))
+            continue
+        for f in found:
             if not f.entry.sources:
                 raw.setdefault(f.entry.id, f.entry)
         matched = [raw[i] for i in h.ids if i in raw and i not in h.entries]  # deep recall, rank order
@@ -129,8 +140,8 @@ class Expanded:
     """One summary hit's raw messages: those the query matched (rank order), the rest (time
     order), and the summaries they are behind."""
 
-    def __init__(self, matched: list, rest: list, summaries: list[str]) -> None:
-        self.matched, self.rest, self.summaries = matched, rest, summaries
+    def __init__(self, matched: list, rest: list, summaries: list[str], error: str | None = None) -> None:
+        self.matched, self.rest, self.summaries, self.error = matched, rest, summaries, error
 
     def lines(self, entries: list) -> list[str]:
         from pamd.core.entry import fmt_time

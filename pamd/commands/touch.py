@@ -26,9 +26,13 @@ def run(args) -> int:
     if missing:
         raise PamdError(f"no entry {missing[0]} in the brain's tiers, nor behind a summary in them",
                         "check the id with pamd recall --json; pamd expand ID shows an entry that left the tree")
-    recall_log.append(brain.state_dir, [holder[i] for i in ids], "(touch)", args.now, source="touch")
+    # A raw message a summary stands for was the words used: the fold credits it to the
+    # summary's via= (what PRELOAD shows for it), as a recall that matched it would.
+    leaves = [(holder[i], i) for i in dict.fromkeys(ids) if holder[i] != i and i.startswith("e-")]
+    recall_log.append(brain.state_dir, [holder[i] for i in ids], "(touch)", args.now, source="touch",
+                      leaves=leaves)
     for eid in dict.fromkeys(ids):
         if holder[eid] != eid:
             print(f"counted {eid} for {holder[eid]}, the summary that holds it now")
-    print(f"noted {plural(len(ids), 'recall')}; the next compaction folds it in")
+    print(f"noted {plural(len(ids), 'recall')}; the next compaction folds {'it' if len(ids) == 1 else 'them'} in")
     return 0

@@ -538,6 +538,14 @@ def test_a_summary_recalled_through_a_raw_leaf_preloads_that_leafs_words(brain, 
         assert brain("compact", now="2026-11-30T18:30:00Z")[0] == 0
     assert head_count(clone) == head_count(root)
     assert _block(clone) == _block(root) == block
+    # A shallow clone lacks the leaf's history: PRELOAD.md's own line names it and holds
+    # its words, so the block stays (it went back to the summary's words, churning).
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{root}", str(shallow))
+    brain.cwd = shallow
+    assert brain("remember", "We decided the restore drill runs monthly.", now="2026-11-30T19:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T19:30:00Z")[0] == 0
+    assert _block(shallow) == block
 
 
 def test_a_raw_entry_recalled_then_compacted_keeps_its_words_in_preload_and_its_reflex(brain, tmp_path):

@@ -387,8 +387,9 @@ def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dic
 
     A raw id is a hash of its words, so wherever the text is found it is the same: in this
     run's entries, in the deep-recall cache, else in git history (a fresh clone without
-    .pamd/ reads it there, and makes the same PRELOAD.md), and passed through the secret
-    scanner, like every text that enters the tree."""
+    .pamd/ reads it there, and makes the same PRELOAD.md), else in PRELOAD.md's line that
+    already shows it (a shallow clone), and passed through the secret scanner, like every
+    text that enters the tree."""
     want = {leaf for e in after if myelin.level(e.recalls, cfg) in (myelin.THICK, myelin.REFLEX)
             and (leaf := myelin.shown_leaf(e))}
     if not want:
@@ -407,6 +408,10 @@ def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dic
         from pamd.consolidate.provenance import locate
 
         texts.update({eid: e.text for eid, (e, _) in locate(brain, missing).items() if not e.sources})
+        missing -= set(texts)
+    if missing:  # history lacks it (a shallow clone): PRELOAD.md's own line names it and holds its words
+        texts.update({leaf: text for leaf, text in preload.shown_leaves(brain.read(PRELOAD) or "").items()
+                      if leaf in missing})
     # Words from history come back into the tree: a secret a person redacted from the tree
     # since stays out of PRELOAD.md and DNA.md (and the pamd-secrets hook's way).
     from pamd.edge.redaction import redactor

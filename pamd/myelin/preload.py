@@ -77,6 +77,14 @@ def split(text: str, path: str = "PRELOAD.md") -> tuple[str, str]:
     return "\n".join(lines[:head + 1]), "\n".join(lines[stop:])
 
 
+_SHOWN = re.compile(r"^- (.*) <!-- [es]-[0-9a-f]{12} · recalls \d+ · \S+ · via (e-[0-9a-f]{12}) -->$")
+
+
+def shown_leaves(text: str) -> dict[str, str]:
+    """{leaf id: the words pamd's block shows for it} of the lines that name a `via` leaf."""
+    return {m[2]: m[1] for ln in text.split("\n") if (m := _SHOWN.match(ln))}
+
+
 def render(current: str, entries: list[Entry], cfg: dict[str, Any],
            leaf_texts: dict[str, str] | None = None) -> str:
     """PRELOAD.md with pamd's block rebuilt from the thick+ memories, the rest kept.

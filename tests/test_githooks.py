@@ -292,7 +292,10 @@ def test_init_ci_lays_down_the_workflow_and_pre_commit_config(tmp_path, capsys):
     from conftest import Pamd
 
     p = Pamd(tmp_path, capsys)
-    assert p("init", "--ci", str(tmp_path / "b"))[0] == 0
+    code, out, _ = p("init", "--ci", str(tmp_path / "b"))
+    assert code == 0
+    # the nightly PR defrags: the schedule should leave it to it, once the workflow runs
+    assert 'set [schedule] defrag_at = "off"' in out
     root = tmp_path / "b"
     tracked = git(root, "ls-files").split()
     assert ".github/workflows/pamd-nightly.yml" in tracked and ".pre-commit-config.yaml" in tracked

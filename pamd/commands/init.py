@@ -44,6 +44,10 @@ def run(args) -> int:
     else:
         brain, sha = init_brain(where, args.name, ci=args.ci)
         print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
+    if args.ci and str(brain.config.get("schedule", {}).get("defrag_at", "")).lower() != "off":
+        # not set here: until the workflow runs on GitHub, nothing else would defrag the brain
+        print('once the nightly workflow runs on GitHub, set [schedule] defrag_at = "off" in pamd.toml, '
+              "so that run-due and the daemon leave the defrag to its pull requests (docs/hooks.md)")
     if args.hooks:
         from pamd.edge.githooks import install_hooks
 

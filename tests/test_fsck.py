@@ -338,3 +338,25 @@ def _leaf_chunks(root) -> list[str]:
         return sorted(r[0] for r in db.execute("SELECT ids FROM chunks WHERE alive=1") if "," in r[0])
     finally:
         db.close()
+
+
+def test_fsck_names_two_summaries_sharing_many_messages_once(brain, tmp_path):
+    """Two summaries that stand for the same messages (a stale defrag branch merged) are one
+    problem naming the shared ids, not one line per message."""
+    root = brain.cwd
+    f = day_of_messages(tmp_path / "day.jsonl", 0)
+    assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
+    assert brain("compact", now=iso(START + timedelta(days=2)))[0] == 0
+    path, lineno, line = summary_with_sources(root)
+    text = path.read_text()
+    sid = text.split("\n")[lineno - 2].split()[1]
+    block = _entry_block(text, sid)
+    assert block.count(",") >= 1  # a summary of two messages or more
+    mem = root / "MEMORY.md"
+    mem.write_text(mem.read_text().rstrip("\n") + "\n\n" + block.replace(sid, "s-0123456789ab"))
+    git(root, "commit", "-qam", "the same summary twice, as a stale merge leaves it")
+    code, out, _ = brain("fsck", "--skip", "index")
+    problems = [ln for ln in out.splitlines() if " counts twice " in ln]
+    n = len(re.search(r"from=(\S+)", line).group(1).split(","))
+    assert code == 1 and len(problems) == 1, out
+    assert f"more id{'s' if n > 2 else ''}: " in problems[0] and "is behind two summaries" in problems[0]

@@ -252,14 +252,23 @@ def twice(brain: Brain, history: History | None = None) -> list[Problem]:
                     seen.add(src)
                     stands.setdefault(src, []).append(top)
                     stack.append(src)
-    problems = []
+    same: dict[frozenset[str], list[str]] = {}  # the places that stand twice -> the ids they share
     for eid, tops in stands.items():
         if len(tops) < 2:
             continue
         ids = {t.id for t in tops}
         if any(len(stands.get(p, ())) >= 2 and {t.id for t in stands[p]} >= ids for p in parents.get(eid, ())):
             continue  # the id above it stands twice the same way: that one is reported
-        problems.append(_twice_problem(eid, tops, stands))
+        same.setdefault(frozenset(ids), []).append(eid)
+    problems = []
+    for shared in same.values():  # two summaries sharing many messages: one problem, not one per message
+        first, *more = sorted(shared)
+        p = _twice_problem(first, stands[first], stands)
+        if more:
+            p = Problem(p.path, p.line, p.message.replace(
+                f"{first} ", f"{first} (and {plural(len(more), 'more id')}: {_and(more[:3])}"
+                             f"{' …' if len(more) > 3 else ''}) ", 1))
+        problems.append(p)
     return sorted(problems, key=lambda p: (p.path, p.line))
 
 

@@ -146,12 +146,12 @@ def refreshed_state(current: str | None, snap: dict[str, Any], last: str | None 
 
 # How far back pamd's own versions of STATE.md count as pamd's: a person's revert of a
 # compaction, or a squash-merged defrag, brings back items pamd wrote some runs ago.
-STATE_LOOKBACK = 30
+STATE_LOOKBACK = 8
 
 
 def pamds_state(brain: Brain, current: str | None) -> tuple[str | None, set[str]]:
     """STATE.md as pamd's last commit of it left it (None: no pamd commit wrote it), and
-    every goal, hypothesis, focus and mood its last few commits of it held: what a person
+    every goal, hypothesis, focus and mood its last STATE_LOOKBACK commits of it held: what a person
     added since is theirs, and a value pamd once wrote (back after a revert, or from a squash-merged
     defrag whose commit message git indents) is not. One `git log -p`; history holds it,
     nothing else needs keeping."""
@@ -166,7 +166,7 @@ def pamds_state(brain: Brain, current: str | None) -> tuple[str | None, set[str]
         if start is None:  # the commit deleted STATE.md
             continue
         versions.append("\n".join(ln[1:] for ln in lines[start + 1:] if ln[:1] in (" ", "+")))
-    ever = {item for text in versions for item in snapshot.pamds_values(text)}
+    ever = {item for text in dict.fromkeys(versions) for item in snapshot.pamds_values(text)}
     return (versions[0] if versions else None), ever
 
 

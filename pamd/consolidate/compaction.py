@@ -409,8 +409,10 @@ def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dic
 
         texts.update({eid: e.text for eid, (e, _) in locate(brain, missing).items() if not e.sources})
         missing -= set(texts)
-    if missing:  # history lacks it (a shallow clone): PRELOAD.md's own line names it and holds its words
-        texts.update({leaf: text for leaf, text in preload.shown_leaves(brain.read(PRELOAD) or "").items()
+    if missing:  # history lacks it (a shallow clone): PRELOAD.md's own line names it and holds its
+        # words, as committed (a person's uncommitted edit of the file never reaches pamd's commit)
+        committed = brain.repo.show("HEAD", PRELOAD) if brain.repo.head() else None
+        texts.update({leaf: text for leaf, text in preload.shown_leaves(committed or "").items()
                       if leaf in missing})
     # Words from history come back into the tree: a secret a person redacted from the tree
     # since stays out of PRELOAD.md and DNA.md (and the pamd-secrets hook's way).

@@ -562,3 +562,16 @@ def test_a_raw_entry_recalled_then_compacted_keeps_its_words_in_preload_and_its_
     assert f"- {raw.text} <!-- {held.id} · recalls 10 · {held.path} · via {raw.id} -->" in _block(root)
     recalled = [r for r in meta(root / "DNA.md")["reflexes"] if isinstance(r, dict) and r.get("kind") == "recalled"]
     assert [(r["text"], r["from"]) for r in recalled] == [(raw.text, [held.id])]
+
+
+def test_a_goal_a_person_wrote_as_a_mapping_is_pinned_not_a_crash():
+    """Items of pamd's lists are compared with what pamd wrote before through a set: a goal a
+    person wrote as a YAML mapping must not make every compaction fail."""
+    from pamd.myelin import snapshot
+
+    cur = "---\nkind: state\nactive_goals:\n- {text: ship it, owner: ann}\n- plain\nhypotheses: []\n---\n# STATE\n"
+    last = "---\nkind: state\nactive_goals:\n- plain\n---\n# STATE\n"
+    text, notes = snapshot.render_state(cur, {"active_goals": ["x"], "hypotheses": []}, last,
+                                        snapshot.pamds_values(last))
+    assert notes == ["Kept a person's goal in pinned_goals (pamd remakes active_goals): \"ship it\""]
+    assert "owner: ann" in text

@@ -109,9 +109,14 @@ def pamds_values(text: str | None) -> set[str]:
     """What pamd writes in a STATE.md text: the items of its goal and hypothesis lists
     (not the pinned ones), its current_focus and its emotional_context."""
     meta = _meta_of(text)
-    out = {i for key in PINNED for i in _items(meta.get(key))}
+    out = {_key(i) for key in PINNED for i in _items(meta.get(key))}
     out.update(str(meta[key]) for key in ("current_focus", "emotional_context") if meta.get(key))
     return out
+
+
+def _key(item: Any) -> str:
+    """An item as a set member: a person may write a mapping or a list as a goal."""
+    return item if isinstance(item, str) else repr(item)
 
 
 def render_state(current: str | None, snap: dict[str, Any], last: str | None = None,
@@ -143,7 +148,7 @@ def render_state(current: str | None, snap: dict[str, Any], last: str | None = N
                             "fix it and commit, then run again")
         pinned = _items(pinned)
         had = _items(base.get(key))
-        theirs = [i for i in _items(meta.get(key)) if i not in had and i not in ever and i not in pinned]
+        theirs = [i for i in _items(meta.get(key)) if i not in had and _key(i) not in ever and i not in pinned]
         if theirs:
             pinned += theirs
             notes += [f"Kept a person's {_NOUN[key]} in {pin} (pamd remakes {key}): {_quote(i)}"

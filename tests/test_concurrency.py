@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -440,17 +441,15 @@ def test_unresolved_conflicts_without_a_merge_in_progress_stop_a_run(brain):
     assert git(root, "rev-parse", "HEAD") == head
 
 
-def test_a_slow_llm_does_not_hold_the_lock_so_a_remember_goes_through(week):
-    """An LLM batch can take minutes (timeouts, retries, backoff): the run calls it without the
-    brain's lock, then plans again under the lock and commits. A `remember` meanwhile neither
-    waits nor fails (on_lock = "fail" here), and nothing is summarised twice."""
+@contextmanager
+def slow_gemini(root: Path):
+    """The brain summarises with gemini against a stub on 127.0.0.1 that holds each request
+    until `answer` is set; `asked` is set when one arrives. Yields (stub, asked, answer)."""
     import threading
 
     from gemini_stub import GeminiStub, echo
     from test_compaction import _use_gemini
 
-    root = week.cwd
-    set_git_config(root, on_lock="fail")
     asked, answer = threading.Event(), threading.Event()
 
     def slow(request):
@@ -458,9 +457,19 @@ def test_a_slow_llm_does_not_hold_the_lock_so_a_remember_goes_through(week):
         answer.wait(30)
         return echo(request)
 
-    env = {"GEMINI_API_KEY": "stub-key"}
     with GeminiStub(responder=slow) as stub:
         _use_gemini(root, stub.base_url)
+        yield stub, asked, answer
+
+
+def test_a_slow_llm_does_not_hold_the_lock_so_a_remember_goes_through(week):
+    """An LLM batch can take minutes (timeouts, retries, backoff): the run calls it without the
+    brain's lock, then plans again under the lock and commits. A `remember` meanwhile neither
+    waits nor fails (on_lock = "fail" here), and nothing is summarised twice."""
+    root = week.cwd
+    set_git_config(root, on_lock="fail")
+    env = {"GEMINI_API_KEY": "stub-key"}
+    with slow_gemini(root) as (stub, asked, answer):
         head0 = git(root, "rev-parse", "HEAD").strip()
         a = start(root, "compact", "--now", COMPACT_NOW, env=env)
         assert asked.wait(30)
@@ -488,21 +497,8 @@ def test_an_edit_committed_while_the_llm_works_is_summarised_afresh_not_overwrit
     """The run planned before a person committed a fix to one of its entries: it plans again
     under the lock, sends only the changed group to the LLM once more, and its summary is of
     the person's text; nothing of theirs is undone."""
-    import threading
-
-    from gemini_stub import GeminiStub, echo
-    from test_compaction import _use_gemini
-
     root = week.cwd
-    asked, answer = threading.Event(), threading.Event()
-
-    def slow(request):
-        asked.set()
-        answer.wait(30)
-        return echo(request)
-
-    with GeminiStub(responder=slow) as stub:
-        _use_gemini(root, stub.base_url)
+    with slow_gemini(root) as (stub, asked, answer):
         head0 = git(root, "rev-parse", "HEAD").strip()
         a = start(root, "compact", "--now", COMPACT_NOW, env={"GEMINI_API_KEY": "stub-key"})
         assert asked.wait(30)
@@ -532,21 +528,9 @@ def test_llm_work_made_useless_meanwhile_is_said_since_no_commit_records_it(week
     run ends with nothing to commit. Its tokens, which a commit's trailers would have recorded,
     are said on stderr instead of vanishing."""
     import re
-    import threading
-
-    from gemini_stub import GeminiStub, echo
-    from test_compaction import _use_gemini
 
     root = week.cwd
-    asked, answer = threading.Event(), threading.Event()
-
-    def slow(request):
-        asked.set()
-        answer.wait(30)
-        return echo(request)
-
-    with GeminiStub(responder=slow) as stub:
-        _use_gemini(root, stub.base_url)
+    with slow_gemini(root) as (stub, asked, answer):
         a = start(root, "compact", "--now", COMPACT_NOW, env={"GEMINI_API_KEY": "stub-key"})
         assert asked.wait(30)
         cfg = root / "pamd.toml"

@@ -147,12 +147,17 @@ def _ledger_line(root, eid: str) -> str:
     raise AssertionError(f"{eid} is not in the ledger")
 
 
-def test_fsck_finds_an_entry_deleted_by_hand(brain, tmp_path):
-    root = brain.cwd
+def _a_day_and_one_of_its_entries(brain, tmp_path):
+    """Ingest a day of messages; its L0 file and the id of its fourth entry."""
     f = day_of_messages(tmp_path / "day.jsonl", 0)
     assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
-    l0 = next(root.glob("memory/L0/*.md"))
-    eid = re.findall(r"^### (e-[0-9a-f]{12}) ", l0.read_text(), re.M)[3]
+    l0 = next(brain.cwd.glob("memory/L0/*.md"))
+    return l0, re.findall(r"^### (e-[0-9a-f]{12}) ", l0.read_text(), re.M)[3]
+
+
+def test_fsck_finds_an_entry_deleted_by_hand(brain, tmp_path):
+    root = brain.cwd
+    l0, eid = _a_day_and_one_of_its_entries(brain, tmp_path)
     block = _entry_block(l0.read_text(), eid)
     l0.write_text(l0.read_text().replace(block, ""))
     git(root, "commit", "-qam", "tidy the day by hand")
@@ -178,10 +183,7 @@ def test_fsck_finds_an_entry_deleted_by_hand(brain, tmp_path):
 def test_fsck_counts_only_the_checked_out_branch_history(brain, tmp_path):
     """A Dropped line on a branch not merged (a defrag PR under review) hides no hand deletion."""
     root = brain.cwd
-    f = day_of_messages(tmp_path / "day.jsonl", 0)
-    assert brain("ingest", str(f), now=iso(START + timedelta(hours=7)))[0] == 0
-    l0 = next(root.glob("memory/L0/*.md"))
-    eid = re.findall(r"^### (e-[0-9a-f]{12}) ", l0.read_text(), re.M)[3]
+    l0, eid = _a_day_and_one_of_its_entries(brain, tmp_path)
     main = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
     git(root, "checkout", "-qb", "pamd/defrag-review")
     git(root, "commit", "-q", "--allow-empty", "-m", f"defrag\n\nDropped: {eid}")

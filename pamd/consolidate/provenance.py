@@ -76,7 +76,7 @@ def held_by(brain: Brain, ids: set[str]) -> dict[str, str]:
     if len(out) < len(ids):
         from pamd.edge import lineage
 
-        out = holders(tree, ids, lineage.scan(brain, all_refs=False).sources)
+        out = holders(tree, ids, lineage.scan(brain).sources)
     return out
 
 

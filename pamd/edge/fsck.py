@@ -80,7 +80,7 @@ def _history(brain: Brain) -> History:
 
     def get() -> lineage.Lineage:
         if not memo:
-            memo.append(lineage.scan(brain, all_refs=False))
+            memo.append(lineage.scan(brain))
         return memo[0]
 
     return get
@@ -179,7 +179,7 @@ def _unaccounted(
     an entry (a re-ingest took the message under the id it had in an older pamd, or
     a shallow clone's history starts later) is not the tree's to lose.
     """
-    reached = set(here) | lineage.dropped_ids(brain, all_refs=False)
+    reached = set(here) | lineage.dropped_ids(brain)
     stack = list(reached)
     while stack:
         eid = stack.pop()

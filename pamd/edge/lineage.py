@@ -32,13 +32,13 @@ class Lineage:
     raw_tokens: dict[str, int] = field(default_factory=dict)  # raw entry id -> tokens of its text
 
 
-def scan(brain: Brain, all_refs: bool = True) -> Lineage:
-    """Every entry a commit added to the tiers or MEMORY.md (all refs, or HEAD's history)."""
+def scan(brain: Brain) -> Lineage:
+    """Every entry a commit of HEAD's history added to the tiers or MEMORY.md (a branch not
+    merged, such as a defrag pull request under review, is not the brain's past yet)."""
     out = Lineage()
     if not brain.repo.head():
         return out
-    refs = ["--all"] if all_refs else []
-    text = brain.repo.log(*refs, "-p", "--no-color", "--unified=0", "--format=", "--no-renames",
+    text = brain.repo.log("-p", "--no-color", "--unified=0", "--format=", "--no-renames",
                           "--", MEMORY, *TIER_DIRS.values())
     lines = text.split("\n")
     i, n = 0, len(lines)
@@ -77,10 +77,9 @@ def added_entry(lines: list[str], i: int) -> tuple[Entry | None, int]:
     return (entries[0] if entries else None), i
 
 
-def dropped_ids(brain: Brain, all_refs: bool = True) -> set[str]:
-    """Ids named on a `Dropped…` line of any commit message: dropped on purpose, said so."""
+def dropped_ids(brain: Brain) -> set[str]:
+    """Ids named on a `Dropped…` line of a commit message of HEAD's history: dropped on purpose, said so."""
     if not brain.repo.head():
         return set()
-    refs = ["--all"] if all_refs else []
-    text = brain.repo.log(*refs, "--grep=^[[:space:]]*Dropped", "--format=%B")
+    text = brain.repo.log("--grep=^[[:space:]]*Dropped", "--format=%B")
     return {eid for line in text.split("\n") if DROPPED_RE.match(line) for eid in ID_RE.findall(line)}

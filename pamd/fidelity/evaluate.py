@@ -439,7 +439,7 @@ def raw_input(brain, entries) -> tuple[int, dict[str, tuple[str, ...]], bool, se
     """
     from pamd.edge.lineage import scan
 
-    lin = scan(brain, all_refs=False)
+    lin = scan(brain)
     here = {e.id: e for e in entries}
     raw = dict(lin.raw_tokens)
     raw.update({e.id: e.tokens for e in entries if not e.sources})

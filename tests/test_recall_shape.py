@@ -149,3 +149,18 @@ def test_role_boost_prefers_the_speaker_the_query_names(tmp_path, capsys):
         tops[rb] = recall_cli(brain, "what did anna say about the budget", 1, capsys)[0]["text"]
     assert tops[0].startswith("boris: ")  # the lexical match, said by the other speaker
     assert tops[3].startswith("anna: ")
+
+
+def test_a_place_joins_whichever_of_its_chunks_ranked_it():
+    # A summary's place also holds its raw leaves (recall.deep); prev/next name a place by
+    # the chunk that represents it, which after incremental refreshes may be a leaf (a
+    # re-added summary gets a new, higher label). Place B below: leaf 1 represents it,
+    # summary 5 shares its lines. Before, a hit ranked by 5 never joined A or C: the same
+    # tree gave two hits after refreshes and one after a rebuild (review 7, merged-b #4).
+    spans = {0: (1, 3), 1: (5, 7), 5: (5, 7), 2: (9, 11)}
+    prev = np.array([-1, 0, 1, -1, -1, 0])
+    nxt = np.array([1, 2, -1, -1, -1, 2])
+    for first, then in ((0, 5), (5, 0), (5, 2), (2, 5), (0, 1), (1, 2)):
+        groups = shape([first, then], spans, prev, nxt, k=2, budget=12)
+        assert len(groups) == 1 and set(groups[0]) == {first, then}, (first, then, groups)
+        assert [spans[lb][0] for lb in groups[0]] == sorted(spans[lb][0] for lb in groups[0])

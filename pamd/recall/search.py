@@ -332,18 +332,33 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     neighbour that does not fit may still be a hit of its own. Joining spends
     the budget of the last slots, so there may be fewer than k hits, each wider.
     Hits keep the rank of their best chunk.
+
+    `prev`/`next` name a neighbouring place by its representative chunk (store's
+    _link_neighbours), and a summary's place holds its raw leaves too (recall.deep): the
+    ranked chunk standing for a place may be any of them, and which one represents it
+    depends on the order they were indexed in. So a join compares places: a chunk's own
+    place is the one its neighbour points back at.
     """
     groups: list[list[int]] = []
     used = 0
+
+    def rep(lb: int) -> int:
+        """The chunk prev/next name lb's place by (every chunk of a place has the same neighbours)."""
+        if prev[lb] >= 0:
+            return int(nxt[prev[lb]])
+        if nxt[lb] >= 0:
+            return int(prev[nxt[lb]])
+        return lb
 
     def span(g: list[int]) -> int:
         return spans[g[-1]][1] - spans[g[0]][0] + 1
 
     def place(lb: int, cap: float) -> None:
         nonlocal used
+        me = rep(lb)
         for g in groups:
-            if nxt[g[-1]] == lb or prev[g[0]] == lb:
-                ng = g + [lb] if nxt[g[-1]] == lb else [lb] + g
+            if nxt[g[-1]] == me or prev[g[0]] == me:
+                ng = g + [lb] if nxt[g[-1]] == me else [lb] + g
                 extra = span(ng) - span(g)
                 if used + extra <= cap:
                     g[:] = ng

@@ -289,6 +289,10 @@ def test_boot_order_budget_and_cut(brain, tmp_path):
     assert "Postgres 16" in kept  # the decision has the highest retention: cut last
     code, out2, _ = brain("boot", "--budget", str(budget))
     assert "; cut " in out2.splitlines()[1]
+    # every cut entry's retention is at most this bound (the header's "≤"); the old key stays
+    top = b["cut"]["max_retention"]
+    assert top == b["cut"]["below_retention"] and 0 < top <= 1
+    assert f"of retention ≤ {top:.2f}" in out2.splitlines()[1]
 
 
 def test_boot_says_when_what_always_goes_in_is_over_the_budget(brain, tmp_path):

@@ -95,7 +95,9 @@ class Boot:
         return json.dumps({
             "name": self.name, "now": fmt_time(self.now), "budget": self.budget, "tokens": self.tokens,
             "over_budget": self.over_budget,
-            "cut": {"entries": self.cut_entries, "tokens": self.cut_tokens, "below_retention": self.cut_below},
+            # every cut entry's retention is <= max_retention; below_retention: its 0.2.0 name
+            "cut": {"entries": self.cut_entries, "tokens": self.cut_tokens, "max_retention": self.cut_below,
+                    "below_retention": self.cut_below},
             "sections": [{"name": s.name, "sources": s.sources, "tokens": s.tokens, "text": s.text}
                          for s in self.sections],
         }, indent=2, ensure_ascii=False)

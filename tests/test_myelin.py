@@ -7,7 +7,7 @@ from datetime import UTC
 
 import pytest
 import yaml
-from conftest import git, head_count
+from conftest import Pamd, git, head_count
 from test_recall_deep import ingest_mixed_facts
 
 from pamd.core.fmt import parse_doc, split_frontmatter
@@ -103,6 +103,41 @@ def test_a_recall_is_folded_exactly_once(brain, tmp_path):
     code, out, _ = brain("compact", now="2026-11-30T09:31:00Z")
     assert "nothing to compact" in out and head_count(brain.cwd) == n
     assert next(e for e in l0_entries(brain.cwd) if e.id == eid).recalls == 1
+
+
+def test_two_clones_pulling_each_other_fold_each_recall_once(brain, tmp_path):
+    """Each machine has its own recall log; the fold read the newest marker in history,
+    after a pull the other machine's, and folded this machine's whole log again."""
+    es = seed(brain, tmp_path)
+    assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
+    a, b = (Pamd(tmp_path / n, brain.capsys) for n in ("a", "b"))
+    for p in (a, b):
+        git(tmp_path, "clone", "-q", str(brain.cwd), p.cwd.name)
+    assert b("touch", es["decided"].id, now="2026-11-30T09:20:00Z")[0] == 0
+    assert b("compact", now="2026-11-30T09:21:00Z")[0] == 0
+    git(a.cwd, "pull", "-q", "--no-rebase", str(b.cwd), "main")  # a fast-forward
+    assert a("touch", es["keep"].id, now="2026-11-30T09:30:00Z")[0] == 0
+    assert a("compact", now="2026-11-30T09:31:00Z")[0] == 0  # folds a's one recall
+    git(b.cwd, "pull", "-q", "--no-rebase", str(a.cwd), "main")
+    code, out, _ = b("compact", now="2026-11-30T09:40:00Z")
+    assert code == 0 and "nothing to compact" in out
+    assert b("touch", es["decided"].id, now="2026-11-30T09:50:00Z")[0] == 0
+    assert a("touch", es["keep"].id, now="2026-11-30T09:50:00Z")[0] == 0
+    for p in (a, b):  # both fold one new recall, then merge: a true merge, no conflict
+        assert p("compact", now="2026-11-30T09:51:00Z")[0] == 0
+    git(a.cwd, "pull", "-q", "--no-rebase", "--no-edit", str(b.cwd), "main")
+    assert a("compact", now="2026-11-30T10:00:00Z")[1].startswith("nothing to compact")
+    counts = {e.id: e.recalls for e in l0_entries(a.cwd)}
+    assert counts[es["decided"].id] == 2 and counts[es["keep"].id] == 2
+
+
+def test_the_fold_marker_of_a_squash_is_this_logs_furthest():
+    from pamd.myelin.recall_log import marker
+
+    msg = ("squash\n\n* pamd compact\n\nPamd-Recall-Log: aaa@90\n\n* pamd compact\n\n"
+           "Pamd-Recall-Log: bbb@500\n\n* pamd defrag\n\nPamd-Recall-Log: aaa@130\n")
+    assert marker(msg, "aaa") == "aaa@130" and marker(msg, "bbb") == "bbb@500"
+    assert marker(msg, "ccc") is None
 
 
 def test_touch_counts_an_id_a_summary_stands_for_for_that_summary(brain):

@@ -221,11 +221,16 @@ def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: lis
 
 
 def last_recall_fold(brain: Brain) -> str | None:
-    if not brain.repo.head():
+    """This machine's latest fold in HEAD's history, None if its log was never folded there.
+
+    The newest commit with any fold marker may be another clone's (pulled or merged in):
+    its offset is into that machine's log, so taking it would fold this log again from
+    the top. The log's name is plain (`recall_log.log_id`), so it goes into the pattern as is."""
+    log_id = recall_log.log_id(brain.state_dir)
+    if log_id is None or not brain.repo.head():
         return None
-    out = brain.repo.log("-1", f"--grep=^{recall_log.TRAILER}: ", "--format=%(trailers:key="
-                         f"{recall_log.TRAILER},valueonly)").strip()
-    return out.splitlines()[0] if out else None
+    out = brain.repo.log("-1", f"--grep=^{recall_log.TRAILER}: {log_id}@", "--format=%B")
+    return recall_log.marker(out, log_id)
 
 
 # How often a run plans under the lock and calls a slow summarizer without it. If the

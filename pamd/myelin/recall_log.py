@@ -2,15 +2,19 @@
 
 The log is untracked and append-only. Its first line names it (a random id);
 each pipeline commit folds the lines after the offset named by the previous
-fold's `Pamd-Recall-Log: ID@OFFSET` trailer into the entries' `recalls=`
-counts, and writes its own trailer. So a fold is part of the commit itself: a
-killed run folds nothing, a landed one can never be folded twice.
+fold of *this* log, its `Pamd-Recall-Log: ID@OFFSET` trailer, into the entries'
+`recalls=` counts, and writes its own trailer. So a fold is part of the commit
+itself: a killed run folds nothing, a landed one can never be folded twice.
+Clones of one brain on two machines each have their own log: after a pull, the
+newest marker in history may be the other machine's, which says nothing about
+how far this log was folded (`marker`, `log_id`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +29,33 @@ TRAILER = "Pamd-Recall-Log"
 
 def _path(state_dir: Path) -> Path:
     return state_dir / LOG
+
+
+def _id_of(first: bytes) -> str:
+    try:
+        log_id = json.loads(first)["log"]
+    except (ValueError, KeyError, TypeError):
+        return "unnamed"
+    # A hand-edited name is used in a `git log --grep` pattern: keep it plain.
+    return log_id if isinstance(log_id, str) and re.fullmatch(r"[A-Za-z0-9_-]+", log_id) else "unnamed"
+
+
+def log_id(state_dir: Path) -> str | None:
+    """This machine's log's name (its first line), None when nothing was logged here yet."""
+    p = _path(state_dir)
+    if not p.is_file():
+        return None
+    with p.open("rb") as f:
+        return _id_of(f.readline().rstrip(b"\n"))
+
+
+def marker(message: str, log_id: str) -> str | None:
+    """The furthest fold of log `log_id` a commit message records ("ID@OFFSET"), if any.
+
+    A squash merge may hold several pamd messages, trailers of other machines' logs
+    among them: only this log's count, and the largest offset is the latest fold."""
+    offsets = [int(m) for m in re.findall(rf"^{TRAILER}: {re.escape(log_id)}@(\d+)[ \t]*$", message, re.M)]
+    return f"{log_id}@{max(offsets)}" if offsets else None
 
 
 def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: str = "recall",
@@ -58,7 +89,7 @@ class Pending:
 
 
 def pending(state_dir: Path, folded: str | None) -> Pending:
-    """Recalls logged since the fold marker `folded` (from the last pipeline commit)."""
+    """Recalls logged since the fold marker `folded`: this log's latest, from history (`marker`)."""
     p = _path(state_dir)
     if not p.is_file():
         return Pending(Counter(), {}, "")
@@ -67,10 +98,7 @@ def pending(state_dir: Path, folded: str | None) -> Pending:
 
 def _read(data: bytes, folded: str | None) -> Pending:
     first, _, _ = data.partition(b"\n")
-    try:
-        log_id = json.loads(first)["log"]
-    except (ValueError, KeyError, TypeError):
-        log_id = "unnamed"
+    log_id = _id_of(first)
     start = len(first) + 1
     if folded and folded.startswith(log_id + "@"):
         try:

@@ -176,6 +176,25 @@ def test_recall_finds_shared_knowledge_with_its_attribution(alice, bob):
     assert frontmatter((bob.cwd / path).read_text())["source"] == str(alice.cwd.resolve())
 
 
+def test_a_recall_of_pulled_knowledge_is_not_counted_for_this_brains_entry_of_that_id(alice, tmp_path):
+    """Ids are content hashes: a clone of alice that pulls alice as a synapse holds each id
+    twice. A hit under synapse/ was logged and folded into the clone's own entry."""
+    git(tmp_path, "clone", "-q", str(alice.cwd), "clone")
+    me = Pamd(tmp_path / "clone", alice.capsys)
+    assert me("synapse", "add", "self", str(alice.cwd))[0] == 0
+    assert me("synapse", "pull")[0] == 0
+    code, out, err = me("recall", "--tier", "synapse", "-k", "3", "invoices kept in cold storage")
+    assert code == 0 and "synapse/self/MEMORY.md" in out, err
+    log = me.cwd / ".pamd" / "recall.log"
+    assert not log.exists() or "s-aaaaaaaaaaa1" not in log.read_text()
+    code, out, err = me("recall", "-k", "5", "invoices kept in cold storage")
+    assert "synapse/self/MEMORY.md" in out and "\nMEMORY.md" in "\n" + out, out
+    assert me("compact")[0] == 0
+    assert "s-aaaaaaaaaaa1 · " in (me.cwd / "MEMORY.md").read_text()
+    assert "recalls=1" in (me.cwd / "MEMORY.md").read_text()  # its own hit, once
+    assert "recalls=0" in (me.cwd / "synapse" / "self" / "MEMORY.md").read_text()
+
+
 def test_publish_refuses_secrets(alice):
     mem = alice.cwd / "MEMORY.md"
     mem.write_text(

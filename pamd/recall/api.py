@@ -54,7 +54,7 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
            since: datetime | None = None, until: datetime | None = None,
            now: datetime | None = None, embedder: Embedder | None = None,
            log: bool = True, progress=None) -> list[Hit]:
-    """The k best hits for `query`, refreshing a stale index first; logs each hit.
+    """The k best hits for `query`, refreshing a stale index first; logs each hit (not synapse/).
 
     progress(done, total) is called as the refresh embeds new chunks, if it does."""
     # argv carries bytes that are not UTF-8 as lone surrogates (surrogateescape): they
@@ -104,7 +104,11 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         # reflexes by sitting next to what was asked).
         # The leaves that matched behind a summary are logged beside it, so what the
         # summary preloads is what was recalled (myelin.shown).
-        ids = [i for h in hits for i in h.matched]
-        leaves = [pair for h in hits for pair in h.leaves]
+        # Not another brain's knowledge under synapse/: ids are content hashes, so its
+        # entries share ids with this brain's own (a clone, the same message ingested),
+        # and the fold would myelinate those. It is read-only here, and myelinates at its source.
+        own = [h for h in hits if h.tier != "synapse"]
+        ids = [i for h in own for i in h.matched]
+        leaves = [pair for h in own for pair in h.leaves]
         recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC), leaves=leaves)
     return hits

@@ -195,6 +195,26 @@ def test_a_recall_of_pulled_knowledge_is_not_counted_for_this_brains_entry_of_th
     assert "recalls=0" in (me.cwd / "synapse" / "self" / "MEMORY.md").read_text()
 
 
+def test_expand_and_touch_of_pulled_knowledge_name_its_brain(alice, bob):
+    """An id or line under synapse/ is the other brain's: its history is not this one's,
+    and a recall of it does not myelinate here. The error said the id was in no tree."""
+    bob("synapse", "add", "alice", str(alice.cwd))
+    bob("synapse", "pull")
+    lines = (bob.cwd / "synapse" / "alice" / "MEMORY.md").read_text().splitlines()
+    at = f"synapse/alice/MEMORY.md:{next(i for i, t in enumerate(lines, 1) if 's-aaaaaaaaaaa1' in t) + 1}"
+    before = git(bob.cwd, "rev-parse", "HEAD")
+    for cmd in ("expand", "touch"):
+        for ref in ("s-aaaaaaaaaaa1", at, "e-0123456789ab"):  # a summary, its line, a source it names
+            code, out, err = bob(cmd, ref)
+            assert code == 1 and out == "", err
+            assert err.startswith("pamd: error: ") and "pulled from brain alice" in err, err
+            assert f"{cmd} it in alice's own brain" in err and "Traceback" not in err
+    assert not (bob.cwd / ".pamd" / "recall.log").exists()
+    assert git(bob.cwd, "rev-parse", "HEAD") == before
+    code, _, err = bob("expand", "s-bbbbbbbbbbb1")  # in no brain at all: as before
+    assert code == 1 and "not in the tree nor in its history" in err
+
+
 def test_publish_refuses_secrets(alice):
     mem = alice.cwd / "MEMORY.md"
     mem.write_text(

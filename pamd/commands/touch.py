@@ -13,17 +13,19 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.commands.expand import cwd_ref
-    from pamd.consolidate.provenance import held_by, resolve_ref
+    from pamd.consolidate.provenance import held_by, pulled, pulled_from, resolve_ref
     from pamd.core.words import plural
     from pamd.edge.brain import Brain
     from pamd.errors import PamdError
     from pamd.myelin import recall_log
 
     brain = Brain.find(args.brain)
-    ids = [resolve_ref(brain, cwd_ref(brain.root.resolve(), r)) for r in args.refs]
+    ids = [resolve_ref(brain, cwd_ref(brain.root.resolve(), r), "touch") for r in args.refs]
     holder = held_by(brain, set(ids))
     missing = sorted(set(ids) - set(holder))
     if missing:
+        if name := pulled_from(brain, missing[0]):
+            raise pulled(name, f"entry {missing[0]}", "touch")
         raise PamdError(f"no entry {missing[0]} in the brain's tiers, nor behind a summary in them",
                         "check the id with pamd recall --json; pamd expand ID shows an entry that left the tree")
     # A raw message a summary stands for was the words used: the fold credits it to the

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pamd.core.entry import Entry
 from pamd.core.fmt import FormatError, parse_doc
-from pamd.edge.brain import Brain, tier_of
+from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
 from pamd.edge.lineage import added_entry
 from pamd.errors import PamdError
 
@@ -147,6 +147,8 @@ def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
                 if brain.repo.is_shallow():
                     raise PamdError(f"entry {eid} is not in the tree nor in this clone's history, which is"
                                     " shallow (cloned with --depth)", SHALLOW_HINT)
+                if name := pulled_from(brain, eid):
+                    raise pulled(name, f"entry {eid}", "expand")
                 raise PamdError(f"entry {eid} is not in the tree nor in its history",
                                 "check the id (pamd recall --json shows ids)")
             e, rev = located[eid]
@@ -195,8 +197,29 @@ def _adder(brain: Brain, eid: str, rev: str = "WORKTREE", made: bool = False) ->
     return brain.repo.rev_parse(f"{lines[0].strip()}^"), text
 
 
-def resolve_ref(brain: Brain, ref: str) -> str:
-    """An entry id, or PATH:LINE naming a line inside an entry of the work tree."""
+def pulled_from(brain: Brain, eid: str) -> str | None:
+    """The synapse whose pulled knowledge (synapse/NAME/…) names `eid`, if any.
+
+    Its history is the other brain's, not this one's: only the source can expand it."""
+    base = brain.path(SYNAPSE_DIR)
+    if not base.is_dir():
+        return None
+    for p in sorted(base.glob("*/**/*.md")):
+        try:
+            if eid in p.read_text(encoding="utf-8", errors="replace"):
+                return p.relative_to(base).parts[0]
+        except OSError:
+            continue
+    return None
+
+
+def pulled(name: str, what: str, verb: str) -> PamdError:
+    return PamdError(f"{what} is knowledge pulled from brain {name} into synapse/{name}/, read-only here",
+                     f"{verb} it in {name}'s own brain; `pamd synapse list` shows where that is")
+
+
+def resolve_ref(brain: Brain, ref: str, verb: str = "expand") -> str:
+    """An entry id, or PATH:LINE naming a line inside an entry of the work tree (not synapse/)."""
     ref = ref.strip()
     if ":" in ref and not ref.startswith(("e-", "s-")):
         rel, _, line = ref.rpartition(":")
@@ -205,6 +228,9 @@ def resolve_ref(brain: Brain, ref: str) -> str:
             raise PamdError(f"bad reference {ref!r}", "use an entry id or PATH:LINE")
         root = str(brain.root) + "/"
         rel = rel[len(root):] if rel.startswith(root) else rel
+        parts = rel.split("/")
+        if parts[0] == SYNAPSE_DIR and len(parts) > 2:
+            raise pulled(parts[1], f"{rel}:{line}", verb)
         doc = brain.parse(rel)
         for e in doc.entries:
             if e.line_start <= int(line) <= e.line_end:

@@ -230,6 +230,14 @@ def test_a_dotted_name_is_refused_and_the_next_add_still_works(bob, alice):
     assert bob("check")[0] == 0
 
 
+def test_add_help_names_the_characters_a_name_may_hold():
+    """The help said `letters, digits, . _ -` while a dotted name is refused."""
+    r = subprocess.run([sys.executable, "-m", "pamd", "synapse", "add", "--help"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "digits, . _" not in r.stdout
+    assert "no . or /" in " ".join(r.stdout.split())
+
+
 def test_a_pamd_toml_that_would_not_parse_is_never_committed(bob, alice):
     root = bob.cwd
     cfg = root / "pamd.toml"

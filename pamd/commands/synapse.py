@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
     a = sub.add_parser(
         "add", help="register another brain by URL or path (checks it is reachable and a brain)"
     )
-    a.add_argument("name", help="a short name: letters, digits, . _ -")
+    a.add_argument("name", help="a short name: 1-64 letters, digits, _ or - (no . or /)")
     a.add_argument("url", help="git URL or path of the other brain")
     a.add_argument(
         "--ref", default="", help="branch to pull (default: pamd/publish if there, else HEAD)"

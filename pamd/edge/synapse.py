@@ -74,6 +74,33 @@ def normalise_url(url: str, cwd: Path | None = None) -> str:
     return str(path.resolve())
 
 
+# The userinfo of scheme://userinfo@host/...: up to the last @ before the path.
+USERINFO_RE = re.compile(r"^[a-z][a-z0-9+.-]*://([^/?#]*)@", re.I)
+
+
+def check_credentials(brain: Brain, url: str) -> str:
+    """Refuse a remote whose URL carries a password or token.
+
+    The URL is written in clear into pamd.toml, every pulled file's `source:` and the
+    pull commit, all committed; git can find the credential without it.
+    """
+    m = USERINFO_RE.match(url)
+    if (m and ":" in m.group(1)) or _secrets_in(brain, url):
+        # the URL itself is not repeated: an error message ends up in logs too
+        raise PamdError(
+            "the synapse URL holds a password or token, which pamd would commit in clear",
+            "keep the URL plain and let a git credential helper give the token, "
+            "or use an ssh URL: git@host:owner/brain.git",
+        )
+    return url
+
+
+def _secrets_in(brain: Brain, text: str) -> bool:
+    from pamd.edge.redaction import redactor
+
+    return bool(redactor(brain.config).find(text))
+
+
 def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
     """Registered remotes: every `[synapse.NAME]` table with a `url`."""
     out = {}
@@ -257,7 +284,7 @@ def plan_pull(
 # ---------------------------------------------------------------- the three verbs
 def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, str]:
     check_name(name)
-    url = normalise_url(url)
+    url = check_credentials(brain, normalise_url(url))
     tables = brain.config.get("synapse")
     if name in remotes(brain) or (isinstance(tables, dict) and name in tables):
         raise PamdError(
@@ -308,6 +335,7 @@ def pull(brain: Brain, name: str | None = None) -> tuple[str | None, list[Pulled
         pulled = []
         for n, table in todo.items():
             check_name(n)  # a hand-edited pamd.toml gets the same checks as `add`
+            check_credentials(brain, table["url"])
             cache, sha, _ = fetch(brain, n, table["url"], str(table.get("ref", "")))
             files, origin = read_source(brain, n, cache, sha)
             pulled.append(plan_pull(brain, n, table["url"], sha, files, origin))

@@ -176,6 +176,89 @@ def test_recall_finds_shared_knowledge_with_its_attribution(alice, bob):
     assert frontmatter((bob.cwd / path).read_text())["source"] == str(alice.cwd.resolve())
 
 
+def test_remove_takes_the_table_the_files_and_the_cache_in_one_commit(alice, bob):
+    root = bob.cwd
+    for name in ("alice", "other"):
+        assert bob("synapse", "add", name, str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    cfg = (root / "pamd.toml").read_text()
+    n = head_count(root)
+    code, out, err = bob("synapse", "remove", "alice")
+    assert code == 0 and "removed synapse alice (3 pulled files) in one commit" in out, err
+    assert head_count(root) == n + 1 and git(root, "status", "--porcelain") == ""
+    assert git(root, "show", "--name-status", "--format=", "HEAD").split() == [
+        "M", "pamd.toml", "D", "synapse/alice/DNA.md", "D", "synapse/alice/L3/2026-11.md",
+        "D", "synapse/alice/MEMORY.md"]
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Pamd-Run: synapse-remove" in body and "Pamd-Synapse: alice" in body
+    # exactly the table went: [synapse.other] and everything else stay byte for byte
+    table = f'\n[synapse.alice]\nurl = "{alice.cwd.resolve()}"\n'
+    assert (root / "pamd.toml").read_text() == cfg.replace(table, "", 1)
+    assert not (root / "synapse" / "alice").exists()
+    assert not (root / ".pamd" / "synapse" / "alice.git").exists()
+    assert (root / ".pamd" / "synapse" / "other.git").exists()
+    code, out, _ = bob("synapse", "list")
+    assert out.startswith("other\t") and out.count("\n") == 1
+    assert bob("fsck")[0] == 0 and bob("synapse", "pull")[0] == 0
+    code, _, err = bob("synapse", "remove", "alice")
+    assert code == 1 and err.startswith("pamd: error: no synapse named alice")
+    assert bob("synapse", "remove", "other")[0] == 0
+    assert bob("synapse", "list")[1].startswith("no synapse remotes")
+
+
+def test_list_names_a_pulled_folder_no_table_registers_and_remove_clears_it(alice, bob):
+    """A [synapse.NAME] deleted by hand left synapse/NAME/ in the tree and in recall,
+    hidden from `synapse list`, with no verb to remove it."""
+    root = bob.cwd
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    cfg = root / "pamd.toml"
+    cfg.write_text(cfg.read_text().split("\n[synapse.alice]")[0] + "\n")
+    git(root, "commit", "-qam", "a person drops the table")
+    code, out, _ = bob("synapse", "list")
+    assert out.startswith("alice\tnot registered (`pamd synapse remove alice` removes it)\t3 files")
+    code, out, err = bob("synapse", "remove", "alice")
+    assert code == 0 and "in one commit" in out, err
+    assert git(root, "ls-files", "synapse") == "" and not (root / "synapse" / "alice").exists()
+    assert not (root / ".pamd" / "synapse" / "alice.git").exists()
+    assert "Removed synapse/alice/ (3 files)." in git(root, "log", "-1", "--format=%B")
+
+
+def test_an_edit_of_a_pulled_file_is_refused_with_how_to_drop_it(alice, bob):
+    """The advice was "commit or stash them first": committing is what the read-only
+    hook forbids."""
+    root = bob.cwd
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    mem = root / "synapse" / "alice" / "MEMORY.md"
+    mem.write_text(mem.read_text() + "my note\n")
+    same = unchanged_but_cache(bob)
+    for verb in ("pull", "remove"):
+        code, _, err = bob("synapse", verb, "alice")
+        assert code == 1 and err.count("\n") == 1, err
+        assert "`git checkout -- synapse/alice/MEMORY.md` drops the edit" in err
+        assert "commit or stash" not in err
+        same()
+
+
+def test_remove_refuses_a_table_it_cannot_take_out_alone(alice, bob):
+    root = bob.cwd
+    cfg = root / "pamd.toml"
+    text = cfg.read_text().replace(
+        '[synapse]\npublish_branch = "pamd/publish"\n',
+        f'[synapse]\npublish_branch = "pamd/publish"\nalice = {{ url = "{alice.cwd}" }}\n',
+    )
+    assert text != cfg.read_text()
+    cfg.write_text(text)
+    git(root, "commit", "-qam", "a person writes the remote inline")
+    assert bob("synapse", "pull")[0] == 0
+    same = unchanged_but_cache(bob)
+    code, _, err = bob("synapse", "remove", "alice")
+    assert code == 1 and "cannot take synapse alice out of pamd.toml by itself" in err
+    assert err.count("\n") == 1
+    same()
+
+
 def test_publish_refuses_secrets(alice):
     mem = alice.cwd / "MEMORY.md"
     mem.write_text(
@@ -203,6 +286,18 @@ def unchanged(p: Pamd):
             and git(p.cwd, "status", "--porcelain") == status
         )
         assert not cache.exists() or not any(cache.iterdir())
+
+    return check
+
+
+def unchanged_but_cache(p: Pamd):
+    head, status = git(p.cwd, "rev-parse", "HEAD"), git(p.cwd, "status", "--porcelain")
+    caches = sorted((p.cwd / ".pamd" / "synapse").glob("*.git"))
+
+    def check():
+        assert git(p.cwd, "rev-parse", "HEAD") == head
+        assert git(p.cwd, "status", "--porcelain") == status
+        assert sorted((p.cwd / ".pamd" / "synapse").glob("*.git")) == caches
 
     return check
 

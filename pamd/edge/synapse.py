@@ -4,7 +4,8 @@
 checking it is reachable and holds a brain. `pull` fetches each remote into a
 bare cache (.pamd/synapse/NAME.git, untracked), reads MEMORY.md, DNA.md and
 memory/L3/*.md at the fetched commit, and writes them under synapse/NAME/ with
-frontmatter naming the source and commit, all in one commit. `publish` puts
+frontmatter naming the source and commit, all in one commit. `remove` takes
+the table, synapse/NAME/ and the cache away again in one commit. `publish` puts
 exactly those files (from HEAD, after a secret scan) on a `pamd/publish`
 branch that other brains pull. Nothing here touches this brain's own tiers:
 `Brain.entry_files()` never reads synapse/.
@@ -361,6 +362,100 @@ def pull_message(pulled: list[Pulled]) -> str:
             f"Pamd-Source-Commit: {p.commit}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def remove(brain: Brain, name: str) -> tuple[str | None, list[str]]:
+    """Stop pulling `name`: its [synapse.NAME] table and synapse/NAME/ go in one commit, and
+    its cache with them. Returns (the new sha or None, the pulled files removed)."""
+    check_name(name)
+    cache = brain.state_dir / "synapse" / f"{name}.git"
+    with brain.transaction() as tx:
+        changes: dict[str, str | None] = {}
+        tables = brain.config.get("synapse")
+        if isinstance(tables, dict) and name in tables:
+            text = without_table(brain.read(CONFIG) or "", name)
+            if text is None:
+                raise PamdError(
+                    f"cannot take synapse {name} out of {CONFIG} by itself (not a plain "
+                    f"[synapse.{name}] table)",
+                    f"delete it from {CONFIG} by hand, commit, then run `pamd synapse remove {name}`",
+                )
+            changes[CONFIG] = text
+        base = brain.path(f"{SYNAPSE_DIR}/{name}")
+        files = (
+            sorted(p.relative_to(brain.root).as_posix() for p in base.rglob("*") if p.is_file())
+            if base.is_dir()
+            else []
+        )
+        changes.update(dict.fromkeys(files))
+        if not changes and not cache.exists():
+            raise PamdError(f"no synapse named {name}", "`pamd synapse list` names them")
+        sha = tx.commit(changes, remove_message(name, CONFIG in changes, files)) if changes else None
+        # only once the commit landed: the cache, and the folders git leaves empty
+        shutil.rmtree(cache, ignore_errors=True)
+        for d in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True) + [base]:
+            try:
+                d.rmdir()
+            except OSError:
+                pass  # not empty (a file git ignores) or already gone
+    return sha, files
+
+
+def without_table(text: str, name: str) -> str | None:
+    """pamd.toml `text` without its [synapse.NAME] table; None unless exactly that table goes."""
+    import copy
+    import tomllib
+
+    head = re.compile(
+        rf"""^[ \t]*\[[ \t]*synapse[ \t]*\.[ \t]*(?:{name}|"{name}"|'{name}')[ \t]*\][ \t]*(?:#.*)?$"""
+    )
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if head.match(ln.rstrip("\r\n"))), None)
+    if start is None:
+        return None
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines)
+    )
+    cut = end
+    # Comments set apart by a blank line right above the next table are that table's.
+    k = end
+    while k > start + 1 and lines[k - 1].lstrip().startswith("#"):
+        k -= 1
+    if end < len(lines) and k < end and not lines[k - 1].strip():
+        cut = k
+    out = "".join(lines[:start] + lines[cut:])
+    if cut == len(lines):
+        out = out.rstrip("\n") + "\n"
+    try:
+        want = copy.deepcopy(tomllib.loads(text))
+        del want["synapse"][name]
+        got = tomllib.loads(out)
+    except (tomllib.TOMLDecodeError, KeyError, TypeError):
+        return None
+    if not want["synapse"] and "synapse" not in got:
+        del want["synapse"]
+    return out if got == want else None
+
+
+def remove_message(name: str, table: bool, files: list[str]) -> str:
+    what = [f"[synapse.{name}] from {CONFIG}"] if table else []
+    if files:
+        what.append(f"{SYNAPSE_DIR}/{name}/ ({plural(len(files), 'file')})")
+    return (
+        f"pamd synapse remove {name}\n\nRemoved {' and '.join(what)}.\n\n"
+        f"Pamd-Run: synapse-remove\nPamd-Synapse: {name}\n"
+    )
+
+
+def unregistered(brain: Brain) -> list[str]:
+    """Folders under synapse/ that no [synapse.NAME] table names any more."""
+    base = brain.path(SYNAPSE_DIR)
+    known = remotes(brain)
+    return sorted(
+        p.name
+        for p in (base.iterdir() if base.is_dir() else ())
+        if p.is_dir() and p.name not in known and any(f.is_file() for f in p.rglob("*"))
+    )
 
 
 def shared_paths(brain: Brain, rev: str = "HEAD") -> list[str]:

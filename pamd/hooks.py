@@ -132,16 +132,43 @@ def synapse_readonly(brain, rels: list[str]) -> list[Problem]:
 
     if pamd_is_committing(brain):
         return []
+    mine = [r for r in rels if r.startswith(SYNAPSE_DIR + "/") and r != f"{SYNAPSE_DIR}/README.md"]
+    # Concluding a merge stages what the other side committed (its own `pamd synapse pull`):
+    # a file that is byte for byte the merged-in side's is no edit of this person's.
+    theirs = merged_in(brain, mine)
     return [
         Problem(
             r,
             1,
             "synapse/ is read-only knowledge pulled from another brain; "
-            "edit it at its source, then `pamd synapse pull`",
+            "edit it at its source, then `pamd synapse pull`"
+            + (" (in a merge: `git checkout MERGE_HEAD -- FILE`, or HEAD, takes one side's"
+               " version as pulled)" if brain.repo.merge_heads() else ""),
         )
-        for r in rels
-        if r.startswith(SYNAPSE_DIR + "/") and r != f"{SYNAPSE_DIR}/README.md"
+        for r in mine
+        if r not in theirs
     ]
+
+
+def merged_in(brain, rels: list[str]) -> set[str]:
+    """Those of `rels` whose staged blob is the one a commit being merged in holds there."""
+    heads = brain.repo.merge_heads() if rels else []
+    if not heads:
+        return set()
+    staged = {}
+    for rec in brain.repo.run("ls-files", "-s", "-z", "--", *rels).split("\0"):
+        meta, tab, path = rec.partition("\t")
+        parts = meta.split()
+        if tab and len(parts) == 3 and parts[2] == "0":
+            staged[path] = parts[1]
+    found = set()
+    for head in heads:
+        for rec in brain.repo.run("ls-tree", "-r", "-z", head, "--", *rels).split("\0"):
+            meta, tab, path = rec.partition("\t")
+            parts = meta.split()
+            if tab and len(parts) == 3 and staged.get(path) == parts[2]:
+                found.add(path)
+    return found
 
 
 def index(brain) -> str:

@@ -241,6 +241,45 @@ def test_person_edit_under_synapse_is_flagged_but_pamd_commits_are_not(hooked):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_concluding_a_merge_that_brings_the_other_sides_synapse_pull_passes_the_plain_hook(hooked):
+    """Two clones of one brain: the other side ran `pamd synapse pull`, and a conflict elsewhere
+    stopped the merge. Its pulled files are staged against HEAD, but they are the merged-in
+    side's bytes, not a person's edit (the pre-commit framework checks only the conflicted
+    files and let this through; the plain hook blocked it)."""
+    root = hooked.cwd
+    pamd_env = with_path({"GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"})
+
+    def commit(msg, env=None):
+        return subprocess.run(["git", "commit", "-q", *msg], cwd=root, capture_output=True,
+                              text=True, env=env or with_path())
+
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "synapse" / "bob").mkdir(parents=True)
+    (root / "synapse" / "bob" / "MEMORY.md").write_text("---\nsource: x\ncommit: y\n---\nhello\n")
+    (root / "notes.txt").write_text("other side\n")
+    git(root, "add", "-A")
+    assert commit(["-m", "pamd synapse pull: bob"], pamd_env).returncode == 0
+    git(root, "checkout", "-q", "-")
+    (root / "notes.txt").write_text("this side\n")
+    git(root, "add", "-A")
+    assert commit(["-m", "a note"]).returncode == 0
+    assert subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True).returncode
+    (root / "notes.txt").write_text("this side\nother side\n")
+    git(root, "add", "notes.txt")
+    # a person's edit of the pulled file during the merge is still refused, and says how to undo it
+    mem = root / "synapse" / "bob" / "MEMORY.md"
+    mem.write_text(mem.read_text() + "my edit\n")
+    git(root, "add", "synapse")
+    r = commit(["--no-edit"])
+    said = r.stdout + r.stderr
+    assert r.returncode != 0 and "synapse/bob/MEMORY.md:1: synapse/ is read-only" in said
+    assert "git checkout MERGE_HEAD -- FILE" in said
+    git(root, "checkout", "MERGE_HEAD", "--", "synapse/bob/MEMORY.md")
+    r = commit(["--no-edit"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert git(root, "rev-parse", "HEAD^2") == git(root, "rev-parse", "other")
+
+
 def test_post_checkout_hook_never_fails_a_checkout(hooked):
     root = hooked.cwd
     for env in ({}, {"PAMD_HOOK_INDEX": "0"}):

@@ -215,6 +215,89 @@ def test_expand_and_touch_of_pulled_knowledge_name_its_brain(alice, bob):
     assert code == 1 and "not in the tree nor in its history" in err
 
 
+def test_remove_takes_the_table_the_files_and_the_cache_in_one_commit(alice, bob):
+    root = bob.cwd
+    for name in ("alice", "other"):
+        assert bob("synapse", "add", name, str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    cfg = (root / "pamd.toml").read_text()
+    n = head_count(root)
+    code, out, err = bob("synapse", "remove", "alice")
+    assert code == 0 and "removed synapse alice (3 pulled files) in one commit" in out, err
+    assert head_count(root) == n + 1 and git(root, "status", "--porcelain") == ""
+    assert git(root, "show", "--name-status", "--format=", "HEAD").split() == [
+        "M", "pamd.toml", "D", "synapse/alice/DNA.md", "D", "synapse/alice/L3/2026-11.md",
+        "D", "synapse/alice/MEMORY.md"]
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Pamd-Run: synapse-remove" in body and "Pamd-Synapse: alice" in body
+    # exactly the table went: [synapse.other] and everything else stay byte for byte
+    table = f'\n[synapse.alice]\nurl = "{alice.cwd.resolve()}"\n'
+    assert (root / "pamd.toml").read_text() == cfg.replace(table, "", 1)
+    assert not (root / "synapse" / "alice").exists()
+    assert not (root / ".pamd" / "synapse" / "alice.git").exists()
+    assert (root / ".pamd" / "synapse" / "other.git").exists()
+    code, out, _ = bob("synapse", "list")
+    assert out.startswith("other\t") and out.count("\n") == 1
+    assert bob("fsck")[0] == 0 and bob("synapse", "pull")[0] == 0
+    code, _, err = bob("synapse", "remove", "alice")
+    assert code == 1 and err.startswith("pamd: error: no synapse named alice")
+    assert bob("synapse", "remove", "other")[0] == 0
+    assert bob("synapse", "list")[1].startswith("no synapse remotes")
+
+
+def test_list_names_a_pulled_folder_no_table_registers_and_remove_clears_it(alice, bob):
+    """A [synapse.NAME] deleted by hand left synapse/NAME/ in the tree and in recall,
+    hidden from `synapse list`, with no verb to remove it."""
+    root = bob.cwd
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    cfg = root / "pamd.toml"
+    cfg.write_text(cfg.read_text().split("\n[synapse.alice]")[0] + "\n")
+    git(root, "commit", "-qam", "a person drops the table")
+    code, out, _ = bob("synapse", "list")
+    assert out.startswith("alice\tnot registered (`pamd synapse remove alice` removes it)\t3 files")
+    code, out, err = bob("synapse", "remove", "alice")
+    assert code == 0 and "in one commit" in out, err
+    assert git(root, "ls-files", "synapse") == "" and not (root / "synapse" / "alice").exists()
+    assert not (root / ".pamd" / "synapse" / "alice.git").exists()
+    assert "Removed synapse/alice/ (3 files)." in git(root, "log", "-1", "--format=%B")
+
+
+def test_an_edit_of_a_pulled_file_is_refused_with_how_to_drop_it(alice, bob):
+    """The advice was "commit or stash them first": committing is what the read-only
+    hook forbids."""
+    root = bob.cwd
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    mem = root / "synapse" / "alice" / "MEMORY.md"
+    mem.write_text(mem.read_text() + "my note\n")
+    same = unchanged_but_cache(bob)
+    for verb in ("pull", "remove"):
+        code, _, err = bob("synapse", verb, "alice")
+        assert code == 1 and err.count("\n") == 1, err
+        assert "`git checkout -- synapse/alice/MEMORY.md` drops the edit" in err
+        assert "commit or stash" not in err
+        same()
+
+
+def test_remove_refuses_a_table_it_cannot_take_out_alone(alice, bob):
+    root = bob.cwd
+    cfg = root / "pamd.toml"
+    text = cfg.read_text().replace(
+        '[synapse]\npublish_branch = "pamd/publish"\n',
+        f'[synapse]\npublish_branch = "pamd/publish"\nalice = {{ url = "{alice.cwd}" }}\n',
+    )
+    assert text != cfg.read_text()
+    cfg.write_text(text)
+    git(root, "commit", "-qam", "a person writes the remote inline")
+    assert bob("synapse", "pull")[0] == 0
+    same = unchanged_but_cache(bob)
+    code, _, err = bob("synapse", "remove", "alice")
+    assert code == 1 and "cannot take synapse alice out of pamd.toml by itself" in err
+    assert err.count("\n") == 1
+    same()
+
+
 def test_publish_refuses_secrets(alice):
     mem = alice.cwd / "MEMORY.md"
     mem.write_text(
@@ -246,6 +329,18 @@ def unchanged(p: Pamd):
     return check
 
 
+def unchanged_but_cache(p: Pamd):
+    head, status = git(p.cwd, "rev-parse", "HEAD"), git(p.cwd, "status", "--porcelain")
+    caches = sorted((p.cwd / ".pamd" / "synapse").glob("*.git"))
+
+    def check():
+        assert git(p.cwd, "rev-parse", "HEAD") == head
+        assert git(p.cwd, "status", "--porcelain") == status
+        assert sorted((p.cwd / ".pamd" / "synapse").glob("*.git")) == caches
+
+    return check
+
+
 @pytest.mark.parametrize("name", ["../evil", "a/b", "/abs", "..", ".hidden", "a\0b", "", "x" * 65,
                                   "alice.bob", "a.b.c"])
 def test_names_with_path_tricks_are_refused(bob, alice, name):
@@ -267,6 +362,14 @@ def test_a_dotted_name_is_refused_and_the_next_add_still_works(bob, alice):
     same()
     assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
     assert bob("check")[0] == 0
+
+
+def test_add_help_names_the_characters_a_name_may_hold():
+    """The help said `letters, digits, . _ -` while a dotted name is refused."""
+    r = subprocess.run([sys.executable, "-m", "pamd", "synapse", "add", "--help"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "digits, . _" not in r.stdout
+    assert "no . or /" in " ".join(r.stdout.split())
 
 
 def test_a_pamd_toml_that_would_not_parse_is_never_committed(bob, alice):
@@ -309,6 +412,44 @@ def test_unreachable_and_non_brain_remotes_are_refused(bob, tmp_path):
             code == 1 and says in err and err.startswith("pamd: error: ") and err.count("\n") == 1
         ), (url, err)
         same()
+
+
+TOKEN = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"  # split: no scanner flags this file
+
+
+@pytest.mark.parametrize("url", [
+    f"https://bob:{TOKEN}@github.com/bob/brain.git",
+    f"https://{TOKEN}@github.com/bob/brain.git",
+    "https://bob:hunter2@example.com/brain.git",
+    "https://oauth2:s3cr3t-v4lue@gitlab.example.com/brain.git",
+    f"https://example.com/brain.git?access_token={TOKEN}",
+])
+def test_a_credential_in_a_synapse_url_is_refused_not_committed(bob, alice, url):
+    """pamd.toml, every pulled file's `source:` and the pull commit's `Pamd-Source:` hold the
+    URL in clear: a token in it was committed three times over."""
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "add", "alice", url)
+    assert code == 1 and err.count("\n") == 1 and "holds a password or token" in err
+    assert "credential helper" in err and "ssh URL" in err
+    assert url not in err and TOKEN not in err  # the message is logged too
+    same()
+    # a person writing it into pamd.toml by hand: the pull refuses it just the same
+    cfg = bob.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text() + f'\n[synapse.alice]\nurl = "{url}"\n')
+    git(bob.cwd, "commit", "-qam", "a person adds a remote by hand")
+    same = unchanged(bob)
+    code, _, err = bob("synapse", "pull")
+    assert code == 1 and "holds a password or token" in err
+    same()
+
+
+def test_a_user_name_alone_in_a_synapse_url_is_no_credential(bob, alice):
+    from pamd.edge.brain import Brain
+    from pamd.edge.synapse import check_credentials
+
+    for url in ("ssh://git@github.com/bob/brain.git", "git@github.com:bob/brain.git",
+                "https://bob@github.com/bob/brain.git", str(alice.cwd)):
+        assert check_credentials(Brain(bob.cwd), url) == url
 
 
 def test_a_remote_that_went_away_fails_the_pull_and_writes_nothing(alice, bob):

@@ -1,4 +1,4 @@
-"""pamd synapse: share knowledge between brains (add, pull, publish, list)."""
+"""pamd synapse: share knowledge between brains (add, pull, publish, list, remove)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ pamd synapse add alice ../alice-brain       # or a git URL
 pamd synapse pull                           # all remotes, one commit, under synapse/NAME/
 pamd synapse publish                        # update the pamd/publish branch others pull
 pamd synapse list
+pamd synapse remove alice                   # stop sharing: table, synapse/alice/ and cache, one commit
 """
 
 
@@ -18,7 +19,7 @@ def add_arguments(p) -> None:
     a = sub.add_parser(
         "add", help="register another brain by URL or path (checks it is reachable and a brain)"
     )
-    a.add_argument("name", help="a short name: letters, digits, . _ -")
+    a.add_argument("name", help="a short name: 1-64 letters, digits, _ or - (no . or /)")
     a.add_argument("url", help="git URL or path of the other brain")
     a.add_argument(
         "--ref", default="", help="branch to pull (default: pamd/publish if there, else HEAD)"
@@ -34,7 +35,11 @@ def add_arguments(p) -> None:
         "--branch", help="branch to publish to (default: [synapse] publish_branch or pamd/publish)"
     )
     ls = sub.add_parser("list", help="registered remotes and what was pulled from each")
-    for verb in (a, pl, pb, ls):
+    rm = sub.add_parser(
+        "remove", help="stop pulling a brain: its [synapse.NAME], synapse/NAME/ and cache, one commit"
+    )
+    rm.add_argument("name", help="the synapse to remove")
+    for verb in (a, pl, pb, ls, rm):
         # `pamd synapse pull --now X` as well as `pamd synapse --now X pull`; SUPPRESS keeps
         # the value given before the verb when none is given after it.
         for opt in ("--brain", "--now"):
@@ -70,12 +75,25 @@ def run(args) -> int:
                 f"published {plural(len(paths), 'file')} to {branch} ({sha[:8]}); "
                 f"push it: git push origin {branch}"
             )
+    elif args.verb == "remove":
+        sha, files = synapse.remove(brain, args.name)
+        print(
+            f"removed synapse {args.name} ({plural(len(files), 'pulled file')})"
+            + (f" in one commit ({sha[:8]})" if sha else "; only its cache was left")
+        )
     else:
         remotes = synapse.remotes(brain)
         files = synapse.synapse_files(brain)
+        stray = synapse.unregistered(brain)
         for name, table in remotes.items():
             mine = [f for f in files if f.startswith(f"synapse/{name}/")]
             print(f"{name}\t{table['url']}\t{plural(len(mine), 'file')}")
-        if not remotes:
+        for name in stray:
+            mine = [f for f in files if f.startswith(f"synapse/{name}/")]
+            print(
+                f"{name}\tnot registered (`pamd synapse remove {name}` removes it)\t"
+                f"{plural(len(mine), 'file')}"
+            )
+        if not remotes and not stray:
             print("no synapse remotes (pamd synapse add NAME URL)")
     return 0

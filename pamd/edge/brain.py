@@ -255,6 +255,11 @@ class Transaction:
             return None
         paths = sorted(real)
         dirty = b.repo.dirty(paths)
+        if dirty and all(rel.startswith(SYNAPSE_DIR + "/") for rel in dirty):
+            # pulled knowledge is read-only (the hook refuses committing an edit of it)
+            raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
+                            f"synapse/ is read-only: `git checkout -- {dirty[0]}` drops the edit; "
+                            "edit it at its source")
         if dirty:
             raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
                             "commit or stash them first; pamd never commits a person's edits")

@@ -89,6 +89,14 @@ class Repo:
                 return what
         return None
 
+    def merge_heads(self) -> list[str]:
+        """The commits being merged in (.git/MERGE_HEAD: one line each), [] outside a merge."""
+        try:
+            text = (Path(self._repo.git_dir) / "MERGE_HEAD").read_text("ascii")
+        except (OSError, UnicodeDecodeError):
+            return []
+        return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
     def dirty(self, paths: list[str] | None = None) -> list[str]:
         """Paths (relative) with staged, unstaged or untracked changes, limited to `paths`."""
         args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]

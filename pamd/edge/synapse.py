@@ -4,7 +4,8 @@
 checking it is reachable and holds a brain. `pull` fetches each remote into a
 bare cache (.pamd/synapse/NAME.git, untracked), reads MEMORY.md, DNA.md and
 memory/L3/*.md at the fetched commit, and writes them under synapse/NAME/ with
-frontmatter naming the source and commit, all in one commit. `publish` puts
+frontmatter naming the source and commit, all in one commit. `remove` takes
+the table, synapse/NAME/ and the cache away again in one commit. `publish` puts
 exactly those files (from HEAD, after a secret scan) on a `pamd/publish`
 branch that other brains pull. Nothing here touches this brain's own tiers:
 `Brain.entry_files()` never reads synapse/.
@@ -72,6 +73,33 @@ def normalise_url(url: str, cwd: Path | None = None) -> str:
             f"synapse remote {url} does not exist", "give a git URL or the path of another brain"
         )
     return str(path.resolve())
+
+
+# The userinfo of scheme://userinfo@host/...: up to the last @ before the path.
+USERINFO_RE = re.compile(r"^[a-z][a-z0-9+.-]*://([^/?#]*)@", re.I)
+
+
+def check_credentials(brain: Brain, url: str) -> str:
+    """Refuse a remote whose URL carries a password or token.
+
+    The URL is written in clear into pamd.toml, every pulled file's `source:` and the
+    pull commit, all committed; git can find the credential without it.
+    """
+    m = USERINFO_RE.match(url)
+    if (m and ":" in m.group(1)) or _secrets_in(brain, url):
+        # the URL itself is not repeated: an error message ends up in logs too
+        raise PamdError(
+            "the synapse URL holds a password or token, which pamd would commit in clear",
+            "keep the URL plain and let a git credential helper give the token, "
+            "or use an ssh URL: git@host:owner/brain.git",
+        )
+    return url
+
+
+def _secrets_in(brain: Brain, text: str) -> bool:
+    from pamd.edge.redaction import redactor
+
+    return bool(redactor(brain.config).find(text))
 
 
 def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
@@ -257,7 +285,7 @@ def plan_pull(
 # ---------------------------------------------------------------- the three verbs
 def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, str]:
     check_name(name)
-    url = normalise_url(url)
+    url = check_credentials(brain, normalise_url(url))
     tables = brain.config.get("synapse")
     if name in remotes(brain) or (isinstance(tables, dict) and name in tables):
         raise PamdError(
@@ -308,6 +336,7 @@ def pull(brain: Brain, name: str | None = None) -> tuple[str | None, list[Pulled
         pulled = []
         for n, table in todo.items():
             check_name(n)  # a hand-edited pamd.toml gets the same checks as `add`
+            check_credentials(brain, table["url"])
             cache, sha, _ = fetch(brain, n, table["url"], str(table.get("ref", "")))
             files, origin = read_source(brain, n, cache, sha)
             pulled.append(plan_pull(brain, n, table["url"], sha, files, origin))
@@ -333,6 +362,100 @@ def pull_message(pulled: list[Pulled]) -> str:
             f"Pamd-Source-Commit: {p.commit}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def remove(brain: Brain, name: str) -> tuple[str | None, list[str]]:
+    """Stop pulling `name`: its [synapse.NAME] table and synapse/NAME/ go in one commit, and
+    its cache with them. Returns (the new sha or None, the pulled files removed)."""
+    check_name(name)
+    cache = brain.state_dir / "synapse" / f"{name}.git"
+    with brain.transaction() as tx:
+        changes: dict[str, str | None] = {}
+        tables = brain.config.get("synapse")
+        if isinstance(tables, dict) and name in tables:
+            text = without_table(brain.read(CONFIG) or "", name)
+            if text is None:
+                raise PamdError(
+                    f"cannot take synapse {name} out of {CONFIG} by itself (not a plain "
+                    f"[synapse.{name}] table)",
+                    f"delete it from {CONFIG} by hand, commit, then run `pamd synapse remove {name}`",
+                )
+            changes[CONFIG] = text
+        base = brain.path(f"{SYNAPSE_DIR}/{name}")
+        files = (
+            sorted(p.relative_to(brain.root).as_posix() for p in base.rglob("*") if p.is_file())
+            if base.is_dir()
+            else []
+        )
+        changes.update(dict.fromkeys(files))
+        if not changes and not cache.exists():
+            raise PamdError(f"no synapse named {name}", "`pamd synapse list` names them")
+        sha = tx.commit(changes, remove_message(name, CONFIG in changes, files)) if changes else None
+        # only once the commit landed: the cache, and the folders git leaves empty
+        shutil.rmtree(cache, ignore_errors=True)
+        for d in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True) + [base]:
+            try:
+                d.rmdir()
+            except OSError:
+                pass  # not empty (a file git ignores) or already gone
+    return sha, files
+
+
+def without_table(text: str, name: str) -> str | None:
+    """pamd.toml `text` without its [synapse.NAME] table; None unless exactly that table goes."""
+    import copy
+    import tomllib
+
+    head = re.compile(
+        rf"""^[ \t]*\[[ \t]*synapse[ \t]*\.[ \t]*(?:{name}|"{name}"|'{name}')[ \t]*\][ \t]*(?:#.*)?$"""
+    )
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if head.match(ln.rstrip("\r\n"))), None)
+    if start is None:
+        return None
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines)
+    )
+    cut = end
+    # Comments set apart by a blank line right above the next table are that table's.
+    k = end
+    while k > start + 1 and lines[k - 1].lstrip().startswith("#"):
+        k -= 1
+    if end < len(lines) and k < end and not lines[k - 1].strip():
+        cut = k
+    out = "".join(lines[:start] + lines[cut:])
+    if cut == len(lines):
+        out = out.rstrip("\n") + "\n"
+    try:
+        want = copy.deepcopy(tomllib.loads(text))
+        del want["synapse"][name]
+        got = tomllib.loads(out)
+    except (tomllib.TOMLDecodeError, KeyError, TypeError):
+        return None
+    if not want["synapse"] and "synapse" not in got:
+        del want["synapse"]
+    return out if got == want else None
+
+
+def remove_message(name: str, table: bool, files: list[str]) -> str:
+    what = [f"[synapse.{name}] from {CONFIG}"] if table else []
+    if files:
+        what.append(f"{SYNAPSE_DIR}/{name}/ ({plural(len(files), 'file')})")
+    return (
+        f"pamd synapse remove {name}\n\nRemoved {' and '.join(what)}.\n\n"
+        f"Pamd-Run: synapse-remove\nPamd-Synapse: {name}\n"
+    )
+
+
+def unregistered(brain: Brain) -> list[str]:
+    """Folders under synapse/ that no [synapse.NAME] table names any more."""
+    base = brain.path(SYNAPSE_DIR)
+    known = remotes(brain)
+    return sorted(
+        p.name
+        for p in (base.iterdir() if base.is_dir() else ())
+        if p.is_dir() and p.name not in known and any(f.is_file() for f in p.rglob("*"))
+    )
 
 
 def shared_paths(brain: Brain, rev: str = "HEAD") -> list[str]:

@@ -136,6 +136,14 @@ def test_queued_messages_of_a_real_session():
     assert len(notes) == 1
 
 
+def test_a_slash_command_with_arguments_is_what_the_user_asked(brain):
+    """Its words are the request (user_intent), not harness output left for trash."""
+    code, out, err = brain("ingest", str(CLAUDE / "subagent.jsonl"))
+    assert code == 0, err
+    typed = [e for e in entries(brain.cwd) if e.text.startswith("<command-message>handgemacht:create-beads<")]
+    assert [(e.type, e.importance >= 0.8) for e in typed] == [("user_intent", True)]
+
+
 @pytest.mark.parametrize("name", ["258c7280-*.jsonl", "tool_heavy.jsonl"])
 def test_a_prefix_of_a_real_session_says_nothing_the_whole_does_not(name):
     """Cut anywhere, a growing session's messages are messages of the whole (same ids),

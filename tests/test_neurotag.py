@@ -104,6 +104,14 @@ TYPE_CASES = [
     ("user_intent", "user", "Traceback (most recent call last):\nKeyError: x\ncan you fix this"),
     ("tool_result", "tool", "lib/a.ex\nlib/b.ex\nlib/c.ex"),
     ("tool_result", "user", "<system-reminder>\nPostToolUse hook: [CREDO] ok</system-reminder>"),
+    ("tool_result", "user", "<command-name>/mcp</command-name>\n  <command-message>mcp</command-message>\n"
+                            "  <command-args></command-args>"),
+    ("tool_result", "user", "<command-name>/clear</command-name>"),
+    # a slash command with arguments is what the user typed
+    ("user_intent", "user", "<command-message>beads:create</command-message>\n<command-name>/beads:create"
+                            "</command-name>\n<command-args>websearch how to set up credo</command-args>"),
+    ("decision", "user", "<command-name>/note</command-name>\n<command-args>we decided to go with Postgres"
+                         "</command-args>"),
     ("tool_result", "assistant", 'Traceback (most recent call last):\n  File "a.py", line 1'),
     ("tool_result", "user", '{"status": "ok", "items": [1, 2, 3]}'),
     ("ephemeral", "user", "ok"),

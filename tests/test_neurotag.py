@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,17 @@ NEUTRAL = [
 @pytest.mark.parametrize("text", NEUTRAL)
 def test_neutral_text_has_no_tags(tagger: Tagger, text: str) -> None:
     assert tagger.tag(text, "assistant").neuro == ()
+
+
+def test_the_brain_protocol_examples_tag_as_its_table_says(tagger: Tagger) -> None:
+    """protocols/hippocampus.md is what an agent reads about tags: its examples must be true."""
+    text = resources.files("pamd.templates").joinpath("brain/protocols/hippocampus.md").read_text("utf-8")
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in text.splitlines()
+            if ln.startswith("| ") and ln.split("|")[1].strip() in NEURO]
+    assert {r[0] for r in rows} == set(NEURO)
+    for tag, _, examples in rows:
+        for example in examples.split(", "):
+            assert tag in tagger.tag(example.strip("`"), "user").neuro, (tag, example)
 
 
 def test_zero_failures_is_not_cortisol(tagger: Tagger) -> None:

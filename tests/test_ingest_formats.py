@@ -64,9 +64,67 @@ def test_queued_user_messages_are_kept_once(brain, tmp_path):
     texts = [e.text for e in entries(brain.cwd)]
     assert texts.count("check again") == 1
     assert sum("<task-id>b1</task-id>" in t for t in texts) == 1
-    assert "/mcp" not in texts
+    # a handed-over command is the message the user typed, at the time it was queued
+    assert texts.count("/mcp") == 1 and not any("<command-name>/mcp" in t for t in texts)
     assert next(e for e in entries(brain.cwd) if e.text == "check again").role == "user"
+    assert next(e for e in entries(brain.cwd) if "<task-id>b1<" in e.text).ts.second == 4
     assert "nothing new" in brain("ingest", f)[1]
+
+
+def _growing(tmp_path):
+    """A session whose queued messages are handed over much later, as Claude Code writes it."""
+    note = "<task-notification>\n<task-id>b2</task-id>\n<status>completed</status>\n</task-notification>"
+    say = [_cc("user", 1, message={"role": "user", "content": "run the tests in the background"})]
+    say += [{"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:02.000Z",
+             "sessionId": "cc-q", "content": note},
+            {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:03.000Z",
+             "sessionId": "cc-q", "content": "/review the parser"}]
+    say += [_cc("assistant", 4 + i, message={"role": "assistant", "content": [{"type": "text", "text": f"step {i}"}]})
+            for i in range(3)]
+    say += [_cc("user", 8, message={"role": "user", "content": note}),
+            _cc("user", 9, message={"role": "user", "content": [
+                {"type": "text", "text": "<command-message>review</command-message>\n<command-name>/review"
+                                         "</command-name>\n<command-args>the parser</command-args>"}]}),
+            _cc("assistant", 10, message={"role": "assistant", "content": [{"type": "text", "text": "done"}]})]
+    return [json.dumps(r) for r in say]
+
+
+def test_a_growing_session_keeps_a_queued_message_once(brain, tmp_path):
+    """Ingested after every turn while it grows, a session holds what one ingest of it holds."""
+    lines = _growing(tmp_path)
+    whole = tmp_path / "whole" / "s.jsonl"
+    whole.parent.mkdir()
+    whole.write_text("\n".join(lines) + "\n")
+    once = brain.cwd / ".." / "once"
+    assert brain("init", str(once))[0] == 0
+    assert brain("--brain", str(once), "ingest", str(whole))[0] == 0
+    live = tmp_path / "s.jsonl"
+    for cut in (3, 5, 7, 8, 9, len(lines)):
+        live.write_text("\n".join(lines[:cut]) + "\n")
+        code, out, err = brain("ingest", str(live))
+        assert code == 0, err
+    assert "nothing new" in out
+    assert [(e.id, e.ts, e.text) for e in entries(brain.cwd)] == [(e.id, e.ts, e.text) for e in entries(once)]
+    assert sum("<task-id>b2<" in e.text for e in entries(brain.cwd)) == 1
+
+
+def test_a_session_ingested_whole_before_keeps_its_handed_over_messages_once(brain, tmp_path):
+    """A brain that stored the handing-over record under its own id (older pamd) takes no copy."""
+    lines = _growing(tmp_path)
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    msgs = sources.read(f.read_bytes(), f.name)
+    old = [m.was or m for m in msgs]
+    from pamd.encode.ingest import message_id
+    assert {message_id(m) for m in old} != {message_id(m) for m in msgs}
+    older = tmp_path / "older.jsonl"  # what older pamd read: each handing-over record at its own time
+    older.write_text("".join(json.dumps({"ts": m.ts.isoformat(), "role": m.role, "text": m.text,
+                                         "session": m.session}) + "\n" for m in old))
+    assert brain("ingest", str(older))[0] == 0
+    assert {e.id for e in entries(brain.cwd)} == {message_id(m) for m in old}
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert "nothing new" in out
 
 
 def test_queued_messages_of_a_real_session():
@@ -76,6 +134,30 @@ def test_queued_messages_of_a_real_session():
         assert [m.role for m in msgs if m.text == said] == ["user"]
     notes = [m.text for m in msgs if m.text.startswith("<task-notification>\n<task-id>b0be39e<")]
     assert len(notes) == 1
+
+
+def test_a_slash_command_with_arguments_is_what_the_user_asked(brain):
+    """Its words are the request (user_intent), not harness output left for trash."""
+    code, out, err = brain("ingest", str(CLAUDE / "subagent.jsonl"))
+    assert code == 0, err
+    typed = [e for e in entries(brain.cwd) if e.text.startswith("<command-message>handgemacht:create-beads<")]
+    assert [(e.type, e.importance >= 0.8) for e in typed] == [("user_intent", True)]
+
+
+@pytest.mark.parametrize("name", ["258c7280-*.jsonl", "tool_heavy.jsonl"])
+def test_a_prefix_of_a_real_session_says_nothing_the_whole_does_not(name):
+    """Cut anywhere, a growing session's messages are messages of the whole (same ids),
+    so ingesting it after every turn stores what one ingest of the finished file does."""
+    from pamd.encode.ingest import message_id
+
+    data = next(CLAUDE.glob(name)).read_bytes()
+    lines = data.split(b"\n")
+    whole = {message_id(m) for m in sources.read(data, "s.jsonl")}
+    # each cut between a queue-operation and the user record that hands it over, and some more
+    cuts = {i + 1 for i, ln in enumerate(lines) if b'"queue-operation"' in ln} | set(range(1, len(lines), 97))
+    for cut in sorted(cuts):
+        prefix = {message_id(m) for m in sources.read(b"\n".join(lines[:cut]), "s.jsonl")}
+        assert prefix <= whole, cut
 
 
 # OpenAI-style and pamd-style JSON

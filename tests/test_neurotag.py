@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,17 @@ def test_neutral_text_has_no_tags(tagger: Tagger, text: str) -> None:
     assert tagger.tag(text, "assistant").neuro == ()
 
 
+def test_the_brain_protocol_examples_tag_as_its_table_says(tagger: Tagger) -> None:
+    """protocols/hippocampus.md is what an agent reads about tags: its examples must be true."""
+    text = resources.files("pamd.templates").joinpath("brain/protocols/hippocampus.md").read_text("utf-8")
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in text.splitlines()
+            if ln.startswith("| ") and ln.split("|")[1].strip() in NEURO]
+    assert {r[0] for r in rows} == set(NEURO)
+    for tag, _, examples in rows:
+        for example in examples.split(", "):
+            assert tag in tagger.tag(example.strip("`"), "user").neuro, (tag, example)
+
+
 def test_zero_failures_is_not_cortisol(tagger: Tagger) -> None:
     assert "cortisol" not in tagger.tag("19 tests, 0 failures", "tool").neuro
     assert "cortisol" in tagger.tag("19 tests, 2 failures", "tool").neuro
@@ -104,6 +116,14 @@ TYPE_CASES = [
     ("user_intent", "user", "Traceback (most recent call last):\nKeyError: x\ncan you fix this"),
     ("tool_result", "tool", "lib/a.ex\nlib/b.ex\nlib/c.ex"),
     ("tool_result", "user", "<system-reminder>\nPostToolUse hook: [CREDO] ok</system-reminder>"),
+    ("tool_result", "user", "<command-name>/mcp</command-name>\n  <command-message>mcp</command-message>\n"
+                            "  <command-args></command-args>"),
+    ("tool_result", "user", "<command-name>/clear</command-name>"),
+    # a slash command with arguments is what the user typed
+    ("user_intent", "user", "<command-message>beads:create</command-message>\n<command-name>/beads:create"
+                            "</command-name>\n<command-args>websearch how to set up credo</command-args>"),
+    ("decision", "user", "<command-name>/note</command-name>\n<command-args>we decided to go with Postgres"
+                         "</command-args>"),
     ("tool_result", "assistant", 'Traceback (most recent call last):\n  File "a.py", line 1'),
     ("tool_result", "user", '{"status": "ok", "items": [1, 2, 3]}'),
     ("ephemeral", "user", "ok"),

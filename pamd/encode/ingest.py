@@ -77,8 +77,11 @@ def _ascii_token(value: str, limit: int) -> str:
 
 def legacy_id(m: sources.Message) -> str | None:
     """The id the message had in an older pamd, when that differs: untimed daily-note
-    items were placed by their position in the note, and session and role names lost
-    their non-ASCII letters. A brain that holds the old id must not take it again."""
+    items were placed by their position in the note, session and role names lost
+    their non-ASCII letters, and the record that hands a queued Claude Code message
+    over was a message of its own. A brain that holds the old id must not take it again."""
+    if m.was is not None:
+        return legacy_id(m.was) or message_id(m.was)
     session, role = _ascii_token(m.session, 64), _ascii_token(m.role, 32)
     if m.key is not None:
         return entry_id("e", session, fmt_time(m.ts) if m.ts else f"#{m.seq}", role, m.text)

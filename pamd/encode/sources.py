@@ -10,8 +10,9 @@ Formats (auto-detected, or forced with --format):
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
   its "acompact" worker; skill/command expansions become short system entries; a
-  message the user typed while the agent worked (a queue-operation "enqueue") is a
-  user message unless the same text also arrives as a user record).
+  message the user typed while the agent worked (a queue-operation "enqueue") is one
+  user message at the time it was queued, whether or not the user record that later
+  hands it over is in the file yet, so a file read while it grows gives it one id).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time.
 
@@ -56,6 +57,7 @@ class Message:
     seq: int  # position in its source, for stable ids when ts is missing
     key: str | None = None  # anchors the id instead of ts/seq: an untimed note item's day; stdin: now
     dup: int = 0  # earlier messages in the same source with the same anchor, role and text
+    was: Message | None = None  # the message an older pamd read from the same record, when it differs
 
     def anchor(self) -> str:
         if self.key is not None:
@@ -152,6 +154,9 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
         t = normalize_text(m.text)
         if t:
             m = replace(m, role=clean_token(m.role, 32), text=t, session=clean_token(m.session))
+            if m.was is not None:
+                m = replace(m, was=replace(m.was, role=clean_token(m.was.role, 32),
+                                           text=normalize_text(m.was.text), session=clean_token(m.was.session)))
             if untimed is not None and m.ts is None:
                 m = replace(m, key=untimed)
             ident = (m.session, m.anchor(), m.role, m.text)
@@ -313,14 +318,29 @@ def _truncate(text: str, limit: int, redactor: Redactor) -> str:
 
 
 def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
-    out = []
+    out: list[Message] = []
     records = list(_jsonl(text, name))
-    said = _user_texts(records)
+    handed = _handovers(records)
+    handed_over = {q for q, _ in handed.values()}
     queued = []  # (where, message): kept apart so the other messages keep their seq
+
+    def enqueued(line: int, rec: dict) -> Message:
+        return Message("user", rec["content"], _time(rec.get("timestamp"), name, line),
+                       str(rec.get("sessionId") or session), len(out))
+
+    def said(role: str, body: str, ts, sess: str, line: int, block: int) -> Message:
+        # The record that hands a queued message over is that message, as its
+        # enqueue alone gives it (a growing file may hold only the enqueue yet);
+        # `was` keeps what older pamd read from this record.
+        m = Message(role, body, ts, sess, len(out))
+        if (line, block) in handed:
+            return replace(enqueued(*handed[(line, block)]), was=m)
+        return m
+
     for line, rec in records:
-        if _queued(rec, said):
-            queued.append((len(out), Message("user", rec["content"], _time(rec.get("timestamp"), name, line),
-                                             str(rec.get("sessionId") or session), len(out))))
+        if _enqueue(rec):
+            if line not in handed_over:
+                queued.append((len(out), enqueued(line, rec)))
             continue
         if not isinstance(rec, dict) or rec.get("type") not in ("user", "assistant"):
             continue
@@ -344,16 +364,16 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         role = msg.get("role")
         role = role if isinstance(role, str) and role else rec["type"]
         if isinstance(content, str):
-            out.append(Message(role, content, ts, sess, len(out)))
+            out.append(said(role, content, ts, sess, line, -1))
             continue
         if not isinstance(content, list):
             continue
-        for block in content:
+        for i, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                out.append(Message(role, block["text"], ts, sess, len(out)))
+                out.append(said(role, block["text"], ts, sess, line, i))
             elif kind == "tool_use":
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
                 call = f"[tool {block.get('name', '?')}] {args}"
@@ -369,37 +389,51 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     return out
 
 
-def _user_texts(records) -> list[str]:
-    """What the user records of a Claude Code transcript say (strings and text blocks)."""
-    out = []
-    for _, rec in records:
-        msg = rec.get("message") if isinstance(rec, dict) and rec.get("type") == "user" else None
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if isinstance(content, str):
-            out.append(content.strip())
-        elif isinstance(content, list):
-            out += [b["text"].strip() for b in content
-                    if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
-    return out
+def _enqueue(rec) -> bool:
+    """A queue-operation "enqueue": a message the user typed while the agent worked."""
+    return (isinstance(rec, dict) and rec.get("type") == "queue-operation" and rec.get("operation") == "enqueue"
+            and isinstance(rec.get("content"), str) and bool(rec["content"].strip()))
 
 
-def _queued(rec, said: list[str]) -> bool:
-    """A message typed while the agent worked, found nowhere else in the transcript.
+def _user_blocks(rec) -> list[tuple[int, str]]:
+    """The texts a user record says, as (block, text); -1 for a string content."""
+    if not (isinstance(rec, dict) and rec.get("type") == "user") or rec.get("isMeta") \
+            or rec.get("isCompactSummary") or str(rec.get("agentId", "")).startswith("acompact"):
+        return []
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return [(-1, content.strip())]
+    if isinstance(content, list):
+        return [(i, b["text"].strip()) for i, b in enumerate(content)
+                if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return []
 
-    Claude Code logs it as a queue-operation "enqueue". One it later hands over
-    as a user record (a task notification, a slash command) is that record;
-    one it slips into the running turn exists only here.
+
+def _handovers(records) -> dict[tuple[int, int], tuple[int, dict]]:
+    """Which user text hands over which queued message: {(line, block): (line, enqueue)}.
+
+    Claude Code logs a message typed while the agent worked as a queue-operation
+    "enqueue". One it later hands over as a user record (a task notification, a
+    slash command: a record naming the command) pairs with the first such record
+    after it that no earlier enqueue took; one it slips into the running turn
+    exists only as its enqueue.
     """
-    if not (isinstance(rec, dict) and rec.get("type") == "queue-operation"
-            and rec.get("operation") == "enqueue" and isinstance(rec.get("content"), str)):
-        return False
-    text = rec["content"].strip()
-    if not text or text in said:
-        return False
-    if text.startswith("/"):
-        tag = f"<command-name>{text.split()[0]}</command-name>"
-        return not any(tag in t for t in said)
-    return True
+    pending: list[tuple[int, dict]] = []
+    out: dict[tuple[int, int], tuple[int, dict]] = {}
+    for line, rec in records:
+        if _enqueue(rec):
+            pending.append((line, rec))
+            continue
+        for block, text in _user_blocks(rec) if pending else []:
+            for q in pending:
+                typed = q[1]["content"].strip()
+                if text == typed or (typed.startswith("/")
+                                     and f"<command-name>{typed.split()[0]}</command-name>" in text):
+                    out[(line, block)] = q
+                    pending.remove(q)
+                    break
+    return out
 
 
 def _markdown(text: str, name: str, session: str) -> list[Message]:

@@ -284,7 +284,10 @@ def test_budget_hook_reports_an_overfull_tier(brain):
     cfg.write_text(cfg.read_text().replace("L0 = 200000", "L0 = 50"))
     r = hook(root, "budget")
     assert r.returncode == 1
-    assert re.match(r"memory/L0:1: L0 holds [\d,]+ tokens, over its budget of 50", r.stdout)
+    # at the budget's line of pamd.toml: `memory/L0:1:` named a folder no editor opens
+    line = cfg.read_text().split("\n").index("L0 = 50") + 1
+    assert re.match(rf"pamd.toml:{line}: L0 \(memory/L0\) holds [\d,]+ tokens, over its budget of 50",
+                    r.stdout), r.stdout
 
 
 # ---------------------------------------------------------------- CI templates

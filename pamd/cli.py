@@ -1,8 +1,8 @@
 """The command line: parse, dispatch to pamd.commands.<name>.run(args), map errors.
 
-Each command module has `HELP` (one line), `EXAMPLE`, `add_arguments(parser)`
-and `run(args) -> int`. Heavy imports happen inside `run`, so `pamd --help`
-and the hooks start fast.
+Each command module has `HELP` (one line; `DESCRIPTION`, if any, is its --help's
+longer text), `EXAMPLE`, `add_arguments(parser)` and `run(args) -> int`. Heavy
+imports happen inside `run`, so `pamd --help` and the hooks start fast.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
             continue  # a command not built yet
         p = sub.add_parser(
             name, parents=[common if getattr(mod, "LIST_BRAIN", True) else quiet],
-            help=mod.HELP, description=mod.HELP,
+            help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
             epilog="Example:\n" + "\n".join("  " + ln for ln in mod.EXAMPLE.strip().splitlines()),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

@@ -81,8 +81,10 @@ def check(brain, rels: list[str] | None) -> list[Problem]:
 
 
 def budget(brain) -> list[Problem]:
-    """Tiers over their token budget, reported at the tier's folder."""
-    from pamd.edge.brain import MEMORY, TIER_DIRS
+    """Tiers over their token budget, reported at the budget's line of pamd.toml (a folder
+    has no line an editor could open)."""
+    from pamd.edge.brain import CONFIG, MEMORY, TIER_DIRS
+    from pamd.edge.check import key_line
 
     budgets = brain.config.get("tiers", {}).get("budgets", {})
     from pamd.edge.brain import tier_of
@@ -102,10 +104,10 @@ def budget(brain) -> list[Problem]:
             where = TIER_DIRS.get(tier, MEMORY)
             problems.append(
                 Problem(
-                    where,
-                    1,
-                    f"{tier} holds {tokens:,} tokens, over its budget of {limit:,}"
-                    " (run `pamd compact`, or raise [tiers.budgets] in pamd.toml)",
+                    CONFIG,
+                    key_line(brain.read(CONFIG) or "", f"tiers.budgets.{tier}"),
+                    f"{tier} ({where}) holds {tokens:,} tokens, over its budget of {limit:,}"
+                    " in [tiers.budgets] (run `pamd compact`, or raise it)",
                 )
             )
     return problems

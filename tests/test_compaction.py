@@ -420,6 +420,30 @@ def test_defrag_archives_daily_notes_and_compacts_them_only_after_they_landed_ra
     assert brain("fsck")[0] == 0
 
 
+def test_defrag_does_what_compact_does_first_and_its_help_and_protocol_say_so(brain):
+    """A defrag also moves raw L0 entries and drops trash (a backlog can reach MEMORY.md in one
+    run); `defrag --help`, README and protocols/defrag.md named only L2->L3->MEMORY.md."""
+    from conftest import REPO
+
+    from pamd.cli import build_parser
+
+    root = brain.cwd
+    assert brain("remember", "the build server is ci-7 in rack 4", now="2026-03-01T10:00:00Z")[0] == 0
+    assert brain("remember", "ok", now="2026-03-01T10:01:00Z")[0] == 0
+    assert brain("remember", "the old build server was ci-3", now="2026-02-20T10:00:00Z")[0] == 0
+    code, out, err = brain("defrag", now="2026-03-01T20:00:00Z")
+    assert code == 0, err
+    message = git(root, "log", "-1", "--format=%B")
+    assert "L0 -> L1: 1 entry" in message and "L0 -> L4: 1 entry" in message
+    assert "\nDropped as trash " in message and "ci-3" in (root / "MEMORY.md").read_text()
+    sub = build_parser()._subparsers._group_actions[0].choices["defrag"]
+    readme = (REPO / "README.md").read_text()
+    for text in (sub.format_help(), next(ln for ln in readme.splitlines() if ln.startswith("| `defrag")),
+                 (REPO / "templates" / "brain" / "protocols" / "defrag.md").read_text()):
+        assert "compact" in text and "L0" in text and "trash" in text
+        assert "MEMORY.md" in text and "L3" in text
+
+
 def _use_gemini(root, base_url, retries=1, backend="gemini", model="gemini-2.5-flash"):
     import re
 

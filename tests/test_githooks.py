@@ -323,7 +323,10 @@ def test_budget_hook_reports_an_overfull_tier(brain):
     cfg.write_text(cfg.read_text().replace("L0 = 200000", "L0 = 50"))
     r = hook(root, "budget")
     assert r.returncode == 1
-    assert re.match(r"memory/L0:1: L0 holds [\d,]+ tokens, over its budget of 50", r.stdout)
+    # at the budget's line of pamd.toml: `memory/L0:1:` named a folder no editor opens
+    line = cfg.read_text().split("\n").index("L0 = 50") + 1
+    assert re.match(rf"pamd.toml:{line}: L0 \(memory/L0\) holds [\d,]+ tokens, over its budget of 50",
+                    r.stdout), r.stdout
 
 
 # ---------------------------------------------------------------- CI templates
@@ -591,6 +594,61 @@ def test_a_squash_merged_nightly_defrag_keeps_its_dropped_line_and_its_run(brain
     assert code == 0, out
     code, out, _ = brain("run-due", "--list", now=iso(T0 + timedelta(days=6, minutes=10)))
     assert code == 0 and "defrag" not in out, out
+
+
+def test_a_defrag_dropping_thousands_opens_a_pull_request_github_accepts(brain, tmp_path):
+    """The whole Dropped line went into the PR body: past ~3,800 ids GitHub refuses it (65,536
+    characters). The body lists the first 1,000; the commit keeps them all, and GitHub's default
+    squash message of a one-commit PR (the commit's own) still accounts for every one."""
+    import json
+    from datetime import timedelta
+
+    from test_fsck import START as T0
+    from test_fsck import iso
+
+    root = brain.cwd
+    env, out_file, _, branch = workflow_setup(brain, tmp_path)
+    trash = tmp_path / "trash.jsonl"
+    trash.write_text("".join(
+        json.dumps({"ts": iso(T0 + timedelta(days=4, seconds=7 * i)), "role": "tool",
+                    "text": f"[tool result] ok line {i}"}) + "\n" for i in range(4200)))
+    assert brain("ingest", str(trash), now=iso(T0))[0] == 0
+    outputs, ran = run_workflow_steps(root, env, out_file)
+    all_passed(ran)
+    message = git(root, "log", "-1", "--format=%B", branch)
+    (full,) = [ln for ln in message.split("\n") if ln.startswith("Dropped")]
+    assert len(full) > 65536 and full.count("e-") > 4200
+    body = (tmp_path / "gh.log.body").read_text()
+    assert len(body) < 60000
+    (cut,) = [ln for ln in body.split("\n") if ln.startswith("Dropped")]
+    assert cut.startswith(full[: full.index(",")]) and cut.count("e-") == 1000
+    assert cut.endswith(f", … and {full.count('e-') - 1000} more: see the commit message")
+    sha = git(root, "rev-parse", branch).strip()
+    assert f"the message of commit {sha} names every id" in body and "Pamd-Run: defrag" in body
+    args = (tmp_path / "gh.log.pr-create").read_text().split("\n")
+    title = args[args.index("--title") + 1]
+
+    # GitHub's default squash message of a one-commit PR: its title (#N), then its body.
+    git(root, "merge", "-q", "--squash", branch)
+    subject, _, rest = message.partition("\n")
+    (tmp_path / "squash.txt").write_text(f"{subject} (#1)\n{rest}")
+    git(root, "commit", "-q", "-F", str(tmp_path / "squash.txt"))
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
+    code, out, _ = brain("run-due", "--list", now=iso(T0 + timedelta(days=6, minutes=10)))
+    assert code == 0 and "defrag" not in out, out
+
+    # Squashed with "Pull request title and description" instead: fsck names what the cut
+    # list leaves out, and the commit's Dropped line, carried in a commit, accounts for it.
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "merge", "-q", "--squash", branch)
+    (tmp_path / "squash.txt").write_text(f"{title} (#1)\n\n{body}")
+    git(root, "commit", "-q", "-F", str(tmp_path / "squash.txt"))
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code != 0 and " is lost: " in out, out
+    git(root, "commit", "-q", "--allow-empty", "-m", f"pamd: the Dropped line of {sha[:12]}\n\n{full}")
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
 
 
 ZEBRA = '{"question": "what is the zebra password policy?", "expect_text": "zebra-unicorn-policy-42"}\n'

@@ -173,6 +173,13 @@ def test_remember_one_entry(brain):
     assert brain("remember", "   ")[0] == 1
 
 
+def test_remember_importance_minus_zero_is_written_as_zero(brain):
+    """`--importance -0` passed the range check and was written as importance=-0.00."""
+    assert brain("remember", "a note that matters little", "--importance", "-0")[0] == 0
+    text = next((brain.cwd / "memory" / "L0").glob("*.md")).read_text()
+    assert "importance=0.00 " in text and "-0.00" not in text
+
+
 def test_now_and_pamd_now(brain, monkeypatch):
     monkeypatch.setenv("PAMD_NOW", "2030-01-02T03:04:05Z")
     brain("remember", "time travel", now=None)

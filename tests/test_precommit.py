@@ -204,6 +204,14 @@ def test_index_hook_runs_at_checkout_and_never_fails_it(lived, hook_repo):
     c = git_hooked(root, home, "checkout", "-b", "elsewhere")
     assert c.returncode == 0, c.stdout + c.stderr
     assert "pamd index refresh" in c.stdout + c.stderr and "Passed" in c.stdout + c.stderr
+    # The commit-time hooks stay out of checkouts: they printed "(no files to check)Skipped"
+    # on every checkout, merge and rebase of a config without default_stages.
+    assert "Skipped" not in c.stdout + c.stderr and "pamd check" not in c.stdout + c.stderr
+    manifest = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert {h["id"]: h.get("stages") for h in manifest} == {
+        **{i: ["pre-commit"] for i in ("pamd-check", "pamd-budget", "pamd-secrets",
+                                       "pamd-synapse-readonly", "pamd-probe")},
+        "pamd-index": ["post-merge", "post-checkout", "post-rewrite"]}
 
 
 def test_the_brain_template_config_runs_the_installed_pamd(lived, hook_repo):

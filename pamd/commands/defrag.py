@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-HELP = "the nightly job: L2->L3 one-liners, L3->MEMORY.md, daily notes archived, one commit"
+HELP = "the nightly job: compact's moves, then L2->L3 one-liners and L3->MEMORY.md; one commit"
+DESCRIPTION = """the nightly job, one commit: first what `pamd compact` does (aged L0 entries into
+L1/L2 summaries, trash dropped, L1 -> L2), then L2 -> L3 topic one-liners and
+L3 -> MEMORY.md, and daily notes archived. Every entry goes to the tier its age
+calls for, so raw entries days old can go from L0 to L3 or MEMORY.md in this run."""
 EXAMPLE = """pamd defrag
 pamd defrag --plan
 pamd defrag --branch defrag/2026-11-30   # commit on a branch for a pull request"""

@@ -33,7 +33,7 @@ def run(args) -> int:
     if args.type:
         e = e.with_(type=args.type)
     if args.importance is not None:
-        e = e.with_(importance=round(args.importance, 2))
+        e = e.with_(importance=round(args.importance, 2) + 0.0)  # -0 is 0: no "-0.00" in the file
     plan, sha = ingest_entries(brain, [e], ["remember"], args.now, "remember", redacted)
     print(f"remembered {e.id} ({sha[:8]})" if sha else f"already remembered as {e.id}")
     return 0

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 
 import pytest
 from conftest import git
@@ -362,3 +363,16 @@ def test_fsck_names_two_summaries_sharing_many_messages_once(brain, tmp_path):
     n = len(re.search(r"from=(\S+)", line).group(1).split(","))
     assert code == 1 and len(problems) == 1, out
     assert f"more id{'s' if n > 2 else ''}: " in problems[0] and "is behind two summaries" in problems[0]
+
+
+def test_a_compaction_that_only_folds_recalls_keeps_the_index_manifest_whole(brain):
+    """Folding `recalls=`/`seen=` changes a file's bytes but none of its chunk keys: the
+    index records the new sha, and its manifest's tree hash must follow (review 8 F9)."""
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-28T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-28T02:00:00Z")[0] == 0
+    assert brain("recall", "Kubernetes", "-k", "1", now="2026-11-28T03:00:00Z")[0] == 0
+    code, out, err = brain("compact", now="2026-11-28T03:10:00Z")
+    assert code == 0 and "1 file changed" in out + err, out + err
+    code, out, _ = brain("fsck")
+    assert code == 0 and out.strip().startswith("brain ok"), out

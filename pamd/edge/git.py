@@ -89,6 +89,13 @@ class Repo:
                 return what
         return None
 
+    def history(self) -> list[str]:
+        """The revisions whose history is the brain's past for a reader: HEAD's (git's default,
+        []), and during a merge the merged-in side's too, which the tree already holds."""
+        if (Path(self._repo.git_dir) / "MERGE_HEAD").exists():
+            return ["HEAD", "MERGE_HEAD"]
+        return []
+
     def dirty(self, paths: list[str] | None = None) -> list[str]:
         """Paths (relative) with staged, unstaged or untracked changes, limited to `paths`."""
         args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]

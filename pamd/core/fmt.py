@@ -69,6 +69,8 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 def conflict_marker(path: str, text: str) -> Problem | None:
     """The first line of `text` that git left as a merge-conflict marker, as a problem."""
+    if "<<<<<<<" not in text and ">>>>>>>" not in text:
+        return None
     for n, line in enumerate(text.split("\n"), 1):
         if CONFLICT_RE.match(line):
             return Problem(path, n, CONFLICT_MESSAGE)

@@ -381,12 +381,15 @@ def test_a_compaction_that_only_folds_recalls_keeps_the_index_manifest_whole(bra
 @pytest.fixture
 def merging(tmp_path, capsys):
     """Two clones of one brain that each ingested and compacted on their own, one pulled
-    into the other: git stops on conflicts in an entry file, the ledger and STATE.md."""
+    into the other: git stops on conflicts in an entry file, the ledger and STATE.md (a
+    brain made before `pamd init` wrote .gitattributes, whose union merge takes the ledger)."""
     from conftest import Pamd
 
     p = Pamd(tmp_path, capsys)
     assert p("init", str(tmp_path / "base"), "--name", "agent")[0] == 0
     p.cwd = tmp_path / "base"
+    git(p.cwd, "rm", "-q", ".gitattributes")
+    git(p.cwd, "commit", "-qm", "an older brain")
     assert p("ingest", str(day_of_messages(tmp_path / "d0.jsonl", 0)), now=iso(START))[0] == 0
     git(tmp_path, "clone", "-q", "base", "m1")
     git(tmp_path, "clone", "-q", "base", "m2")

@@ -314,7 +314,8 @@ def _twice_problem(eid: str, tops: list[Entry], stands: dict[str, list[Entry]]) 
         hint = (f"remove {eid} from the from= of one of them (with the words it gave), "
                 "or keep both: nothing is lost")
     return Problem(where[0].path, where[0].line_start,
-                   f"{eid} {said}, so it counts twice (a merged stale defrag branch? docs/hooks.md); {hint}")
+                   f"{eid} {said}, so it counts twice (a merged stale defrag branch, or two clones that "
+                   f"each compacted it? docs/hooks.md); {hint}")
 
 
 NUMBERS = {2: "two", 3: "three"}

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 
 import pytest
 from conftest import git
@@ -362,3 +363,77 @@ def test_fsck_names_two_summaries_sharing_many_messages_once(brain, tmp_path):
     n = len(re.search(r"from=(\S+)", line).group(1).split(","))
     assert code == 1 and len(problems) == 1, out
     assert f"more id{'s' if n > 2 else ''}: " in problems[0] and "is behind two summaries" in problems[0]
+
+
+def test_a_compaction_that_only_folds_recalls_keeps_the_index_manifest_whole(brain):
+    """Folding `recalls=`/`seen=` changes a file's bytes but none of its chunk keys: the
+    index records the new sha, and its manifest's tree hash must follow (review 8 F9)."""
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week), now="2026-11-28T00:00:00Z")[0] == 0
+    assert brain("compact", now="2026-11-28T02:00:00Z")[0] == 0
+    assert brain("recall", "Kubernetes", "-k", "1", now="2026-11-28T03:00:00Z")[0] == 0
+    code, out, err = brain("compact", now="2026-11-28T03:10:00Z")
+    assert code == 0 and "1 file changed" in out + err, out + err
+    code, out, _ = brain("fsck")
+    assert code == 0 and out.strip().startswith("brain ok"), out
+
+
+@pytest.fixture
+def merging(tmp_path, capsys):
+    """Two clones of one brain that each ingested and compacted on their own, one pulled
+    into the other: git stops on conflicts in an entry file, the ledger and STATE.md (a
+    brain made before `pamd init` wrote .gitattributes, whose union merge takes the ledger)."""
+    from conftest import Pamd
+
+    p = Pamd(tmp_path, capsys)
+    assert p("init", str(tmp_path / "base"), "--name", "agent")[0] == 0
+    p.cwd = tmp_path / "base"
+    git(p.cwd, "rm", "-q", ".gitattributes")
+    git(p.cwd, "commit", "-qm", "an older brain")
+    assert p("ingest", str(day_of_messages(tmp_path / "d0.jsonl", 0)), now=iso(START))[0] == 0
+    git(tmp_path, "clone", "-q", "base", "m1")
+    git(tmp_path, "clone", "-q", "base", "m2")
+    for side, day in (("m1", 1), ("m2", 2)):
+        p.cwd = tmp_path / side
+        f = day_of_messages(tmp_path / f"{side}.jsonl", day)
+        for cmd, at in ((("remember", f"{side} note: the quota is {day} TB."), 4),
+                        (("ingest", str(f)), 4), (("compact",), 4 + day)):
+            code, _, err = p(*cmd, now=iso(START + timedelta(days=at)))
+            assert code == 0, err
+    p.cwd = tmp_path / "m1"
+    r = subprocess.run(["git", "-c", "pull.rebase=false", "pull", "--no-edit", "../m2", "main"],
+                       cwd=p.cwd, capture_output=True, text=True)
+    assert r.returncode == 1 and "CONFLICT" in r.stdout, r.stdout + r.stderr
+    return p
+
+
+def test_fsck_during_an_unresolved_merge_names_the_conflicts_and_nothing_else(merging):
+    """Review 8 F2: a conflicted entry file does not parse; fsck's conflicts check names it
+    instead of dying on the parse, and the other checks neither die on it nor call its ids
+    lost; history of the side being merged counts as the brain's past."""
+    root = merging.cwd
+    conflicted = sorted(git(root, "diff", "--name-only", "--diff-filter=U").split())
+    assert "STATE.md" in conflicted and any(p.startswith("memory/ledger/") for p in conflicted)
+    l0 = next(p for p in conflicted if p.startswith("memory/L"))  # an entry file
+    code, out, err = merging("fsck", "--skip", "index")
+    assert code == 1 and not err, err
+    assert sorted(out.splitlines()[:-1]) == sorted(
+        f"{p}:1: unresolved merge conflict (resolve it and commit)" for p in conflicted), out
+    for cmd in (("status",), ("compact",), ("expand", re.search(
+            r"### ([es]-[0-9a-f]{12})", (root / l0).read_text()).group(1))):
+        code, _, err = merging(*cmd)
+        assert code == 1 and err.startswith("pamd: error: "), (cmd, err)
+        assert "text between entries" not in err and "Traceback" not in err
+    assert merging("status")[2].startswith(f"pamd: error: unresolved merge conflict in {l0} (")
+    assert merging("state")[2].startswith("pamd: error: unresolved merge conflict in STATE.md (")
+
+
+def test_conflict_markers_committed_are_named_as_such(merging):
+    root = merging.cwd
+    git(root, "commit", "-qam", "a merge concluded with its markers")
+    code, out, _ = merging("fsck", "--skip", "index")
+    assert code == 1 and "lost" not in out and "neither in the tree" not in out, out
+    assert re.search(r"^STATE.md:\d+: conflict marker left in the file$", out, re.M), out
+    for cmd in (("compact",), ("status",), ("state",)):
+        code, _, err = merging(*cmd)
+        assert code == 1 and re.match(r"pamd: error: \S+:\d+: conflict marker left in the file ", err), err

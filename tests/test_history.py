@@ -64,3 +64,29 @@ def test_boot_at_keeps_entry_files_with_non_ascii_names(dated):
     assert then.returncode == 0, then.stderr
     assert "порт staging" in then.stdout.decode()
     assert json.loads(then.stdout) == json.loads(dated.proc("boot", "--json", now=None).stdout)
+
+
+def test_after_merging_two_clones_a_date_finds_the_newest_commit_of_either_line(
+        tmp_path, capsys, monkeypatch):
+    """Two clones of one brain, merged: a date finds the newest commit at or before it on
+    either line, not the first that fits in topological order; the merge (no Pamd-Now, its
+    committer clock behind the brain's) is no older than its sides (review 8 F4)."""
+    p = Pamd(tmp_path, capsys)
+    assert p("init", str(tmp_path / "base"), now="2026-10-01T00:00:00Z")[0] == 0
+    git(tmp_path, "clone", "-q", "base", "m1")
+    git(tmp_path, "clone", "-q", "base", "m2")
+    p.cwd = tmp_path / "m2"  # the other machine: one run before, one after this machine's
+    assert p("remember", "Server: backups run on Sunday.", now="2026-10-05T14:00:00Z")[0] == 0
+    assert p("remember", "Server: replicas lag at 03:00.", now="2026-12-06T02:30:00Z")[0] == 0
+    p.cwd = tmp_path / "m1"
+    assert p("remember", "Laptop: VPN is wireguard.", now="2026-11-05T16:00:00Z")[0] == 0
+    mine = head(p.cwd)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-10-02T00:00:00+00:00")
+    git(p.cwd, "-c", "pull.rebase=false", "pull", "-q", "--no-edit", "../m2", "main")
+    merge = head(p.cwd)
+    assert len(git(p.cwd, "log", "-1", "--format=%P").split()) == 2
+    for at, want in [("2026-11-06", mine), ("2026-12-07", merge)]:
+        code, out, err = p("state", "--at", at, now=None)
+        assert code == 0 and out.startswith(f"# STATE at {want[:8]}"), (at, out, err)
+    code, out, _ = p("boot", "--at", "2026-11-06", now=None)
+    assert "wireguard" in out and "Server:" not in out  # this machine's line as it was then

@@ -12,6 +12,7 @@ def test_init_lays_out_a_brain_in_one_commit(brain):
                 "protocols/synapse.md"):
         assert (root / rel).is_file(), rel
     assert ".pamd/" in (root / ".gitignore").read_text()
+    assert "\nmemory/ledger/*.txt merge=union\n" in (root / ".gitattributes").read_text()
     assert head_count(root) == 1
     assert git(root, "status", "--porcelain") == ""
     assert "pamd init" in git(root, "log", "-1", "--format=%s")
@@ -94,8 +95,9 @@ def test_init_refused_by_a_hook_leaves_an_existing_repo_as_it_was(tmp_path, brai
     repo.mkdir()
     git(repo, "init", "-q")
     (repo / ".gitignore").write_text("node_modules/\n")
+    (repo / ".gitattributes").write_text("*.png binary\n")
     (repo / "notes.txt").write_text("mine\n")
-    git(repo, "add", ".gitignore", "notes.txt")
+    git(repo, "add", ".gitignore", ".gitattributes", "notes.txt")
     git(repo, "commit", "-qm", "person")
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.parent.mkdir(exist_ok=True)
@@ -105,12 +107,15 @@ def test_init_refused_by_a_hook_leaves_an_existing_repo_as_it_was(tmp_path, brai
     code, _, err = brain("init", str(repo))
     assert code == 1 and "git commit failed" in err
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
-    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gitignore", "notes.txt"]
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gitattributes", ".gitignore", "notes.txt"]
     assert (repo / ".gitignore").read_text() == "node_modules/\n"
+    assert (repo / ".gitattributes").read_text() == "*.png binary\n"
     hook.unlink()
     code, _, err = brain("init", str(repo))  # the retry works
     assert code == 0, err
     assert head_count(repo) == 2 and git(repo, "status", "--porcelain") == ""
+    attrs = (repo / ".gitattributes").read_text()  # the person's lines kept, pamd's added
+    assert attrs.startswith("*.png binary\n") and attrs.endswith("memory/ledger/*.txt merge=union\n")
 
 
 def test_init_refuses_a_bare_repository_in_one_line(tmp_path, brain):
@@ -198,3 +203,43 @@ def test_init_takes_brain_as_its_folder_and_refuses_an_empty_one(tmp_path, brain
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert "--brain" not in sub.choices["init"].format_help()
     assert "--brain" in sub.choices["status"].format_help()
+
+
+def test_two_clones_ingesting_the_same_month_merge_without_a_ledger_conflict(tmp_path, brain):
+    """Review 8 F8: the ledger is `merge=union` (init's .gitattributes), so two machines that
+    each ingested into one month merge cleanly. The union may list ids out of order or twice
+    (both machines took in the same transcript); pamd reads it as a set, fsck passes, nothing
+    is ingested again, and the next ingest into that month writes it sorted once more."""
+    import json
+    import subprocess
+
+    def day(path, d, session):
+        path.write_text("".join(json.dumps(
+            {"ts": f"2026-11-{d:02d}T{9 + i:02d}:00:00Z", "role": "user", "session": session,
+             "text": f"{session} fact {i}: the export of day {d} has {100 + i} rows."}) + "\n"
+            for i in range(3)))
+        return str(path)
+
+    root = brain.cwd
+    assert brain("ingest", day(tmp_path / "base.jsonl", 2, "base"))[0] == 0
+    for side in ("m1", "m2"):
+        git(tmp_path, "clone", "-q", str(root), side)
+    shared = day(tmp_path / "shared.jsonl", 9, "shared")
+    for side, d in (("m2", 10), ("m1", 20)):
+        brain.cwd = tmp_path / side
+        assert brain("ingest", day(tmp_path / f"{side}.jsonl", d, side))[0] == 0
+        assert brain("ingest", shared)[0] == 0
+    r = subprocess.run(["git", "-c", "pull.rebase=false", "pull", "--no-edit", "../m2", "main"],
+                       cwd=brain.cwd, capture_output=True, text=True)
+    assert r.returncode == 0 and "CONFLICT" not in r.stdout, r.stdout + r.stderr
+    ledger = brain.cwd / "memory" / "ledger" / "2026-11.txt"
+    ids = ledger.read_text().split()
+    assert len(set(ids)) == 12 and ids != sorted(set(ids))  # out of order, or an id twice
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 0, out
+    for f in ("m1.jsonl", "m2.jsonl", "shared.jsonl"):
+        code, out, err = brain("ingest", str(tmp_path / f))
+        assert code == 0 and out.startswith("nothing new: 3 entries"), out + err
+    assert brain("ingest", day(tmp_path / "later.jsonl", 25, "later"))[0] == 0
+    ids = ledger.read_text().split()
+    assert ids == sorted(set(ids)) and len(ids) == 15

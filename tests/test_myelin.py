@@ -614,3 +614,37 @@ def test_a_goal_a_person_wrote_as_a_mapping_is_pinned_not_a_crash():
                                         snapshot.pamds_values(last))
     assert notes == ["Kept a person's goal in pinned_goals (pamd remakes active_goals): \"ship it\""]
     assert "owner: ann" in text
+
+
+def test_boot_during_a_merge_leaves_conflicted_files_out_and_says_so(brain, tmp_path):
+    """Review 8 F3: two clones remembered on the same day; while their merge stops on the
+    conflicts, boot pastes neither side with git's markers: the files are left out, named
+    in the header, in JSON and on stderr (exit 0: the rest of the context is sound)."""
+    import subprocess
+
+    root = brain.cwd
+    for side in ("m1", "m2"):
+        git(tmp_path, "clone", "-q", str(root), side)
+    for side in ("m2", "m1"):
+        brain.cwd = tmp_path / side
+        assert brain("remember", f"{side} note: the quota is 2 TB.", now=T0)[0] == 0
+    r = subprocess.run(["git", "-c", "pull.rebase=false", "pull", "--no-edit", "../m2", "main"],
+                       cwd=brain.cwd, capture_output=True, text=True)
+    assert r.returncode == 1 and "CONFLICT" in r.stdout, r.stdout + r.stderr
+    (l0,) = [p for p in git(brain.cwd, "diff", "--name-only", "--diff-filter=U").split()
+             if p.startswith("memory/L0/")]
+    state = brain.cwd / "STATE.md"  # as two compactions leave it: both sides' snapshots
+    state.write_text(state.read_text().replace(
+        "current_focus:", "<<<<<<< HEAD\ncurrent_focus: laptop\n=======\ncurrent_focus:", 1)
+        .replace("\n---\n", "\n>>>>>>> 1234abcd\n---\n", 1))
+    code, out, err = brain("boot")
+    assert code == 0 and "<<<<<<<" not in out and ">>>>>>>" not in out, out
+    assert "m1 note" not in out and "m2 note" not in out and "## State" not in out
+    assert err.startswith(f"pamd: warning: left out: STATE.md, {l0}: conflict markers from a merge"), err
+    assert out.splitlines()[2].startswith(f"<!-- left out: STATE.md, {l0}: conflict markers")
+    assert json.loads(brain("boot", "--json")[1])["conflicted"] == ["STATE.md", l0]
+    git(brain.cwd, "checkout", "STATE.md")
+    git(brain.cwd, "merge", "--abort")
+    code, out, err = brain("boot")
+    assert code == 0 and err == "" and "m1 note" in out and "left out" not in out
+    assert json.loads(brain("boot", "--json")[1])["conflicted"] == []

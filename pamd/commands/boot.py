@@ -30,6 +30,8 @@ def run(args) -> int:
     now = args.now if args.now_given else view.time()
     out = build(view.read, view.files(), view.config(), now, args.budget)
     sys.stdout.write(out.json() + "\n" if args.json else out.markdown())
+    if out.conflicted:
+        print(f"pamd: warning: {out.conflicted_note()}", file=sys.stderr)
     note = out.over_budget_note()
     if note:
         # Still printed whole, exit 0: an agent without its DNA is worse off than one over budget.

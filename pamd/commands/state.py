@@ -29,6 +29,8 @@ def run(args) -> int:
     try:
         meta, _, _ = split_frontmatter(text, STATE)
     except FormatError as exc:
+        if view.rev is None:  # the work tree: an unresolved merge is named as one
+            raise brain.format_error(exc.problem, "fix STATE.md's frontmatter") from None
         raise PamdError(str(exc.problem), "fix STATE.md's frontmatter") from None
     if args.json:
         print(json.dumps({k: meta.get(k) for k in STATE_KEYS}, indent=2, ensure_ascii=False, default=str))

@@ -106,16 +106,22 @@ def _entries_at(brain: Brain, rev: str, ids: set[str]) -> dict[str, Entry]:
     return out
 
 
-def locate(brain: Brain, ids: set[str], hint_rev: str | None = None) -> dict[str, tuple[Entry, str]]:
-    """Find entries by id: in the work tree, in `hint_rev`, else where history last had them."""
-    found: dict[str, tuple[Entry, str]] = {eid: (e, "WORKTREE") for eid, e in find_in_tree(brain, ids).items()}
+def locate(brain: Brain, ids: set[str], hint_rev: str | None = None,
+           tree: bool = True) -> dict[str, tuple[Entry, str]]:
+    """Find entries by id: in the work tree, in `hint_rev`, else where history last had them.
+
+    `tree=False`: the caller has looked in the work tree already (fsck, which reads only
+    the files that parse: a conflicted one is the `conflicts` check's finding)."""
+    found: dict[str, tuple[Entry, str]] = {}
+    if tree:
+        found = {eid: (e, "WORKTREE") for eid, e in find_in_tree(brain, ids).items()}
     missing = ids - set(found)
     if missing and hint_rev:
         for eid, e in _entries_at(brain, hint_rev, missing).items():
             found[eid] = (e, hint_rev)
         missing = ids - set(found)
     for eid in sorted(missing):
-        commits = brain.repo.log("--format=%H", "-F", "-S", _header(eid)).split()
+        commits = brain.repo.log("--format=%H", "-F", "-S", _header(eid), *brain.repo.history()).split()
         for c in commits:  # newest first: the commit that removed it, then the one that added it
             for rev in (f"{c}^", c):
                 if brain.repo.rev_parse(rev) is None:

@@ -12,6 +12,7 @@ mistaken for one. Pure functions: text in, text or entries out.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,8 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 def conflict_marker(path: str, text: str) -> Problem | None:
     """The first line of `text` that git left as a merge-conflict marker, as a problem."""
+    if "<<<<<<<" not in text and ">>>>>>>" not in text:
+        return None
     for n, line in enumerate(text.split("\n"), 1):
         if CONFLICT_RE.match(line):
             return Problem(path, n, CONFLICT_MESSAGE)
@@ -89,6 +92,23 @@ def dump_yaml(data: dict[str, Any]) -> str:
     return _YAML.export(data, sort_keys=False) + "\n"
 
 
+def conflicts_first(parse):
+    """A parse that fails on a text holding git's conflict markers says so, not what the
+    markers broke ("text between entries", "broken frontmatter"): the fix is to finish the merge."""
+
+    @functools.wraps(parse)
+    def wrapper(text: str, path: str = "", *args, **kwargs):
+        try:
+            return parse(text, path, *args, **kwargs)
+        except FormatError as exc:
+            if exc.problem.message != CONFLICT_MESSAGE and (found := conflict_marker(path, text)):
+                raise FormatError(found) from None
+            raise
+
+    return wrapper
+
+
+@conflicts_first
 def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[str], int]:
     """Return (frontmatter, body lines, 1-based line of the first body line)."""
     lines = text.split("\n")
@@ -232,6 +252,7 @@ def _no_entry_after_bare_cr(lines: list[str], path: str, body_line: int) -> None
             ))
 
 
+@conflicts_first
 def parse_doc(text: str, path: str = "", tier: str = "L0") -> Doc:
     """Parse a brain file; raise FormatError naming path:line on the first problem."""
     meta, lines, body_line = split_frontmatter(text, path)

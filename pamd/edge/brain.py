@@ -23,7 +23,7 @@ from typing import Any
 
 from pamd.core import config as config_mod
 from pamd.core.entry import Entry
-from pamd.core.fmt import Doc, FormatError, parse_doc
+from pamd.core.fmt import CONFLICT_MESSAGE, Doc, FormatError, Problem, parse_doc
 from pamd.edge.fault import checkpoint
 from pamd.edge.files import read_text, temp_files, write_atomic
 from pamd.edge.git import Repo
@@ -124,7 +124,18 @@ class Brain:
         try:
             return parse_doc(text or "", rel, tier_of(rel) or "L0")
         except FormatError as exc:
-            raise PamdError(f"{exc.problem}", "fix the file (see docs/format.md) or run `pamd check`") from None
+            raise self.format_error(exc.problem, "fix the file (see docs/format.md) or run `pamd check`") from None
+
+    def format_error(self, problem: Problem, hint: str) -> PamdError:
+        """The error for a file that does not parse; git's conflict markers get their own."""
+        if problem.message != CONFLICT_MESSAGE:
+            return PamdError(str(problem), hint)
+        if problem.path in self.repo.conflicted():
+            return PamdError(f"unresolved merge conflict in {problem.path}",
+                             "resolve it (docs/hooks.md, one brain on two machines), `git add` it "
+                             "and commit, or `git merge --abort`")
+        return PamdError(f"{problem}", "a merge was committed unresolved: resolve the file "
+                                       "(docs/hooks.md, one brain on two machines) and commit")
 
     def load(self, committed: bool = False) -> Loaded:
         """Every entry file as on disk; with `committed`, an entry file with uncommitted

@@ -34,7 +34,7 @@ import sqlite3
 from collections.abc import Callable
 
 from pamd.core.entry import Entry
-from pamd.core.fmt import CONFLICT_MESSAGE, Problem, conflict_marker, parse_doc, split_frontmatter
+from pamd.core.fmt import CONFLICT_MESSAGE, HEADER_RE, Problem, conflict_marker, parse_doc, split_frontmatter
 from pamd.core.words import plural
 from pamd.edge import lineage
 from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
@@ -42,6 +42,7 @@ from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
 ID_RE = re.compile(r"^[es]-[0-9a-f]{12}$")
+MARKER_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)")
 History = Callable[[], lineage.Lineage]
 
 
@@ -74,6 +75,19 @@ def _entries(brain: Brain):
             continue
 
 
+def _unparsed_ids(brain: Brain) -> set[str]:
+    """Ids whose headers stand in entry files that do not parse (a merge left conflict
+    markers): they are in the tree, only unreadable; conflicts and format report the files."""
+    out: set[str] = set()
+    for rel in brain.entry_files():
+        text = brain.read(rel) or ""
+        try:
+            parse_doc(text, rel, tier_of(rel) or "L0")
+        except Exception:  # noqa: BLE001 - a broken file is format_'s finding
+            out.update(m.group(1) for line in text.split("\n") if (m := HEADER_RE.match(line)))
+    return out
+
+
 def _history(brain: Brain) -> History:
     """The lineage pass, run at most once however many checks ask for it."""
     memo: list[lineage.Lineage] = []
@@ -93,11 +107,11 @@ def provenance(brain: Brain, deep: bool = False, history: History | None = None)
     wanted = {s for e in summaries for s in e.sources}
     if not wanted:
         return []
-    here = {e.id for e in _entries(brain)}
-    known = set() if deep else (here | (history or _history(brain))().added)
+    here = {e.id for e in _entries(brain)} | _unparsed_ids(brain)
+    known = here if deep else (here | (history or _history(brain))().added)
     missing = wanted - known
     if missing:
-        found = locate(brain, missing)
+        found = locate(brain, missing, tree=False)
         missing -= set(found)
     if missing and brain.repo.is_shallow():
         # The ids are most likely right and the history missing: say that once.
@@ -145,9 +159,11 @@ def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
     if base.is_dir():
         for p in sorted(base.glob("*.txt")):
             rel = p.relative_to(brain.root).as_posix()
-            for i, line in enumerate((brain.read(rel) or "").split("\n"), 1):
+            text = brain.read(rel) or ""
+            marked = conflict_marker(rel, text) is not None  # `conflicts` names the file
+            for i, line in enumerate(text.split("\n"), 1):
                 token = line.strip()
-                if not token:
+                if not token or (marked and MARKER_RE.match(line)):
                     continue
                 if not ID_RE.match(token):
                     problems.append(Problem(rel, i, f"{token[:40]!r} is not an entry id"))
@@ -163,13 +179,15 @@ def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
                     f"{e.id} is not in {LEDGER_DIR}/ (re-ingest would duplicate it)",
                 )
             )
-    if where.keys() - here.keys():
-        problems += _unaccounted(brain, where, here, (history or _history(brain))())
+    unparsed = _unparsed_ids(brain) if where.keys() - here.keys() else set()
+    if where.keys() - here.keys() - unparsed:
+        problems += _unaccounted(brain, where, here, (history or _history(brain))(), unparsed)
     return problems
 
 
 def _unaccounted(
-    brain: Brain, where: dict[str, tuple[str, int]], here: dict, lin: lineage.Lineage
+    brain: Brain, where: dict[str, tuple[str, int]], here: dict, lin: lineage.Lineage,
+    unparsed: set[str] = frozenset(),
 ) -> list[Problem]:
     """Ledger ids that left the tree with no summary standing for them and no commit saying so.
 
@@ -179,7 +197,7 @@ def _unaccounted(
     an entry (a re-ingest took the message under the id it had in an older pamd, or
     a shallow clone's history starts later) is not the tree's to lose.
     """
-    reached = set(here) | lineage.dropped_ids(brain)
+    reached = set(here) | unparsed | lineage.dropped_ids(brain)
     stack = list(reached)
     while stack:
         eid = stack.pop()
@@ -296,7 +314,8 @@ def _twice_problem(eid: str, tops: list[Entry], stands: dict[str, list[Entry]]) 
         hint = (f"remove {eid} from the from= of one of them (with the words it gave), "
                 "or keep both: nothing is lost")
     return Problem(where[0].path, where[0].line_start,
-                   f"{eid} {said}, so it counts twice (a merged stale defrag branch? docs/hooks.md); {hint}")
+                   f"{eid} {said}, so it counts twice (a merged stale defrag branch, or two clones that "
+                   f"each compacted it? docs/hooks.md); {hint}")
 
 
 NUMBERS = {2: "two", 3: "three"}

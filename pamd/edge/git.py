@@ -97,6 +97,12 @@ class Repo:
             return []
         return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
+    def history(self) -> list[str]:
+        """The revisions whose history is the brain's past for a reader: HEAD's (git's default,
+        []), and during a merge the merged-in sides' too, which the tree already holds."""
+        heads = self.merge_heads()
+        return ["HEAD", *heads] if heads else []
+
     def dirty(self, paths: list[str] | None = None) -> list[str]:
         """Paths (relative) with staged, unstaged or untracked changes, limited to `paths`."""
         args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]

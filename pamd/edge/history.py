@@ -70,18 +70,38 @@ def commit_at(brain: Brain, when: datetime) -> str:
 
     Pamd-Now is the time the run believed it was (--now), which is the time boot and state
     report for that commit, so a brain aged with a simulated clock is found by that clock.
+    "Newest" is first by history: a commit that fits beats every ancestor of it, whatever their
+    times (a brain made now and then aged with an older --now). After a merge of two clones,
+    two lines of history may each end in a commit that fits; the later of them by time wins.
+    A merge without Pamd-Now (a person's `git pull`) is no older than the sides it joins.
     """
     if brain.repo.rev_parse("HEAD") is None:
         raise PamdError("the brain has no commits yet")
-    out = brain.repo.log("--topo-order", "--format=%H%x1f%(trailers:key=Pamd-Now,valueonly)%x1f%cI%x1e", "HEAD")
+    out = brain.repo.log(
+        "--topo-order", "--format=%H%x1f%P%x1f%(trailers:key=Pamd-Now,valueonly)%x1f%cI%x1e", "HEAD"
+    )
+    commits = []  # children before parents
     for record in out.split("\x1e"):
         sha, _, rest = record.strip().partition("\x1f")
-        if not sha:
-            continue
-        trailer, _, date = rest.partition("\x1f")
-        if commit_time(trailer, date) <= when:
-            return sha
-    raise PamdError(f"the brain has no commit at or before {fmt_time(when)}", "`git log` shows its commits")
+        if sha:
+            parents, trailer, date = rest.split("\x1f")
+            commits.append((sha, parents.split(), trailer, date))
+    times: dict[str, datetime] = {}
+    for sha, parents, trailer, date in reversed(commits):
+        t = commit_time(trailer, date)
+        if len(parents) > 1 and not trailer.strip():
+            t = max([t, *(times[p] for p in parents if p in times)])
+        times[sha] = t
+    best, below = None, set()  # below: commits with a fitting descendant
+    for sha, parents, _, _ in commits:
+        fits = times[sha] <= when
+        if fits and sha not in below and (best is None or times[sha] > times[best]):
+            best = sha
+        if fits or sha in below:
+            below.update(parents)
+    if best is None:
+        raise PamdError(f"the brain has no commit at or before {fmt_time(when)}", "`git log` shows its commits")
+    return best
 
 
 def commit_time(trailer: str, date: str) -> datetime:

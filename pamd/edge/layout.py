@@ -14,7 +14,10 @@ from pamd.edge.git import Repo
 from pamd.errors import PamdError
 
 # Template names that git or packaging would not keep as they are.
-RENAMES = {"gitignore": ".gitignore"}
+RENAMES = {"gitignore": ".gitignore", "gitattributes": ".gitattributes"}
+# Files a repository adopted by `pamd init` may have already: pamd's lines are added to
+# them unless the line that shows they are there (the value) is.
+SHARED_FILES = {".gitignore": ".pamd/", ".gitattributes": "memory/ledger/*.txt merge=union"}
 
 
 def template_files() -> dict[str, str]:
@@ -85,7 +88,7 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
         files.update(ci_files())
     if name is not None:
         files[CONFIG] = files[CONFIG].replace('name = "agent"', f"name = {toml_name(name)}", 1)
-    clash = [rel for rel in files if (target / rel).exists() and rel != ".gitignore"]
+    clash = [rel for rel in files if (target / rel).exists() and rel not in SHARED_FILES]
     if clash:
         raise PamdError(f"{target} already has {', '.join(sorted(clash)[:3])}",
                         "move those files away, or init an empty folder")
@@ -107,13 +110,14 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
 
 def _lay(target: Path, files: dict[str, str], adopt: bool) -> tuple[Brain, str]:
     repo = Repo(target) if adopt else Repo.init(target)
-    gi = target / ".gitignore"
-    old: str | None = None
-    if gi.exists():
-        old = gi.read_text("utf-8")
-        files[".gitignore"] = old if ".pamd/" in old else old.rstrip("\n") + "\n" + files[".gitignore"]
-        if repo.dirty([".gitignore"]):
-            raise PamdError(".gitignore has uncommitted edits", "commit them first")
+    old: dict[str, str] = {}
+    for rel, line in SHARED_FILES.items():
+        if not (target / rel).exists():
+            continue
+        old[rel] = (target / rel).read_text("utf-8")
+        files[rel] = old[rel] if line in old[rel] else old[rel].rstrip("\n") + "\n" + files[rel]
+        if repo.dirty([rel]):
+            raise PamdError(f"{rel} has uncommitted edits", "commit them first")
     made = sorted({d for rel in files for d in (target / rel).parents
                    if d.is_relative_to(target) and not d.exists()}, key=lambda d: -len(d.parts))
     try:
@@ -154,21 +158,22 @@ def add_ci(brain: Brain) -> tuple[list[str], list[str], str | None]:
                                     + "".join(f"Added: {rel}\n" for rel in paths)
                                     + "\nPamd-Run: init-ci\n", brain.author())
         except BaseException:
-            _undo(brain.repo, brain.root, paths, None, made)
+            _undo(brain.repo, brain.root, paths, {}, made)
             raise
     return paths, kept, sha
 
 
-def _undo(repo: Repo, target: Path, paths: list[str], gitignore: str | None, made: list[Path]) -> None:
+def _undo(repo: Repo, target: Path, paths: list[str], old: dict[str, str], made: list[Path]) -> None:
     """Take back a failed init (a hook refused its commit): unstage and remove what it
-    wrote and give .gitignore its old text, so the folder is as it was and a retry works."""
+    wrote and give .gitignore and .gitattributes their old text (`old`), so the folder is
+    as it was and a retry works."""
     try:
         repo.reset_paths(paths)
     except PamdError:
         pass  # nothing was staged yet
     for rel in paths:
-        if rel == ".gitignore" and gitignore is not None:
-            write_atomic(target / rel, gitignore)
+        if rel in old:
+            write_atomic(target / rel, old[rel])
         else:
             (target / rel).unlink(missing_ok=True)
     for d in made:  # deepest first

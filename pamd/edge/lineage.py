@@ -34,12 +34,13 @@ class Lineage:
 
 def scan(brain: Brain) -> Lineage:
     """Every entry a commit of HEAD's history added to the tiers or MEMORY.md (a branch not
-    merged, such as a defrag pull request under review, is not the brain's past yet)."""
+    merged, such as a defrag pull request under review, is not the brain's past yet; the
+    side of a merge still in progress is: the tree holds it)."""
     out = Lineage()
     if not brain.repo.head():
         return out
     text = brain.repo.log("-p", "--no-color", "--unified=0", "--format=", "--no-renames",
-                          "--", MEMORY, *TIER_DIRS.values())
+                          *brain.repo.history(), "--", MEMORY, *TIER_DIRS.values())
     lines = text.split("\n")
     i, n = 0, len(lines)
     while i < n:
@@ -81,5 +82,5 @@ def dropped_ids(brain: Brain) -> set[str]:
     """Ids named on a `Dropped…` line of a commit message of HEAD's history: dropped on purpose, said so."""
     if not brain.repo.head():
         return set()
-    text = brain.repo.log("--grep=^[[:space:]]*Dropped", "--format=%B")
+    text = brain.repo.log("--grep=^[[:space:]]*Dropped", "--format=%B", *brain.repo.history())
     return {eid for line in text.split("\n") if DROPPED_RE.match(line) for eid in ID_RE.findall(line)}

@@ -5,6 +5,8 @@ last. Each section names the files it came from. Over budget, the entries of
 lowest retention are cut first and the cut is reported. DNA, PRELOAD, STATE and
 MEMORY.md's notes are never cut: when they alone pass the budget the context is
 over it, and `over_budget_note` says by how much and why (the CLI warns on stderr).
+A file that holds a merge's conflict markers (both sides, doubled) is left out and
+named in the header, `conflicted_note` (the CLI warns on stderr too).
 
 Boot is a pure function of a tree and a time: by default the time of the
 commit it reads (its `Pamd-Now`, else the commit date), so `pamd boot --at
@@ -22,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from pamd.core.entry import Entry, count_tokens, fmt_time
-from pamd.core.fmt import FormatError, parse_doc, split_frontmatter
+from pamd.core.fmt import FormatError, conflict_marker, parse_doc, split_frontmatter
 from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.encode.hippocampus import retention
@@ -55,6 +57,7 @@ class Boot:
     cut_entries: int = 0
     cut_tokens: int = 0
     cut_below: float = 0.0
+    conflicted: list[str] = field(default_factory=list)  # left out: git's conflict markers in them
 
     @property
     def tokens(self) -> int:
@@ -88,8 +91,17 @@ class Boot:
                 f"<!-- pamd boot: {tokens:>9,} of {self.budget:,} tokens"
                 + (f"; cut {plural(self.cut_entries, 'entry')} ({self.cut_tokens:,} tokens) of retention "
                    f"≤ {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", ""]
+        if self.conflicted:
+            head[-1:-1] = [f"<!-- {self.conflicted_note()} -->"]
         body = [f"## {s.name} ({', '.join(s.sources)})\n\n{s.text.rstrip()}\n" for s in self.sections]
         return "\n".join(head) + "\n".join(body)
+
+    def conflicted_note(self) -> str | None:
+        """Which files were left out for holding a merge's conflict markers (None: none)."""
+        if not self.conflicted:
+            return None
+        return (f"left out: {', '.join(self.conflicted)}: conflict markers from a merge not "
+                f"resolved (resolve and commit, see docs/hooks.md)")
 
     def json(self) -> str:
         return json.dumps({
@@ -100,6 +112,7 @@ class Boot:
                     "below_retention": self.cut_below},
             "sections": [{"name": s.name, "sources": s.sources, "tokens": s.tokens, "text": s.text}
                          for s in self.sections],
+            "conflicted": self.conflicted,
         }, indent=2, ensure_ascii=False)
 
 
@@ -143,6 +156,9 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
         text = read(rel)
         if text is None:
             continue
+        if conflict_marker(rel, text):  # both sides and the markers: no snapshot to boot from
+            boot.conflicted.append(rel)
+            continue
         meta, body = _body(text, rel)
         if rel == PRELOAD:
             body = preload.without_markers(body)
@@ -153,6 +169,9 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
     for rel in sorted(f for f in files if tier_of(f)):
         text = read(rel)
         if text is None:
+            continue
+        if conflict_marker(rel, text):
+            boot.conflicted.append(rel)
             continue
         try:
             doc = parse_doc(text, rel, tier_of(rel) or "L0")

@@ -388,9 +388,17 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         return _refresh(idx, root, state_dir, embedder, config, True, progress)
 
     if not (fresh or dead or new_chunks):
-        if file_rows:  # touched but identical bytes: remember the new stat, nothing else
+        # No chunk came or went: a touched file (new stat only), or new bytes whose chunks kept
+        # their keys (a folded `recalls=`/`seen=`), or a gone file that had no chunks. The
+        # file list changes, so the manifest's tree hash over it must follow.
+        if file_rows or gone:
             with db:
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
+                db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+                if changed or gone:
+                    idx.meta = {**idx.meta, "tree": _tree_hash(db)}
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('tree', ?)",
+                               (idx.meta["tree"],))
         rep.chunks = int(idx.cols["alive"].sum())
         return rep
 
@@ -420,11 +428,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         if dead or new_chunks or fresh:
             hnsw_sum = _write_hnsw(idx, embedder.dims, dead, labels, vectors, gen) or ""
         _write_cols(idx)
-        tree = hashlib.sha256("\n".join(
-            f"{p}\0{h}" for p, h in db.execute("SELECT path, sha FROM files ORDER BY path")
-        ).encode()).hexdigest()
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
-                "hnsw_sum": hnsw_sum, "tree": tree, "live": str(int(idx.cols["alive"].sum()))}
+                "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum()))}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]
@@ -432,6 +437,13 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         old_file.unlink(missing_ok=True)
     rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])
     return rep
+
+
+def _tree_hash(db: sqlite3.Connection) -> str:
+    """The manifest's hash over the file list (path and sha), as `pamd fsck` recomputes it."""
+    return hashlib.sha256("\n".join(
+        f"{p}\0{h}" for p, h in db.execute("SELECT path, sha FROM files ORDER BY path")
+    ).encode()).hexdigest()
 
 
 def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Report,

@@ -150,6 +150,29 @@ def test_a_cortisol_failure_becomes_a_dna_lesson_linked_to_its_source(brain, tmp
     assert "Learned 1 lesson from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
+def test_no_lesson_without_a_failure_statement(brain, tmp_path):
+    # Review 8 #3: a tool's error output and the agent's plan to look at an error are
+    # tagged cortisol, but say nothing an agent could learn "before X, check Y" from.
+    f = tmp_path / "work.jsonl"
+    rows = [
+        ("a", "assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors", "timeout": 30000}'),
+        ("a", "tool", "[tool error] Exit code 1\nerror: undefined function foo/0 (lib/a.ex:3)"),
+        ("a", "assistant", "Let me run the tests again to see the error."),
+        ("b", "assistant", "The export failed because the rates table had no GBP row."),
+    ]
+    f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:0{i}:00Z", "role": r, "text": t, "session": s})
+                           for i, (s, r, t) in enumerate(rows)) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    tagged = {e.text[:12]: e for e in l0_entries(brain.cwd)}
+    assert "cortisol" in tagged["[tool error]"].neuro and "cortisol" in tagged["Let me run t"].neuro
+    assert tagged["[tool Bash] "].neuro == ()
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    lessons = [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"]
+    assert [r["text"] for r in lessons] == [
+        "before the export, check the rates table had no GBP row (lesson of 2026-11-30)"]
+    assert lessons[0]["from"] == [tagged["The export f"].id]
+
+
 def test_a_person_dna_edit_survives_the_next_run(brain, tmp_path):
     es = seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")

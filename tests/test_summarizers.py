@@ -16,6 +16,7 @@ from pamd.consolidate.summarizers import (
     get_summarizer,
     lesson,
 )
+from pamd.consolidate.summarizers.lesson import states_failure
 from pamd.core.entry import Entry, count_tokens
 from pamd.errors import PamdError
 
@@ -248,3 +249,24 @@ def test_lesson_in_russian_and_with_no_cause():
     assert lesson(ru) == "before бэкап, check нехватки места на диске /var"
     bare = entries(("user", "The nightly export crashed again."), neuro=("cortisol",))
     assert lesson(bare) == "before the nightly export, check why it failed"
+
+
+def test_a_lesson_is_made_of_what_was_said_not_of_tool_calls_or_output():
+    # Review 8 #3: "before {"command, check a tracking" came from a tool call's JSON.
+    es = (
+        *entries(
+            ("assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors 2>&1", '
+                          '"description": "Compile, fail on warnings"}'),
+            ("tool", "[tool error] Exit code 1\nerror: undefined function foo/0 (lib/a.ex:3)"),
+            ("assistant", "Let me check the error in lib/a.ex."),
+            ("assistant", "The compile failed because foo/0 was renamed in the last commit.\n"
+                          '[tool call edit] {"path": "lib/a.ex", "note": "fix the failing call"}'),
+            neuro=("cortisol",),
+        ),
+        Entry(id="s-000000000001", ts=T0, role="summary", sources=("e-000000000009",),
+              text='assistant: [tool Edit] {"replace_all": false, "file_path": "lib/b.ex"} '
+                   "Good; tool: [tool result] The file failed to save"),
+    )
+    assert lesson(es) == "before the compile, check foo/0 was renamed in the last commit"
+    # A failure needs a statement: a call's arguments, tool output and a plan are none.
+    assert [states_failure(e) for e in es] == [False, False, False, True, False]

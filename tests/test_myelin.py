@@ -223,6 +223,23 @@ def test_state_snapshot_and_state_at(brain, tmp_path):
     assert json.loads(out)["updated"] == "2026-11-30T09:30:00Z"
 
 
+def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
+    # Review 8 #3: STATE's focus was '[tool Bash] {"command": …, "timeout": 30000}'.
+    f = tmp_path / "agent.jsonl"
+    rows = [
+        ("assistant", "Maybe the export is slow because the rates table has no index."),
+        ("assistant", '[tool Bash] {"command": "psql -c \'\\d rates\'", "description": "Show the rates '
+                      'table", "timeout": 30000, "note": "I think this might fail"}'),
+    ]
+    f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:0{i}:00Z", "role": r, "text": t, "session": "w"})
+                           for i, (r, t) in enumerate(rows)) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
+    st = meta(brain.cwd / "STATE.md")
+    assert st["current_focus"] == "[tool Bash] Show the rates table."
+    assert st["hypotheses"] == ["Maybe the export is slow because the rates table has no index."]
+
+
 def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):
     """pamd remakes active_goals and hypotheses at every run: what a person adds there (not
     in the STATE.md pamd last committed) moves to pinned_goals / pinned_hypotheses, which

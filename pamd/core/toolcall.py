@@ -17,12 +17,15 @@ import re
 # tool output (role tool), not calls.
 _HEAD = r"\[tool (?!(?:result|error)\])(?:call )?([^\[\]\n]{1,80})\]"
 CALL = re.compile(rf"^{_HEAD} ?", re.MULTILINE)  # at the start of a line
-HEAD = re.compile(_HEAD)  # anywhere: a summary's line may hold several calls
+# Where a line holds several calls (a summary's line): a break before each.
+_BEFORE_CALL = re.compile(r"\s+(?=\[tool (?!(?:result|error)\])(?:call )?[^\[\]\n]{1,80}\])")
 # Arguments worth showing, most telling first: what the agent said the call does,
 # then what it ran or touched.
 _KEYS = ("description", "command", "file_path", "notebook_path", "path", "pattern", "query",
          "url", "skill", "subject", "question", "prompt", "plan", "content")
 _PAIR = re.compile(r'"(\w+)":\s*"((?:[^"\\]|\\.)*)')
+# Where a fragment of arguments ends in an older summary's line: `…commits"} The next`.
+_JSON_END = re.compile(r'(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
 # What is left of arguments cut apart by an older summary: `30000} All green`.
 JSONISH = re.compile(r'\{"|"\}|":|\d\}|\\[n"]')
 GIST_CHARS = 80
@@ -49,22 +52,61 @@ def gist(call: str, limit: int = GIST_CHARS) -> str:
     m = CALL.match(call)
     if not m:
         return call
-    what = _argument(call[m.end():].strip())
+    what = _short(_argument(call[m.end():].strip()), limit)
+    if what and what[-1] not in ".!?…":
+        what += "."  # a sentence of its own where a summary's line goes on after it
     head = f"[tool {m.group(1)}]"
-    return f"{head} {_short(what, limit)}" if what else head
+    return f"{head} {what}" if what else head
 
 
-def readable(text: str, limit: int = GIST_CHARS) -> str:
-    """The text with each of its calls written as its gist (prose lines stay as they are)."""
+def split_calls(line: str) -> list[str]:
+    """A line cut before each call in it: `a [tool X] b [tool Y] c` -> `a`, `[tool X] b`, …"""
+    if "[tool " not in line:
+        return [line]
+    pieces = _BEFORE_CALL.split(line)
+    return [p.rstrip(",;") for p in pieces[:-1]] + pieces[-1:]
+
+
+def readable(text: str, limit: int = GIST_CHARS, summary: bool = False) -> str:
+    """The text with each call whose arguments are JSON written as its gist.
+
+    Prose, a call already written as a gist, and tool output stay as they are. In a
+    `summary`'s line (one written before calls were gists) the words after a call's
+    JSON are the next message's, and stay too."""
     if "[tool " not in text:
         return text
-    lines = []
+    out: list[str] = []
+    last_call = False
     for line in text.splitlines():
-        if line.startswith("…[") and lines and is_call(lines[-1]):
+        if last_call and line.startswith("…[") and line.endswith(" in the source transcript]"):
             continue  # the note ingest leaves where it cut a long call short
-        lines.append(line)
-    out = [gist(line, limit) if is_call(line) else line for line in lines]
+        pieces = split_calls(line)
+        last_call = is_call(pieces[-1])
+        out.append(" ".join(_readable_piece(p, limit, summary) for p in pieces))
     return "\n".join(out)
+
+
+def _readable_piece(piece: str, limit: int, summary: bool) -> str:
+    m = CALL.match(piece)
+    if not m:
+        return piece
+    args = piece[m.end():].lstrip()
+    if not (args[:1] in "{[" or JSONISH.search(args)):
+        return piece  # a gist already, or arguments that are plain words
+    rest = ""
+    if summary:
+        try:
+            value, end = json.JSONDecoder().raw_decode(args)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict | list):  # a fragment: it ends where a value and a } do
+            ends = list(_JSON_END.finditer(args))
+            end = ends[-1].end() if ends else len(args)
+        rest = args[end:].strip()
+        if JSONISH.search(rest):
+            rest = ""
+    call = gist(piece[: m.end()] + args[: len(args) - len(rest)] if rest else piece, limit)
+    return f"{call} {rest}" if rest else call
 
 
 def _argument(args: str) -> str:

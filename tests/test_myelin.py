@@ -185,6 +185,29 @@ def test_a_cortisol_failure_becomes_a_dna_lesson_linked_to_its_source(brain, tmp
     assert "Learned 1 lesson from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
+def test_no_lesson_without_a_failure_statement(brain, tmp_path):
+    # Review 8 #3: a tool's error output and the agent's plan to look at an error are
+    # tagged cortisol, but say nothing an agent could learn "before X, check Y" from.
+    f = tmp_path / "work.jsonl"
+    rows = [
+        ("a", "assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors", "timeout": 30000}'),
+        ("a", "tool", "[tool error] Exit code 1\nerror: undefined function foo/0 (lib/a.ex:3)"),
+        ("a", "assistant", "Let me run the tests again to see the error."),
+        ("b", "assistant", "The export failed because the rates table had no GBP row."),
+    ]
+    f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:0{i}:00Z", "role": r, "text": t, "session": s})
+                           for i, (s, r, t) in enumerate(rows)) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    tagged = {e.text[:12]: e for e in l0_entries(brain.cwd)}
+    assert "cortisol" in tagged["[tool error]"].neuro and "cortisol" in tagged["Let me run t"].neuro
+    assert tagged["[tool Bash] "].neuro == ()
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    lessons = [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"]
+    assert [r["text"] for r in lessons] == [
+        "before the export, check the rates table had no GBP row (lesson of 2026-11-30)"]
+    assert lessons[0]["from"] == [tagged["The export f"].id]
+
+
 def test_a_person_dna_edit_survives_the_next_run(brain, tmp_path):
     es = seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")
@@ -233,6 +256,23 @@ def test_state_snapshot_and_state_at(brain, tmp_path):
     assert any("DNS" in h for h in now_state["hypotheses"])
     code, out, _ = brain("state", "--at", first, "--json")
     assert json.loads(out)["updated"] == "2026-11-30T09:30:00Z"
+
+
+def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
+    # Review 8 #3: STATE's focus was '[tool Bash] {"command": …, "timeout": 30000}'.
+    f = tmp_path / "agent.jsonl"
+    rows = [
+        ("assistant", "Maybe the export is slow because the rates table has no index."),
+        ("assistant", '[tool Bash] {"command": "psql -c \'\\d rates\'", "description": "Show the rates '
+                      'table", "timeout": 30000, "note": "I think this might fail"}'),
+    ]
+    f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:0{i}:00Z", "role": r, "text": t, "session": "w"})
+                           for i, (r, t) in enumerate(rows)) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
+    st = meta(brain.cwd / "STATE.md")
+    assert st["current_focus"] == "[tool Bash] Show the rates table."
+    assert st["hypotheses"] == ["Maybe the export is slow because the rates table has no index."]
 
 
 def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):

@@ -156,6 +156,22 @@ def test_decisions_are_not_read_out_of_tool_output(tagger: Tagger) -> None:
     assert tagger.tag("# We decided to use ETS here\ndefmodule A do", "tool").type == "tool_result"
 
 
+def test_a_tool_calls_arguments_are_no_evidence(tagger: Tagger) -> None:
+    # How ingest writes an agent's tool calls (review 8 #3): the words are arguments
+    # the agent passed, not a failure or a win.
+    compile_ = '[tool Bash] {"command": "mix compile --warnings-as-errors 2>&1", "timeout": 30000}'
+    assert tagger.tag(compile_, "assistant") == Tagging((), 0.5, "context")
+    deploy = '[tool Bash] {"command": "fly deploy", "description": "Deploy; it failed before"}'
+    assert tagger.tag(deploy, "assistant").neuro == ()
+    # The words around an OpenAI message's calls are still read; the calls are not.
+    said = "The build failed on CI.\n[tool call run] {\"cmd\": \"git push\", \"note\": \"shipped\"}"
+    assert tagger.tag(said, "assistant").neuro == ("cortisol",)
+    # Only the agent's calls are arguments: the same text from a person, or a tool's
+    # output ([tool error]), is read whole.
+    assert "cortisol" in tagger.tag(compile_, "user").neuro
+    assert "cortisol" in tagger.tag("[tool error] Exit code 1\nerror: build failed", "tool").neuro
+
+
 @pytest.mark.parametrize(
     ("role", "expected"),
     [("user", "user"), ("Assistant", "assistant"), ("tool_result", "tool"), ("function", "tool"),

@@ -16,6 +16,7 @@ from pamd.consolidate.summarizers import (
     get_summarizer,
     lesson,
 )
+from pamd.consolidate.summarizers.lesson import states_failure
 from pamd.core.entry import Entry, count_tokens
 from pamd.errors import PamdError
 
@@ -139,6 +140,42 @@ def test_one_liner_has_speakers_phrases_and_date_range():
     assert "LGBTQ" in text and ";" in text
 
 
+AGENT = entries(
+    ("user", "Make the build warnings-free and push it."),
+    ("assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors 2>&1 | tail -20", '
+                  '"description": "Compile, fail on warnings", "timeout": 30000}'),
+    ("tool", "[tool error] Exit code 1\nwarning: variable \"rows\" is unused (lib/a.ex:12)"),
+    ("assistant", "The unused variable in lib/a.ex breaks the build; I'll prefix it with an underscore."),
+    ("assistant", '[tool Edit] {"replace_all": false, "file_path": "/home/u/app/lib/a.ex", '
+                  '"old_string": "rows = fetch()", "new_string": "_rows = fetch()"}'),
+    ("assistant", "Compiles clean now. Pushed to main as 4f2e1c0."),
+)
+JSON_BITS = re.compile(r'\{"|"\}|":|\d\}')
+
+
+@pytest.mark.parametrize("tier,target", [("L1", 120), ("L1", 45), ("L2", 30), ("L3", 40), ("L4", 30)])
+def test_a_tool_calls_json_is_no_sentence(tier, target):
+    # Review 8 #3: summaries of an agent's work were JSON fragments ('[tool Bash] 30000}
+    # All green; "description": ...'). A call is its gist, and the agent's prose goes first.
+    text = summarize(tier, AGENT, target)
+    assert not JSON_BITS.search(text), text
+    assert "Pushed to main as 4f2e1c0" in text, text
+    if target == 120:
+        assert "[tool Bash] Compile, fail on warnings." in text and "[tool Edit] /home/u/app/lib/a.ex." in text
+
+
+def test_an_older_summarys_json_is_no_sentence():
+    # An L1 line written before calls were gists, summarised again at L2 / L3.
+    old = Entry(id="s-000000000001", ts=T0, role="summary", tier="L1", sources=("e-1",),
+                text='assistant: [tool Bash] {"command": "git log --oneline -20", "description": '
+                     '"Recent commits"} [tool Bash] 30000} All green; "description": "Show recent '
+                     'commits"} The rates table now has a GBP row from the ECB feed.')
+    for tier, target in (("L2", 20), ("L3", 30)):
+        text = summarize(tier, (old,), target)
+        assert not JSON_BITS.search(text), text
+        assert "GBP row" in text, text
+
+
 def test_l4_from_l3_one_liners_merges_their_date_ranges():
     l3 = (
         Entry(id="s-000000000001", ts=T0, role="summary", tier="L3", sources=("e-1",),
@@ -248,3 +285,24 @@ def test_lesson_in_russian_and_with_no_cause():
     assert lesson(ru) == "before бэкап, check нехватки места на диске /var"
     bare = entries(("user", "The nightly export crashed again."), neuro=("cortisol",))
     assert lesson(bare) == "before the nightly export, check why it failed"
+
+
+def test_a_lesson_is_made_of_what_was_said_not_of_tool_calls_or_output():
+    # Review 8 #3: "before {"command, check a tracking" came from a tool call's JSON.
+    es = (
+        *entries(
+            ("assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors 2>&1", '
+                          '"description": "Compile, fail on warnings"}'),
+            ("tool", "[tool error] Exit code 1\nerror: undefined function foo/0 (lib/a.ex:3)"),
+            ("assistant", "Let me check the error in lib/a.ex."),
+            ("assistant", "The compile failed because foo/0 was renamed in the last commit.\n"
+                          '[tool call edit] {"path": "lib/a.ex", "note": "fix the failing call"}'),
+            neuro=("cortisol",),
+        ),
+        Entry(id="s-000000000001", ts=T0, role="summary", sources=("e-000000000009",),
+              text='assistant: [tool Edit] {"replace_all": false, "file_path": "lib/b.ex"} '
+                   "Good; tool: [tool result] The file failed to save"),
+    )
+    assert lesson(es) == "before the compile, check foo/0 was renamed in the last commit"
+    # A failure needs a statement: a call's arguments, tool output and a plan are none.
+    assert [states_failure(e) for e in es] == [False, False, False, True, False]

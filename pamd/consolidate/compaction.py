@@ -93,8 +93,9 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
             usage.add(more)
         texts = [done[_signature(g)] for g in groups + extra]
     for ls, text in zip(lessons, texts[len(groups):], strict=True):
-        ls["text"] = f"{text.strip()} (lesson of {ls['day']})"
+        ls["text"] = f"{text.strip()} (lesson of {ls['day']})" if text.strip() else ""
         del ls["entries"], ls["day"]
+    lessons[:] = [ls for ls in lessons if ls["text"]]  # a backend that found no lesson wrote none
     summaries = [policy.summary_entry(g.key, g.tier, list(g.entries), text.strip() or "(empty)")
                  for g, text in zip(groups, texts, strict=False)]
     return summaries, usage

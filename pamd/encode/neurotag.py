@@ -16,6 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from pamd.core import toolcall
 from pamd.core.entry import NEURO, TYPES
 from pamd.encode.literals import WORD_END, prefixes
 from pamd.errors import PamdError
@@ -425,6 +426,15 @@ class Tagger:
     def tag(self, text: str, role: str = "user") -> Tagging:
         text = text if isinstance(text, str) else str(text)
         hit = self.matches(text, role)
+        if "[tool " in text and normalize_role(role) == "assistant":
+            # A tool call's arguments are what the agent passed to a tool, not what
+            # happened: `mix compile --warnings-as-errors` is no failure. Tags come from
+            # the words around the calls only; the type still reads the whole message.
+            said = toolcall.prose(text)
+            if said != text:
+                tags = self.matches(said, role) if said.strip() else set()
+                hit = {i for i in hit if self._kind[i] not in NEURO} | {
+                    i for i in tags if self._kind[i] in NEURO}
         tag_score = dict.fromkeys(NEURO, 0.0)
         type_score = dict.fromkeys(TYPE_PRIORITY, 0.0)
         for i in hit:

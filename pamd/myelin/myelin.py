@@ -17,6 +17,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
+from pamd.consolidate.summarizers.lesson import said, states_failure
 from pamd.core.entry import Entry, add_via
 from pamd.core.fmt import Doc, FormatError, dump_yaml, split_frontmatter
 from pamd.errors import PamdError
@@ -242,20 +243,24 @@ _FIX = re.compile(r"\b(fix(ed|es)?|solved|resolved|works now|the (cause|problem)
 
 
 def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str]) -> list[dict[str, Any]]:
-    """Cortisol-tagged failures become reflexes: the failure, and what fixed it if it is known."""
+    """Cortisol-tagged failures become reflexes: the failure, and what fixed it if it is known.
+
+    A failure is an entry where the user or the agent says something failed: a tag the
+    entry got from tool output or a tool call's arguments alone makes no lesson."""
     m = cfg["myelin"]
     min_imp = float(m.get("lesson_min_importance", 0.5))
     limit = int(m.get("max_lessons_per_run", 5))
     by_session: dict[tuple[str, str], list[Entry]] = {}
     ordered = sorted(entries, key=lambda e: (e.ts, e.id))
     for e in ordered:
-        if "cortisol" in e.neuro and e.importance >= min_imp and not e.sources and e.id not in already:
+        if ("cortisol" in e.neuro and e.importance >= min_imp and not e.sources and e.id not in already
+                and states_failure(e)):
             by_session.setdefault((e.session, e.ts.strftime("%Y-%m-%d")), []).append(e)
     out = []
     for (session, day), fails in sorted(by_session.items(), key=lambda kv: kv[1][0].ts):
         first = fails[0]
         fix = next((e for e in ordered if e.session == session and e.ts >= first.ts
-                    and e.id not in {f.id for f in fails} and _FIX.search(e.text)), None)
+                    and e.id not in {f.id for f in fails} and _FIX.search(" ".join(said([e])))), None)
         used = [*fails[:5], *([fix] if fix is not None else [])]
         # The text is written by the summarizer (tier "lesson": "before X, check Y").
         out.append({"text": "", "kind": "lesson", "from": [e.id for e in used], "day": day,

@@ -14,6 +14,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
+from pamd.core import toolcall
 from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.errors import PamdError
@@ -32,6 +33,11 @@ def _clip(text: str, n: int = 160) -> str:
     return flat if len(flat) <= n else flat[: n - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _words(e: Entry) -> str:
+    """What STATE shows of an entry: a tool call as its gist, never its JSON arguments."""
+    return e.text if e.role == "tool" else toolcall.readable(e.text, summary=e.is_summary)
+
+
 def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     recent = sorted((e for e in entries if now - timedelta(hours=WINDOW_HOURS) <= e.ts <= now),
                     key=lambda e: (e.ts, e.id))
@@ -40,7 +46,7 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     intents = [e for e in recent if e.type in ("user_intent", "decision")]
     goals = []
     for e in sorted(intents, key=lambda e: (-e.importance, -e.ts.timestamp())):
-        t = _clip(e.text)
+        t = _clip(_words(e))
         if t not in goals:
             goals.append(t)
         if len(goals) == 5:
@@ -48,7 +54,9 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     focus = next((e for e in reversed(recent) if e.type == "user_intent"), None) or (recent[-1] if recent else None)
     hyps = []
     for e in reversed(recent):
-        for sent in re.split(r"(?<=[.!?])\s+", " ".join(e.text.split())):
+        # A guess is something said: not in a raw call's arguments, nor in its gist.
+        said = _words(e) if e.is_summary or e.role == "tool" else toolcall.prose(e.text)
+        for sent in re.split(r"(?<=[.!?])\s+", " ".join(said.split())):
             if _HEDGE.search(sent) and len(sent) > 15 and _clip(sent) not in hyps:
                 hyps.append(_clip(sent))
         if len(hyps) >= 5:
@@ -58,7 +66,7 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     return {
         "updated": fmt_time(now),
         "active_goals": goals,
-        "current_focus": _clip(focus.text) if focus else "",
+        "current_focus": _clip(_words(focus)) if focus else "",
         "hypotheses": hyps[:5],
         "emotional_context": mood,
     }

@@ -13,6 +13,7 @@ from datetime import date
 
 from pamd.consolidate.summarizers import text as tx
 from pamd.consolidate.summarizers.base import Group, Usage
+from pamd.core import toolcall
 from pamd.core.entry import Entry
 
 CHARS_PER_TOKEN = 4
@@ -86,7 +87,10 @@ def _units(
             + _TYPE_BONUS.get(entry.type, -0.5)
             + 0.2 * min(entry.recalls, 5)
         )
-        lines = entry.text.splitlines() if entry.is_summary else [entry.text]
+        # A tool call's JSON arguments are not sentences: a call is its gist here
+        # ("[tool Bash] Show recent commits"), in a raw entry and in a summary's line.
+        text = entry.text if entry.role == "tool" else toolcall.readable(entry.text, summary=entry.is_summary)
+        lines = text.splitlines() if entry.is_summary else [text]
         for line in lines:
             speaker = entry.role
             if entry.is_summary:
@@ -95,7 +99,9 @@ def _units(
                 found, line = tx.line_speaker(line)
                 # A summary's own role ("summary") names no one: keep the speaker unknown.
                 speaker = found or ""
-            msg_tag, line = tx.lead_tag(line.strip())
+            line = line.strip()
+            # A call's head names that call only, not the rest of a summary's line.
+            msg_tag, line = ("", line) if toolcall.is_call(line) else tx.lead_tag(line)
             pieces = _pieces(line, one_line, entry.is_summary)
             if not pieces:
                 continue
@@ -115,6 +121,7 @@ def _pieces(line: str, one_line: bool, is_summary: bool) -> list[str]:
     out: list[str] = []
     for sentence in tx.split_sentences(line):
         parts = tx.split_semicolons(sentence) if is_summary else [sentence]
+        parts = [c for p in parts for c in toolcall.split_calls(p)]  # each call its own unit
         for part in parts:
             limit = _LONG_PHRASE if one_line else _LONG_SENTENCE
             out.extend(tx.split_clauses(part) if len(part) > limit else [part])
@@ -126,6 +133,10 @@ def _score(body: str, weight: float, first: bool) -> tuple[float, frozenset[str]
     f = tx.features(body)
     if tx.FILLER.match(body):
         return -3.0 + 0.1 * weight, f.words
+    if toolcall.JSONISH.search(body):
+        # A piece of JSON (tool output, or a call an older summary cut apart) is no
+        # sentence: taken only when there is nothing else, like filler.
+        return -2.0 + 0.1 * weight, f.words
     score = (
         1.0
         + 0.6 * min(f.caps, 4)

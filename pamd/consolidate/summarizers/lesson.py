@@ -3,6 +3,10 @@
 Myelination turns these lines into DNA reflexes. The extractive version finds the
 failed action (X) in the most salient failure sentence and the cause or fix (Y) in
 the sentences around it; the gemini backend writes the line itself (tier "lesson").
+Both come from what the user and the agent wrote: tool output and the arguments of
+the agent's tool calls are not sentences, and a plan ("Let me run the tests to see
+the error") is no failure. `states_failure` says whether an entry holds a failure
+statement; myelination learns lessons only from entries that do.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pamd.consolidate.summarizers import text as tx
+from pamd.core import toolcall
 from pamd.core.entry import Entry
 
 _FAILURE = re.compile(
@@ -37,19 +42,58 @@ _X_WORDS = 8
 _Y_WORDS = 14
 
 
-def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
-    """One line "before X, check Y" from failure entries (no model; deterministic)."""
+# What the agent says it is about to do, not what happened: "Let me run the suite to
+# make sure nothing broke", "Now I'll check the error".
+_PLAN = re.compile(
+    r"^(?:(?:now|next|first|then|so|ok(?:ay)?|good|great|alright|а|теперь|сначала)[,.!]?\s+)*"
+    r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|we'll|"
+    r"давай(?:те)?|сейчас|попробую|проверю|посмотрю)\b",
+    re.IGNORECASE,
+)
+# Tool output inside a summary's line; a call's head splits a line into pieces.
+_OUTPUT = re.compile(r"^\[tool (?:result|error)\]")
+_BEFORE_TOOL = re.compile(r"\s+(?=\[tool )")
+
+
+def said(entries: Sequence[Entry]) -> list[str]:
+    """The sentences the user and the agent wrote in `entries`: no tool output (role
+    tool, harness output typed tool_result), no tool call's arguments."""
     sentences: list[str] = []
     for entry in entries:
-        for line in entry.text.splitlines():
-            _, line = tx.lead_tag(line.strip())
-            sentences.extend(tx.lead_tag(s)[1] for s in tx.split_sentences(line))
-    sentences = [s for s in sentences if s]
-    if not sentences:
+        if entry.role == "tool" or entry.type == "tool_result":
+            continue
+        text = entry.text if entry.is_summary else toolcall.prose(entry.text)
+        for line in text.splitlines():
+            if entry.is_summary:
+                line, _ = tx.parse_date_suffix(line)
+                speaker, line = tx.line_speaker(line.strip())
+                if speaker == "tool":
+                    continue
+            for piece in _BEFORE_TOOL.split(line.strip()):
+                if toolcall.is_call(piece) or _OUTPUT.match(piece):
+                    continue
+                _, piece = tx.lead_tag(piece)
+                sentences.extend(tx.lead_tag(s)[1] for s in tx.split_sentences(piece))
+    return [s for s in sentences if s]
+
+
+def _failures(sentences: list[str]) -> list[str]:
+    return [s for s in sentences if _FAILURE.search(s) and not _PLAN.match(s)]
+
+
+def states_failure(entry: Entry) -> bool:
+    """True if the user or the agent says in `entry` that something failed."""
+    return bool(_failures(said([entry])))
+
+
+def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
+    """One line "before X, check Y" from failure entries (no model; deterministic)."""
+    sentences = said(entries)
+    failing = _failures(sentences)
+    if not failing:  # myelination gives none such; a direct call gets a plain line
         text = "before repeating this, check what failed last time"
         return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
-    failing = [s for s in sentences if _FAILURE.search(s)]
-    failure = max(failing or sentences, key=lambda s: (_facts(s), -sentences.index(s)))
+    failure = max(failing, key=lambda s: (_facts(s), -sentences.index(s)))
     action = _action(failure)
     check = _check(sentences, failure)
     line = f"before {action}, check {check}" if check else f"before {action}, check why it failed"

@@ -1,0 +1,165 @@
+"""An agent's tool calls inside an entry: `[tool NAME] {json arguments}`.
+
+Ingest writes a call the agent made as a line of its own (`pamd.encode.sources`):
+Claude Code's as ``[tool Bash] {"command": …}``, an OpenAI message's tool calls as
+``[tool call NAME] arguments`` lines after its text. The arguments are data the agent
+passed to a tool, not words it said: a command with ``--warnings-as-errors`` in it is
+not a failure, and a JSON fragment is not a sentence. `prose` gives the words around
+the calls, `gist` a call in a few readable words (``[tool Bash] Show recent commits``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# A call's head; its group is the tool's name. `[tool result]` and `[tool error]` are
+# tool output (role tool), not calls.
+_HEAD = r"\[tool (?!(?:result|error)\])(?:call )?([^\[\]\n]{1,80})\]"
+CALL = re.compile(rf"^{_HEAD} ?", re.MULTILINE)  # at the start of a line
+# Where a line holds several calls (a summary's line): a break before each.
+_BEFORE_CALL = re.compile(r"\s+(?=\[tool (?!(?:result|error)\])(?:call )?[^\[\]\n]{1,80}\])")
+# Arguments worth showing, most telling first: what the agent said the call does,
+# then what it ran or touched.
+_KEYS = ("description", "command", "file_path", "notebook_path", "path", "pattern", "query",
+         "url", "skill", "subject", "question", "prompt", "plan", "content")
+_PAIR = re.compile(r'"(\w+)":\s*"((?:[^"\\]|\\.)*)')
+# Where a fragment of arguments ends in an older summary's line: `…commits"} The next`.
+_JSON_END = re.compile(r'(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
+# What is left of arguments cut apart by an older summary: `30000} All green`.
+JSONISH = re.compile(r'\{"|"\}|":|\d\}|\\[n"]')
+GIST_CHARS = 80
+
+
+def is_call(text: str) -> bool:
+    """True if the text starts with a tool call."""
+    return CALL.match(text) is not None
+
+
+def prose(text: str) -> str:
+    """The text without its tool calls: what comes before the first call line.
+
+    Ingest puts calls last (an OpenAI message's text, then its calls) or alone (a
+    Claude Code tool_use block), so everything from the first call on is arguments."""
+    if "[tool " not in text:
+        return text
+    m = CALL.search(text)
+    return text[: m.start()].rstrip() if m else text
+
+
+def gist(call: str, limit: int = GIST_CHARS) -> str:
+    """`[tool NAME] what it does`, from a call's text (whole, cut short, or a fragment)."""
+    m = CALL.match(call)
+    if not m:
+        return call
+    what = _short(_argument(call[m.end():].strip()), limit)
+    if what and what[-1] not in ".!?…":
+        what += "."  # a sentence of its own where a summary's line goes on after it
+    head = f"[tool {m.group(1)}]"
+    return f"{head} {what}" if what else head
+
+
+def split_calls(line: str) -> list[str]:
+    """A line cut before each call in it: `a [tool X] b [tool Y] c` -> `a`, `[tool X] b`, …"""
+    if "[tool " not in line:
+        return [line]
+    pieces = _BEFORE_CALL.split(line)
+    return [p.rstrip(",;") for p in pieces[:-1]] + pieces[-1:]
+
+
+def readable(text: str, limit: int = GIST_CHARS, summary: bool = False) -> str:
+    """The text with each call whose arguments are JSON written as its gist.
+
+    Prose, a call already written as a gist, and tool output stay as they are. In a
+    `summary`'s line (one written before calls were gists) the words after a call's
+    JSON are the next message's, and stay too."""
+    if "[tool " not in text:
+        return text
+    out: list[str] = []
+    last_call = False
+    for line in text.splitlines():
+        if last_call and line.startswith("…[") and line.endswith(" in the source transcript]"):
+            continue  # the note ingest leaves where it cut a long call short
+        pieces = split_calls(line)
+        last_call = is_call(pieces[-1])
+        out.append(" ".join(_readable_piece(p, limit, summary) for p in pieces))
+    return "\n".join(out)
+
+
+def _readable_piece(piece: str, limit: int, summary: bool) -> str:
+    m = CALL.match(piece)
+    if not m:
+        return piece
+    args = piece[m.end():].lstrip()
+    if not (args[:1] in "{[" or JSONISH.search(args)):
+        return piece  # a gist already, or arguments that are plain words
+    rest = ""
+    if summary:
+        try:
+            value, end = json.JSONDecoder().raw_decode(args)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict | list):  # a fragment: it ends where a value and a } do
+            ends = list(_JSON_END.finditer(args))
+            end = ends[-1].end() if ends else len(args)
+        rest = args[end:].strip()
+        if JSONISH.search(rest):
+            rest = ""
+    call = gist(piece[: m.end()] + args[: len(args) - len(rest)] if rest else piece, limit)
+    return f"{call} {rest}" if rest else call
+
+
+def _argument(args: str) -> str:
+    """The most telling string argument of a call's arguments, JSON or not."""
+    try:
+        value = json.loads(args)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        for key in _KEYS:
+            if isinstance(value.get(key), str) and value[key].strip():
+                return value[key]
+        return _first_string(value)
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    # Cut short at ingest (or not JSON at all): read the "key": "value" pairs there are.
+    pairs = {}
+    for key, raw in _PAIR.findall(args):
+        pairs.setdefault(key, raw)
+    for key in (*_KEYS, *pairs):
+        if key in pairs and pairs[key].strip():
+            return _unescape(pairs[key])
+    return "" if args[:1] in "{[" or JSONISH.search(args) else args
+
+
+def _first_string(value) -> str:
+    if isinstance(value, str):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _first_string(item)
+        if found.strip():
+            return found
+    return ""
+
+
+def _unescape(raw: str) -> str:
+    raw = raw[:-1] if raw.endswith("\\") and not raw.endswith("\\\\") else raw
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:
+        return raw.replace("\\n", " ").replace('\\"', '"')
+
+
+def _short(text: str, limit: int) -> str:
+    """One line of at most `limit` characters; a long path keeps its end (the file name)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    if " " not in flat and "/" in flat:
+        tail = flat[-(limit - 2):]
+        cut = tail.find("/")
+        return "…" + (tail[cut:] if cut >= 0 else tail)
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= limit // 3 else cut).rstrip(" ,;:") + "…"

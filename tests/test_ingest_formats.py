@@ -189,6 +189,34 @@ def test_words_typed_again_later_are_a_new_message(brain, tmp_path, between):
     assert sorted(e.id for e in entries(brain.cwd)) == sorted(e.id for e in entries(once))
 
 
+def test_a_command_typed_while_the_agent_worked_is_typed_as_one_typed_idle(brain, tmp_path):
+    """'/mcp' queued is harness business like the record of '/mcp' run idle; '/model opus'
+    queued is a request like its record (review 8 #7)."""
+    def queued(hms, text):
+        return [{"type": "queue-operation", "operation": "enqueue", "timestamp": f"2026-11-29T{hms}.000Z",
+                 "sessionId": "cc-q", "content": text},
+                {**_REMOVE, "timestamp": f"2026-11-29T{hms}.500Z"}]
+
+    def record(hms, name, args):
+        return _at("user", hms, message={"role": "user", "content": (
+            f"<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n"
+            f"<command-args>{args}</command-args>")})
+
+    f = jsonl(tmp_path / "cmds.jsonl",
+              _at("user", "10:00:01", message={"role": "user", "content": "start the server"}),
+              *queued("10:00:02", "/mcp"), *queued("10:00:03", "/model opus"),
+              _at("assistant", "10:00:04", message={"role": "assistant", "content": [
+                  {"type": "text", "text": "The server is up."}]}),
+              record("10:05:00", "mcp", ""), record("10:06:00", "model", "opus"))
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    typed = {e.text: e.type for e in entries(brain.cwd) if e.role == "user"}
+    assert typed["/mcp"] == next(t for x, t in typed.items() if x.startswith("<command-message>mcp<")) \
+        == "tool_result"
+    assert typed["/model opus"] == next(t for x, t in typed.items()
+                                        if x.startswith("<command-message>model<")) == "user_intent"
+
+
 def test_queued_messages_of_a_real_session():
     data = next(CLAUDE.glob("258c7280-*.jsonl")).read_bytes()
     msgs = sources.read(data, "258c7280.jsonl")

@@ -108,3 +108,22 @@ def test_via_counts_raw_leaves_only():
 
     assert add_via((("e-000000000001", 2),), {"s-000000000002": 3, "e-000000000003": 1}) == (
         ("e-000000000001", 2), ("e-000000000003", 1))
+
+
+
+def test_a_negative_zero_importance_is_written_as_zero_by_every_path(brain):
+    """Only `remember` wrote 0.00 for a negative zero; fmt wrote importance=-0.00 for any
+    other (a hand edit read back, a rounding -0.004) (review 8 #9)."""
+    import re
+    from dataclasses import replace
+
+    from pamd.core.fmt import render_entries
+
+    assert brain("remember", "We decided to ship the billing export on Friday.")[0] == 0
+    (day,) = (brain.cwd / "memory" / "L0").glob("*.md")
+    edited = re.sub(r"importance=[\d.]+", "importance=-0.00", day.read_text(), count=1)
+    (e,) = parse_doc(edited, "memory/L0/x.md", "L0").entries
+    assert str(e.importance) == "0.0"
+    for entry in (e, replace(e, importance=-0.0), replace(e, importance=-0.004)):
+        out = render_entries([entry])
+        assert "importance=0.00 " in out and "-0.00" not in out

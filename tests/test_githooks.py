@@ -316,15 +316,28 @@ def test_commit_time_hooks_do_not_import_the_search_stack(brain):
     assert r.stdout.strip() == "[0, 0, 0] []"
 
 
-def test_budget_hook_reports_an_overfull_tier(brain):
+_TABLE = "L0 = 200000\nL1 = 150000\nL2 = 100000\nL3 = 50000\n"
+
+
+@pytest.mark.parametrize(("table", "budgets"), [
+    ("[tiers.budgets]", "L0 = 50\nL1 = 150000\nL2 = 100000\nL3 = 50000\n"),
+    # the same budgets in other valid TOML under [tiers] (review 8 #8: they were reported at line 1)
+    ("", "budgets.L1 = 150000\nbudgets.L0 = 50\n"),
+    ("", "budgets = { L1 = 150000, L0 = 50, L2 = 100000 }  # mine\n"),
+])
+def test_budget_hook_reports_an_overfull_tier(brain, table, budgets):
     root = brain.cwd
     assert brain("remember", "word " * 400)[0] == 0
     cfg = root / "pamd.toml"
-    cfg.write_text(cfg.read_text().replace("L0 = 200000", "L0 = 50"))
+    text = cfg.read_text()
+    head = next(ln for ln in text.split("\n") if ln.startswith("[tiers.budgets]"))
+    assert head + "\n" + _TABLE in text
+    cfg.write_text(text.replace(head + "\n" + _TABLE, table + "\n" + budgets if table else budgets))
     r = hook(root, "budget")
     assert r.returncode == 1
     # at the budget's line of pamd.toml: `memory/L0:1:` named a folder no editor opens
-    line = cfg.read_text().split("\n").index("L0 = 50") + 1
+    line = next(n for n, ln in enumerate(cfg.read_text().split("\n"), 1) if "L0 = 50" in ln)
+    assert line > 1
     assert re.match(rf"pamd.toml:{line}: L0 \(memory/L0\) holds [\d,]+ tokens, over its budget of 50",
                     r.stdout), r.stdout
 

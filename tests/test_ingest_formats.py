@@ -127,6 +127,96 @@ def test_a_session_ingested_whole_before_keeps_its_handed_over_messages_once(bra
     assert "nothing new" in out
 
 
+def _at(kind, hms, **kw):
+    return {"type": kind, "sessionId": "cc-q", "timestamp": f"2026-11-29T{hms}.000Z", **kw}
+
+
+_REMOVE = {"type": "queue-operation", "operation": "remove", "timestamp": "2026-11-29T10:00:03.000Z",
+           "sessionId": "cc-q"}
+
+
+@pytest.mark.parametrize("removed", [True, False])
+def test_a_queued_command_is_not_a_later_command_with_other_arguments(brain, tmp_path, removed):
+    """'/review the parser' queued, then '/review the lexer in src/lex.py' typed ten minutes
+    later: two requests, each with its words and its time (review 8 #2)."""
+    f = jsonl(
+        tmp_path / "cmd.jsonl",
+        _at("user", "10:00:01", message={"role": "user", "content": "start working on the parser"}),
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:02.000Z",
+         "sessionId": "cc-q", "content": "/review the parser"},
+        *([_REMOVE] if removed else []),
+        _at("assistant", "10:00:04", message={"role": "assistant", "content": [{"type": "text", "text": "ok"}]}),
+        _at("user", "10:10:00", message={"role": "user", "content": (
+            "<command-message>review</command-message>\n<command-name>/review</command-name>\n"
+            "<command-args>the lexer in src/lex.py</command-args>")}),
+        _at("assistant", "10:10:01", message={"role": "assistant", "content": [{"type": "text", "text": "reviewing"}]}),
+    )
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    said = {e.text: e.ts.strftime("%H:%M:%S") for e in entries(brain.cwd) if e.role == "user"}
+    assert said["/review the parser"] == "10:00:02"
+    assert [ts for t, ts in said.items() if "<command-args>the lexer in src/lex.py<" in t] == ["10:10:00"]
+
+
+@pytest.mark.parametrize("between", [[_REMOVE], [_at("user", "11:00:00", message={"role": "user", "content": "ok"})]])
+def test_words_typed_again_later_are_a_new_message(brain, tmp_path, between):
+    """'check again' queued (and slipped into the turn, or followed by other words), then typed
+    again two hours later: both are kept, ingested whole or while the file grows (review 8 #2)."""
+    lines = [json.dumps(r) for r in (
+        _at("user", "10:00:01", message={"role": "user", "content": "run the test suite"}),
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:02.000Z",
+         "sessionId": "cc-q", "content": "check again"},
+        *between,
+        _at("assistant", "10:00:06", message={"role": "assistant", "content": [
+            {"type": "text", "text": "checking: 3 failures remain"}]}),
+        _at("user", "12:00:00", message={"role": "user", "content": "check again"}),
+        _at("assistant", "12:00:01", message={"role": "assistant", "content": [
+            {"type": "text", "text": "all green now"}]}),
+    )]
+    whole = tmp_path / "whole" / "s.jsonl"
+    whole.parent.mkdir()
+    whole.write_text("\n".join(lines) + "\n")
+    once = brain.cwd / ".." / "once"
+    assert brain("init", str(once))[0] == 0
+    assert brain("--brain", str(once), "ingest", str(whole))[0] == 0
+    times = [e.ts.strftime("%H:%M:%S") for e in entries(once) if e.text == "check again"]
+    assert sorted(times) == ["10:00:02", "12:00:00"]
+    live = tmp_path / "s.jsonl"
+    for cut in (len(lines) - 2, len(lines)):
+        live.write_text("\n".join(lines[:cut]) + "\n")
+        code, out, err = brain("ingest", str(live))
+        assert code == 0, err
+    assert sorted(e.id for e in entries(brain.cwd)) == sorted(e.id for e in entries(once))
+
+
+def test_a_command_typed_while_the_agent_worked_is_typed_as_one_typed_idle(brain, tmp_path):
+    """'/mcp' queued is harness business like the record of '/mcp' run idle; '/model opus'
+    queued is a request like its record (review 8 #7)."""
+    def queued(hms, text):
+        return [{"type": "queue-operation", "operation": "enqueue", "timestamp": f"2026-11-29T{hms}.000Z",
+                 "sessionId": "cc-q", "content": text},
+                {**_REMOVE, "timestamp": f"2026-11-29T{hms}.500Z"}]
+
+    def record(hms, name, args):
+        return _at("user", hms, message={"role": "user", "content": (
+            f"<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n"
+            f"<command-args>{args}</command-args>")})
+
+    f = jsonl(tmp_path / "cmds.jsonl",
+              _at("user", "10:00:01", message={"role": "user", "content": "start the server"}),
+              *queued("10:00:02", "/mcp"), *queued("10:00:03", "/model opus"),
+              _at("assistant", "10:00:04", message={"role": "assistant", "content": [
+                  {"type": "text", "text": "The server is up."}]}),
+              record("10:05:00", "mcp", ""), record("10:06:00", "model", "opus"))
+    code, out, err = brain("ingest", f)
+    assert code == 0, err
+    typed = {e.text: e.type for e in entries(brain.cwd) if e.role == "user"}
+    assert typed["/mcp"] == next(t for x, t in typed.items() if x.startswith("<command-message>mcp<")) \
+        == "tool_result"
+    assert typed["/model opus"] == next(t for x, t in typed.items()
+                                        if x.startswith("<command-message>model<")) == "user_intent"
+
+
 def test_queued_messages_of_a_real_session():
     data = next(CLAUDE.glob("258c7280-*.jsonl")).read_bytes()
     msgs = sources.read(data, "258c7280.jsonl")
@@ -134,6 +224,10 @@ def test_queued_messages_of_a_real_session():
         assert [m.role for m in msgs if m.text == said] == ["user"]
     notes = [m.text for m in msgs if m.text.startswith("<task-notification>\n<task-id>b0be39e<")]
     assert len(notes) == 1
+    # "/mcp" queued and slipped into the turn (the agent answers it), then run as a command after an interrupt
+    said = [(m.ts.strftime("%H:%M:%S"), m.text[:22]) for m in sources.read(
+        (CLAUDE / "tool_heavy.jsonl").read_bytes(), "tool_heavy.jsonl") if "/mcp" in m.text and m.role == "user"]
+    assert said == [("22:57:58", "/mcp"), ("22:58:08", "<command-name>/mcp</co")]
 
 
 def test_a_slash_command_with_arguments_is_what_the_user_asked(brain):

@@ -124,6 +124,13 @@ TYPE_CASES = [
                             "</command-name>\n<command-args>websearch how to set up credo</command-args>"),
     ("decision", "user", "<command-name>/note</command-name>\n<command-args>we decided to go with Postgres"
                          "</command-args>"),
+    # the same commands typed while the agent worked: the queued message is the bare command line
+    ("tool_result", "user", "/mcp"),
+    ("tool_result", "user", "/clear"),
+    ("user_intent", "user", "/model opus"),
+    ("user_intent", "user", "/handgemacht:create-beads the parser rewrite"),
+    ("decision", "user", "/note we decided to go with Postgres"),
+    ("context", "user", "/usr/local/bin holds the old binary."),
     ("tool_result", "assistant", 'Traceback (most recent call last):\n  File "a.py", line 1'),
     ("tool_result", "user", '{"status": "ok", "items": [1, 2, 3]}'),
     ("ephemeral", "user", "ok"),

@@ -145,7 +145,7 @@ class FormatError(Exception):
 def render_meta(e: Entry) -> str:
     parts = [
         f"type={e.type}",
-        f"importance={e.importance:.2f}",
+        f"importance={round(e.importance, 2) + 0.0:.2f}",  # a negative zero is 0.00, never -0.00
         f"neuro={','.join(e.neuro) if e.neuro else '-'}",
         f"session={clean_token(e.session)}",
         f"recalls={e.recalls}",
@@ -198,7 +198,7 @@ def _parse_meta(line: str, path: str, lineno: int) -> dict[str, Any]:
     if fields["type"] not in TYPES:
         raise FormatError(Problem(path, lineno, f"unknown type {fields['type']!r}"))
     try:
-        imp = float(fields["importance"])
+        imp = float(fields["importance"]) + 0.0  # -0.00 (a hand edit) reads as 0
         recalls = int(fields.get("recalls", "0"))
     except ValueError:
         raise FormatError(Problem(path, lineno, "importance/recalls must be numbers")) from None

@@ -64,16 +64,39 @@ def check_text(rel: str, text: str) -> list[Problem]:
 
 
 def key_line(toml_text: str, dotted: str) -> int:
-    """The line that sets `dotted` (a.b.key) in a TOML text with plain [a.b] headers, else 1."""
-    *section, key = dotted.split(".")
+    """The line that sets `dotted` (a.b.key) in a TOML text, else 1: under an [a.b] header,
+    as a dotted key (`b.key = …` under [a]), or inside an inline table (`b = { key = … }`)."""
+    want = dotted.split(".")
     here: list[str] = []
     for n, line in enumerate(toml_text.split("\n"), 1):
         s = line.strip()
         if s.startswith("[") and not s.startswith("[["):
-            here = [p.strip().strip('"') for p in s.split("#")[0].strip().strip("[]").split(".")]
-        elif here == section and s.split("=", 1)[0].strip().strip('"') == key and "=" in s:
-            return n
+            here = _key_parts(s.split("#")[0].strip().strip("[]"))
+        elif "=" in s and not s.startswith("#"):
+            lhs, rhs = s.split("=", 1)
+            path = here + _key_parts(lhs)
+            if path == want:
+                return n
+            if want[: len(path)] == path and rhs.lstrip().startswith("{") and _holds(rhs, want[len(path):]):
+                return n
     return 1
+
+
+def _holds(inline: str, path: list[str]) -> bool:
+    """Whether the inline table `inline` sets the key `path` (a.b)."""
+    try:
+        value: Any = tomllib.loads("v = " + inline)["v"]
+    except tomllib.TOMLDecodeError:
+        return False
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def _key_parts(key: str) -> list[str]:
+    return [p.strip().strip('"\'') for p in key.split(".")]
 
 
 def config_problems(text: str) -> list[Problem]:

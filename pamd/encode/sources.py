@@ -414,10 +414,13 @@ def _handovers(records) -> dict[tuple[int, int], tuple[int, dict]]:
     """Which user text hands over which queued message: {(line, block): (line, enqueue)}.
 
     Claude Code logs a message typed while the agent worked as a queue-operation
-    "enqueue". One it later hands over as a user record (a task notification, a
-    slash command: a record naming the command) pairs with the first such record
-    after it that no earlier enqueue took; one it slips into the running turn
-    exists only as its enqueue.
+    "enqueue". One it slips into the running turn is then taken off the queue
+    ("remove", naming nothing: the message queued last) and exists only as its
+    enqueue. One it hands over when the turn ends (a task notification, a slash
+    command) is the next user record the person did not type meanwhile: the same
+    words, or for a command a record naming it with the same arguments. A record
+    that hands over none of the queued messages shows the queue was emptied, so
+    a later message with the same words is a new one, never a queued one.
     """
     pending: list[tuple[int, dict]] = []
     out: dict[tuple[int, int], tuple[int, dict]] = {}
@@ -425,15 +428,45 @@ def _handovers(records) -> dict[tuple[int, int], tuple[int, dict]]:
         if _enqueue(rec):
             pending.append((line, rec))
             continue
-        for block, text in _user_blocks(rec) if pending else []:
-            for q in pending:
-                typed = q[1]["content"].strip()
-                if text == typed or (typed.startswith("/")
-                                     and f"<command-name>{typed.split()[0]}</command-name>" in text):
-                    out[(line, block)] = q
-                    pending.remove(q)
-                    break
+        if isinstance(rec, dict) and rec.get("type") == "queue-operation" and rec.get("operation") == "remove":
+            if pending:
+                pending.pop()
+            continue
+        if not pending or not isinstance(rec, dict) or rec.get("isSidechain"):
+            continue
+        said = [(block, text) for block, text in _user_blocks(rec) if text and not text.startswith(_INTERRUPTED)]
+        handed = False
+        for block, text in said:
+            q = next((q for q in pending if _hands_over(text, q[1]["content"].strip())), None)
+            if q is not None:
+                out[(line, block)] = q
+                pending.remove(q)
+                handed = True
+        if said and not handed:
+            pending.clear()
     return out
+
+
+# What Claude Code writes as a user record when the person stops the agent: not a message typed.
+_INTERRUPTED = "[Request interrupted by user"
+_COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]*)\s*</command-name>")
+_ARGS = re.compile(r"<command-args>([\s\S]*?)</command-args>")
+
+
+def _hands_over(text: str, typed: str) -> bool:
+    """Whether a user record's `text` is the queued message `typed`: the same words,
+    or the harness's record of the slash command typed (its name and arguments)."""
+    if text == typed:
+        return True
+    if not typed.startswith("/"):
+        return False
+    name = _COMMAND.search(text)
+    if name is None:
+        return False
+    cmd, args = ([*typed.split(None, 1), ""])[:2]
+    given = _ARGS.search(text)
+    return ("/" + name.group(1).lstrip("/") == cmd
+            and (given.group(1) if given else "").split() == args.split())
 
 
 def _markdown(text: str, name: str, session: str) -> list[Message]:

@@ -273,13 +273,27 @@ def plan_pull(
         out.changes[dest_of(name, rel)] = attributed(
             text, {**meta, "source_path": rel, "read_only": True}
         )
-    base = brain.path(f"{SYNAPSE_DIR}/{name}")
-    if base.is_dir():
-        for p in base.rglob("*"):
-            rel = p.relative_to(brain.root).as_posix()
-            if p.is_file() and rel not in out.changes:
-                out.changes[rel] = None  # gone at the source
+    for rel in folder_files(brain, name):
+        if rel not in out.changes:
+            out.changes[rel] = None  # gone at the source
     return out
+
+
+def folder_files(brain: Brain, name: str) -> list[str]:
+    """The files under synapse/NAME/ that git tracks or would add (brain-relative).
+
+    Files git ignores (a Finder .DS_Store) are the person's: pamd can neither commit
+    nor delete them in a commit, so pull and remove leave them where they are. An
+    untracked file that git does not ignore is listed: the commit refuses it with how
+    to clear it, rather than leaving it among the pulled knowledge.
+    """
+    if not brain.path(f"{SYNAPSE_DIR}/{name}").is_dir():
+        return []
+    out = brain.repo.run(
+        "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+        f"{SYNAPSE_DIR}/{name}/",
+    )
+    return sorted({rel for rel in out.split("\0") if rel and brain.path(rel).is_file()})
 
 
 # ---------------------------------------------------------------- the three verbs
@@ -382,11 +396,7 @@ def remove(brain: Brain, name: str) -> tuple[str | None, list[str]]:
                 )
             changes[CONFIG] = text
         base = brain.path(f"{SYNAPSE_DIR}/{name}")
-        files = (
-            sorted(p.relative_to(brain.root).as_posix() for p in base.rglob("*") if p.is_file())
-            if base.is_dir()
-            else []
-        )
+        files = folder_files(brain, name)
         changes.update(dict.fromkeys(files))
         if not changes and not cache.exists():
             raise PamdError(f"no synapse named {name}", "`pamd synapse list` names them")
@@ -454,7 +464,7 @@ def unregistered(brain: Brain) -> list[str]:
     return sorted(
         p.name
         for p in (base.iterdir() if base.is_dir() else ())
-        if p.is_dir() and p.name not in known and any(f.is_file() for f in p.rglob("*"))
+        if p.is_dir() and p.name not in known and folder_files(brain, p.name)
     )
 
 

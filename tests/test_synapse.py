@@ -456,6 +456,9 @@ TOKEN = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"  # split: no scanner f
     "https://bob:hunter2@example.com/brain.git",
     "https://oauth2:s3cr3t-v4lue@gitlab.example.com/brain.git",
     f"https://example.com/brain.git?access_token={TOKEN}",
+    "https://abcdef0123456789abcdef0123456789abcdef01@github.com/o/b.git",  # no shape the scanner knows
+    "https://bob@github.com/bob/brain.git",  # a token or a user name: pamd cannot tell
+    "http://x-token-auth:t0k3n@bitbucket.org/o/b.git",
 ])
 def test_a_credential_in_a_synapse_url_is_refused_not_committed(bob, alice, url):
     """pamd.toml, every pulled file's `source:` and the pull commit's `Pamd-Source:` hold the
@@ -481,8 +484,19 @@ def test_a_user_name_alone_in_a_synapse_url_is_no_credential(bob, alice):
     from pamd.edge.synapse import check_credentials
 
     for url in ("ssh://git@github.com/bob/brain.git", "git@github.com:bob/brain.git",
-                "https://bob@github.com/bob/brain.git", str(alice.cwd)):
+                "https://github.com/bob/brain.git", str(alice.cwd)):
         assert check_credentials(Brain(bob.cwd), url) == url
+
+
+def test_an_error_never_repeats_what_stands_before_a_urls_at(bob):
+    """The unreachable-remote error printed the whole URL, a token before its @ included."""
+    same = unchanged(bob)
+    for url in ("ssh://s3cr3t-user@127.0.0.1:1/o/b.git", "ssh://s3cr3t-user@127.0.0.1:1/o/b.git\n",
+                "HTTPS://s3cr3t@127.0.0.1:1/o/b.git"):  # not a scheme git knows: a path, not there
+        code, _, err = bob("synapse", "add", "t1", url)
+        assert code == 1 and err.count("\n") == 1 and "s3cr3t" not in err, err
+        assert "://…@127.0.0.1:1/o/b.git" in err
+        same()
 
 
 def test_a_remote_that_went_away_fails_the_pull_and_writes_nothing(alice, bob):

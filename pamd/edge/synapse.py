@@ -63,14 +63,14 @@ def check_name(name: str) -> str:
 def normalise_url(url: str, cwd: Path | None = None) -> str:
     if not url or url.startswith("-") or any(c in url for c in "\0\n\r"):
         raise PamdError(
-            f"bad synapse remote {url!r}", "give a git URL or the path of another brain"
+            f"bad synapse remote {shown(url)!r}", "give a git URL or the path of another brain"
         )
     if URL_RE.match(url):
         return url
     path = (cwd or Path.cwd()) / Path(url).expanduser()
     if not path.exists():
         raise PamdError(
-            f"synapse remote {url} does not exist", "give a git URL or the path of another brain"
+            f"synapse remote {shown(url)} does not exist", "give a git URL or the path of another brain"
         )
     return str(path.resolve())
 
@@ -83,17 +83,30 @@ def check_credentials(brain: Brain, url: str) -> str:
     """Refuse a remote whose URL carries a password or token.
 
     The URL is written in clear into pamd.toml, every pulled file's `source:` and the
-    pull commit, all committed; git can find the credential without it.
+    pull commit, all committed; git can find the credential without it. Over http(s)
+    anything before the @ is refused: a bare token there (`https://TOKEN@host/…`) looks
+    like a user name, and the secret scanner knows only some tokens' shapes. ssh's
+    `git@` is a user name: ssh's keys are never in the URL.
     """
     m = USERINFO_RE.match(url)
-    if (m and ":" in m.group(1)) or _secrets_in(brain, url):
+    web = bool(m) and url.lower().startswith(("http://", "https://"))
+    if (m and (web or ":" in m.group(1))) or _secrets_in(brain, url):
         # the URL itself is not repeated: an error message ends up in logs too
         raise PamdError(
-            "the synapse URL holds a password or token, which pamd would commit in clear",
-            "keep the URL plain and let a git credential helper give the token, "
+            "the synapse URL holds a password or token"
+            + (" (or a user name) before its @" if web else "")
+            + ", which pamd would commit in clear",
+            "keep the URL plain (https://host/owner/brain.git) and let a git credential helper "
+            "give the token (a user name too: git config credential.https://host.username NAME), "
             "or use an ssh URL: git@host:owner/brain.git",
         )
     return url
+
+
+def shown(url: str) -> str:
+    """`url` for an error message: whatever stands before a scheme URL's @ is left out."""
+    m = USERINFO_RE.match(url)
+    return url if not m else url[: m.start(1)] + "…" + url[m.end(1):]
 
 
 def _secrets_in(brain: Brain, text: str) -> bool:
@@ -153,7 +166,7 @@ def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, 
                 listing = brain.repo.run("ls-remote", url)
             except PamdError:
                 raise PamdError(
-                    f"synapse remote {name} ({url}) is unreachable or not a git repository",
+                    f"synapse remote {name} ({shown(url)}) is unreachable or not a git repository",
                     "check the URL or path, and your access to it",
                 ) from None
             refs = {ln.split("\t", 1)[1] for ln in listing.splitlines() if "\t" in ln}
@@ -170,7 +183,7 @@ def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, 
                 want = "HEAD"
             else:
                 raise PamdError(
-                    f"synapse remote {name} ({url}) has no commits", "publish or commit there first"
+                    f"synapse remote {name} ({shown(url)}) has no commits", "publish or commit there first"
                 )
             if fresh:
                 cache.parent.mkdir(parents=True, exist_ok=True)

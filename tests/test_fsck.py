@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 
 import pytest
-from conftest import git
+from conftest import Pamd, git
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 TEXTS = [
@@ -437,3 +437,82 @@ def test_conflict_markers_committed_are_named_as_such(merging):
     for cmd in (("compact",), ("status",), ("state",)):
         code, _, err = merging(*cmd)
         assert code == 1 and re.match(r"pamd: error: \S+:\d+: conflict marker left in the file ", err), err
+
+
+DAY = [("2026-11-23T09:00:00Z", "user", "Let's build the billing export service this week, for two million invoices."),
+       ("2026-11-23T09:37:00Z", "assistant", "Plan: a streaming CSV writer, a Postgres cursor, and a nightly job."),
+       ("2026-11-23T09:50:00Z", "assistant",
+        "We decided to use server-side cursors in Postgres 16 so memory stays flat for large exports."),
+       ("2026-11-23T10:05:00Z", "assistant", "The first export of 10,000 rows took 1.8 seconds."),
+       ("2026-11-23T10:19:00Z", "assistant", "Maybe the slow part later will be currency conversion.")]
+
+
+def _merge_with_a_compacted_day(tmp_path, capsys) -> tuple[Pamd, str]:
+    """Clone b compacts a day whose entry clone a folded a recall into; a pulls b: a conflict
+    where a's side has the entries and b's has none. Returns (a, the recalled entry's id)."""
+    p = Pamd(tmp_path, capsys)
+    assert p("init", str(tmp_path / "a"), now="2026-11-23T08:00:00Z")[0] == 0
+    p.cwd = a = tmp_path / "a"
+    git(a, "config", "pull.rebase", "false")
+    f = tmp_path / "day.jsonl"
+    f.write_text("".join(json.dumps({"ts": ts, "role": r, "text": t, "session": "billing"}) + "\n"
+                         for ts, r, t in DAY))
+    assert p("ingest", str(f), now="2026-11-23T10:30:00Z")[0] == 0
+    git(tmp_path, "clone", "-q", "a", "b")
+    eid = re.search(r"^### (e-[0-9a-f]{12}) .*\n.*\n> Plan:", (a / "memory/L0/2026-11-23.md").read_text(),
+                    re.M).group(1)
+    assert p("touch", eid, now="2026-11-23T10:35:00Z")[0] == 0
+    assert p("compact", now="2026-11-23T10:40:00Z")[0] == 0
+    assert f"{eid} · " in (a / "memory/L0/2026-11-23.md").read_text()  # still raw here, recalls=1
+    p.cwd = tmp_path / "b"
+    assert p("compact", now="2026-11-24T18:10:00Z")[0] == 0
+    assert f"{eid} · " not in (p.cwd / "memory/L0/2026-11-23.md").read_text()  # compacted there
+    p.cwd = a
+    subprocess.run(["git", "pull", "-q", "--no-edit", "../b", "main"], cwd=a, capture_output=True)
+    assert "memory/L0/2026-11-23.md" in git(a, "diff", "--name-only", "--diff-filter=U")
+    for rel in git(a, "diff", "--name-only", "--diff-filter=U").split():
+        if not rel.startswith("memory/"):
+            git(a, "checkout", "--ours", rel)  # DNA.md, STATE.md: either side (docs/hooks.md)
+            git(a, "add", rel)
+    return p, eid
+
+
+HUNK = re.compile(r"^<<<<<<< .*\n((?:.*\n)*?)=======\n((?:.*\n)*?)>>>>>>> .*\n", re.M)
+
+
+def test_a_merge_that_takes_the_side_without_compacted_entries_counts_each_once(tmp_path, capsys):
+    """docs/hooks.md said to keep both sides' entries: where the other clone had compacted them
+    that put them back raw beside their summary, and fsck guessed "two clones that each
+    compacted it?" (only one had). Taking the side without them, as the doc now says, and
+    carrying the folded recall to the summary leaves a sound brain."""
+    p, eid = _merge_with_a_compacted_day(tmp_path, capsys)
+    a, l0 = p.cwd, p.cwd / "memory/L0/2026-11-23.md"
+    text = l0.read_text()
+    both = tmp_path / "both.md"
+    both.write_text(HUNK.sub(lambda m: m.group(1) + m.group(2), text))
+    hunks = HUNK.findall(text)  # this side holds the entries, the other nothing (its compaction)
+    assert hunks and all("### " in ours and not theirs.strip() for ours, theirs in hunks), text
+    l0.write_text(HUNK.sub(lambda m: m.group(1) if "### " not in m.group(1) else m.group(2), text))
+    (rel, line, sid), = _summaries_of(a, eid)
+    summary = (a / rel).read_text().split("\n")
+    recalls = int(re.search(r"recalls=(\d+)", summary[line]).group(1))
+    summary[line] = re.sub(r"recalls=\d+", f"recalls={recalls + 1}", summary[line])
+    (a / rel).write_text("\n".join(summary))
+    git(a, "add", "-A", "memory")
+    git(a, "commit", "-q", "--no-edit")
+    code, out, _ = p("fsck", "--skip", "index", now=None)
+    assert code == 0, out
+    assert p("check", now=None)[0] == 0
+    # what the doc said before: keep both sides' entries
+    git(a, "reset", "-q", "--hard", "HEAD~1")
+    subprocess.run(["git", "pull", "-q", "--no-edit", "../b", "main"], cwd=a, capture_output=True)
+    for rel in git(a, "diff", "--name-only", "--diff-filter=U").split():
+        if not rel.startswith("memory/"):
+            git(a, "checkout", "--ours", rel)
+    l0.write_text(both.read_text())
+    git(a, "add", "-A", ".")
+    git(a, "commit", "-q", "--no-edit")
+    code, out, _ = p("fsck", "--skip", "index", now=None)
+    assert code == 1 and f"{eid} is in the tree at memory/L0/2026-11-23.md:" in out, out
+    assert "a merge that kept an entry the other side had compacted" in out
+    assert "two clones that each compacted it" not in out

@@ -90,3 +90,29 @@ def test_after_merging_two_clones_a_date_finds_the_newest_commit_of_either_line(
         assert code == 0 and out.startswith(f"# STATE at {want[:8]}"), (at, out, err)
     code, out, _ = p("boot", "--at", "2026-11-06", now=None)
     assert "wireguard" in out and "Server:" not in out  # this machine's line as it was then
+
+
+def test_boot_reads_a_merge_at_the_time_a_date_found_it_by(tmp_path, capsys, monkeypatch):
+    """`--at` found a person's merge by "no older than its sides", then boot aged every entry
+    from the merge's committer date (a month before them); mid-merge, boot showed the other
+    side's entries at HEAD's time."""
+    p = Pamd(tmp_path, capsys)
+    assert p("init", str(tmp_path / "base"), now="2026-10-01T00:00:00Z")[0] == 0
+    git(tmp_path, "clone", "-q", "base", "m1")
+    git(tmp_path, "clone", "-q", "base", "m2")
+    p.cwd = tmp_path / "m2"
+    assert p("remember", "Server: replicas lag at 03:00.", now="2026-12-06T02:30:00Z")[0] == 0
+    p.cwd = tmp_path / "m1"
+    assert p("remember", "Laptop: VPN is wireguard.", now="2026-11-05T16:00:00Z")[0] == 0
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-10-02T00:00:00+00:00")
+    git(p.cwd, "fetch", "-q", "../m2", "main")
+    git(p.cwd, "merge", "-q", "--no-commit", "FETCH_HEAD")  # unresolved: MERGE_HEAD, both sides' files
+    code, out, err = p("boot", "--json", now=None)
+    assert code == 0 and json.loads(out)["now"] == "2026-12-06T02:30:00Z", err
+    git(p.cwd, "commit", "-q", "--no-edit")
+    merge = head(p.cwd)
+    for args in (["--at", "2026-12-07"], ["--at", merge], []):
+        code, out, err = p("boot", "--json", *args, now=None)
+        assert code == 0 and json.loads(out)["now"] == "2026-12-06T02:30:00Z", (args, err)
+    code, out, _ = p("state", "--at", "2026-12-07", now=None)
+    assert out.startswith(f"# STATE at {merge[:8]}")

@@ -69,6 +69,7 @@ def precommit(
 
 def use_pamd_repo(root: Path, snap: Path, sha: str) -> None:
     cfg = {
+        "minimum_pre_commit_version": "3.2.0",  # as docs/hooks.md's config has it
         "default_install_hook_types": ["pre-commit", "post-merge", "post-checkout", "post-rewrite"],
         "repos": [
             {
@@ -212,6 +213,25 @@ def test_index_hook_runs_at_checkout_and_never_fails_it(lived, hook_repo):
         **{i: ["pre-commit"] for i in ("pamd-check", "pamd-budget", "pamd-secrets",
                                        "pamd-synapse-readonly", "pamd-probe")},
         "pamd-index": ["post-merge", "post-checkout", "post-rewrite"]}
+
+
+def test_the_manifest_and_the_documented_config_name_pre_commit_3_2_as_their_minimum():
+    """`stages: [pre-commit]` is pre-commit 3.2's name: an older pre-commit refused the whole
+    manifest with a schema error and nothing said which version pamd needs."""
+    def version(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in str(v).split("."))
+
+    manifest = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    named_in_3_2 = {"pre-commit", "pre-push", "pre-merge-commit"}
+    for hook in manifest:
+        if named_in_3_2 & set(hook.get("stages", ())):
+            assert version(hook.get("minimum_pre_commit_version", "0")) >= (3, 2, 0), hook["id"]
+    # older pre-commit reads a hook's minimum only after the manifest validated: the
+    # config's own minimum, checked first, is what gives the reader a clear message
+    doc = (REPO / "docs" / "hooks.md").read_text()
+    block = doc.split("can use them from pamd's repository:\n\n```yaml\n", 1)[1].split("```")[0]
+    assert version(yaml.safe_load(block)["minimum_pre_commit_version"]) >= (3, 2, 0)
+    assert "needs pre-commit 3.2.0 or\nlater" in doc
 
 
 def test_the_brain_template_config_runs_the_installed_pamd(lived, hook_repo):

@@ -504,3 +504,43 @@ def test_the_query_thread_has_ended_when_recall_returns_with_no_candidates(brain
         assert bool(hits) == (not flt)
         assert not started[-1]._t.is_alive()
     assert len(started) == 3
+
+
+def test_a_file_with_conflict_markers_is_left_out_of_the_index_and_named(tmp_path, capsys):
+    """During an unresolved merge recall indexed the conflicted file: a hit spanned git's
+    marker lines and both sides, its ids went to the recall log, and nothing was said."""
+    older = entries(MESSAGES[:2], start=datetime(2026, 11, 29, 9, 0, tzinfo=UTC))
+    root = make_brain(tmp_path / "brain", {
+        DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries()),
+        "memory/L0/2026-11-29.md": render_doc({"day": "2026-11-29"}, "# 29 Nov", older)})
+    base = (root / DAY).read_text()
+    git(root, "checkout", "-q", "-b", "other")
+    (root / DAY).write_text(base + "\n### e-0000000000aa · 2026-11-30T11:00:00Z · user\n"
+                            "type=context importance=0.50 neuro=- session=- recalls=0\n"
+                            "> Anna switched to black tea on Mondays.\n")
+    git(root, "commit", "-qam", "other side")
+    git(root, "checkout", "-q", "-")
+    (root / DAY).write_text(base + "\n### e-0000000000bb · 2026-11-30T11:05:00Z · user\n"
+                            "type=context importance=0.50 neuro=- session=- recalls=0\n"
+                            "> Anna drinks green tea at standups.\n")
+    git(root, "commit", "-qam", "this side")
+    assert recall_json(root, "what does Anna drink", capsys)[0]["path"] == DAY  # indexed before
+    log = root / ".pamd" / "recall.log"
+    before = log.read_text()
+    subprocess.run(["git", "merge", "other"], cwd=root, capture_output=True)
+    assert "<<<<<<< " in (root / DAY).read_text()
+    code, out, err = run(root, "recall", "--json", "what does Anna drink", capsys=capsys)
+    assert code == 0 and all(h["path"] != DAY for h in json.loads(out)), out
+    assert err.count("\n") == 1 and err.startswith(f"pamd: warning: left out of the index: {DAY}: ")
+    assert "conflict markers" in err
+    logged = json.loads(log.read_text()[len(before):])["ids"]
+    assert logged and not {"e-0000000000aa", "e-0000000000bb", *(e.id for e in entries())} & set(logged)
+    code, out, err = run(root, "index", capsys=capsys)
+    assert code == 0 and f"left out of the index: {DAY}" in err
+    # resolved (both sides kept, markers dropped): indexed again, nothing said
+    text = (root / DAY).read_text()
+    (root / DAY).write_text("".join(ln for ln in text.splitlines(keepends=True)
+                                    if not ln.startswith(("<<<<<<<", "=======", ">>>>>>>"))))
+    git(root, "add", DAY)
+    code, out, err = run(root, "recall", "--json", "black tea", capsys=capsys)
+    assert code == 0 and err == "" and json.loads(out)[0]["path"] == DAY

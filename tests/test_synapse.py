@@ -280,6 +280,39 @@ def test_an_edit_of_a_pulled_file_is_refused_with_how_to_drop_it(alice, bob):
         same()
 
 
+def test_a_file_git_ignores_or_does_not_track_under_a_pulled_folder(alice, bob):
+    """remove handed every file on disk under synapse/NAME/ to the commit: an ignored
+    .DS_Store (Finder) blocked it, and an untracked file got `git checkout --` as its
+    fix, which git refuses for a file it does not know."""
+    root = bob.cwd
+    assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
+    assert bob("synapse", "pull")[0] == 0
+    notes = root / "synapse" / "alice" / "notes.md"
+    notes.write_text("my notes\n")
+    same = unchanged_but_cache(bob)
+    for verb in ("pull", "remove"):
+        code, _, err = bob("synapse", verb, "alice")
+        assert code == 1 and err.count("\n") == 1, err
+        assert "synapse/alice/notes.md" in err and "delete or move it" in err
+        assert "git checkout" not in err
+        same()
+    notes.unlink()
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    with open(root / ".git" / "info" / "exclude", "a") as f:
+        f.write(".DS_Store\n")
+    for d in ("synapse/alice", "synapse/alice/L3"):
+        (root / d / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    code, out, err = bob("synapse", "pull", "alice")
+    assert code == 0 and "ignored" not in err, err
+    code, out, err = bob("synapse", "remove", "alice")
+    assert code == 0 and "removed synapse alice (3 pulled files) in one commit" in out, err
+    assert git(root, "ls-files", "synapse") == "" and git(root, "status", "--porcelain") == ""
+    # what git ignores is the person's, left where it was (and its folders with it)
+    assert (root / "synapse" / "alice" / "L3" / ".DS_Store").read_bytes() == b"\0\0\0\1Bud1"
+    assert sorted(p.name for p in (root / "synapse" / "alice").iterdir()) == [".DS_Store", "L3"]
+    assert bob("synapse", "list")[1].startswith("no synapse remotes")
+
+
 def test_remove_refuses_a_table_it_cannot_take_out_alone(alice, bob):
     root = bob.cwd
     cfg = root / "pamd.toml"
@@ -423,6 +456,9 @@ TOKEN = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"  # split: no scanner f
     "https://bob:hunter2@example.com/brain.git",
     "https://oauth2:s3cr3t-v4lue@gitlab.example.com/brain.git",
     f"https://example.com/brain.git?access_token={TOKEN}",
+    "https://abcdef0123456789abcdef0123456789abcdef01@github.com/o/b.git",  # no shape the scanner knows
+    "https://bob@github.com/bob/brain.git",  # a token or a user name: pamd cannot tell
+    "http://x-token-auth:t0k3n@bitbucket.org/o/b.git",
 ])
 def test_a_credential_in_a_synapse_url_is_refused_not_committed(bob, alice, url):
     """pamd.toml, every pulled file's `source:` and the pull commit's `Pamd-Source:` hold the
@@ -448,8 +484,19 @@ def test_a_user_name_alone_in_a_synapse_url_is_no_credential(bob, alice):
     from pamd.edge.synapse import check_credentials
 
     for url in ("ssh://git@github.com/bob/brain.git", "git@github.com:bob/brain.git",
-                "https://bob@github.com/bob/brain.git", str(alice.cwd)):
+                "https://github.com/bob/brain.git", str(alice.cwd)):
         assert check_credentials(Brain(bob.cwd), url) == url
+
+
+def test_an_error_never_repeats_what_stands_before_a_urls_at(bob):
+    """The unreachable-remote error printed the whole URL, a token before its @ included."""
+    same = unchanged(bob)
+    for url in ("ssh://s3cr3t-user@127.0.0.1:1/o/b.git", "ssh://s3cr3t-user@127.0.0.1:1/o/b.git\n",
+                "HTTPS://s3cr3t@127.0.0.1:1/o/b.git"):  # not a scheme git knows: a path, not there
+        code, _, err = bob("synapse", "add", "t1", url)
+        assert code == 1 and err.count("\n") == 1 and "s3cr3t" not in err, err
+        assert "://…@127.0.0.1:1/o/b.git" in err
+        same()
 
 
 def test_a_remote_that_went_away_fails_the_pull_and_writes_nothing(alice, bob):

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pamd.edge.brain import Brain
-    from pamd.recall import api
+    from pamd.recall import api, store
 
     brain = Brain.find(args.brain)
     progress = Progress(quiet=args.quiet)
@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
         progress.done()
     if not args.quiet:
         print(rep)
+    note = store.conflicted_note(rep.conflicted)
+    if note:
+        print(f"pamd: warning: {note}", file=sys.stderr)
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 HELP = "search the brain: each hit as `path:start-end  score  text`"
 EXAMPLE = """
@@ -37,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pamd.commands.index import Progress
     from pamd.edge.brain import Brain
-    from pamd.recall import api
+    from pamd.recall import api, store
 
     brain = Brain.find(args.brain)
     # The first recall after an ingest embeds the new entries: say so on a terminal.
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         progress.done()  # an error starts on a line of its own
+    note = store.conflicted_note(api.left_out(brain))
+    if note:
+        print(f"pamd: warning: {note}", file=sys.stderr)
     expanded = _expand(brain, hits, args.now) if args.expand else {}
     if args.json:
         out = []

@@ -268,6 +268,9 @@ class Transaction:
         dirty = b.repo.dirty(paths)
         if dirty and all(rel.startswith(SYNAPSE_DIR + "/") for rel in dirty):
             # pulled knowledge is read-only (the hook refuses committing an edit of it)
+            if not b.repo.tracked(dirty[0]):  # `git checkout --` fails for a file git never had
+                raise PamdError(f"{dirty[0]} is not a pulled file (git does not track it)",
+                                f"{SYNAPSE_DIR}/ holds only what pamd pulls: delete or move it")
             raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
                             f"synapse/ is read-only: `git checkout -- {dirty[0]}` drops the edit; "
                             "edit it at its source")

@@ -296,8 +296,10 @@ def _twice_problem(eid: str, tops: list[Entry], stands: dict[str, list[Entry]]) 
     behind = [e for e in where if e.id != eid]
     if len(behind) < len(where):
         said = f"is in the tree at {at[eid]} and behind the summary at {_and([at[e.id] for e in behind])}"
+        why = "a merge that kept an entry the other side had compacted, or a merged stale defrag branch?"
     else:
         said = f"is behind {NUMBERS.get(len(where), len(where))} summaries: {_and(list(at.values()))}"
+        why = "a merged stale defrag branch, or two clones that each compacted it?"
 
     def restates(e: Entry) -> bool:
         """Everything `e` stands for is behind another entry of `tops` too: deleting it loses nothing."""
@@ -314,8 +316,7 @@ def _twice_problem(eid: str, tops: list[Entry], stands: dict[str, list[Entry]]) 
         hint = (f"remove {eid} from the from= of one of them (with the words it gave), "
                 "or keep both: nothing is lost")
     return Problem(where[0].path, where[0].line_start,
-                   f"{eid} {said}, so it counts twice (a merged stale defrag branch, or two clones that "
-                   f"each compacted it? docs/hooks.md); {hint}")
+                   f"{eid} {said}, so it counts twice ({why} docs/hooks.md); {hint}")
 
 
 NUMBERS = {2: "two", 3: "three"}

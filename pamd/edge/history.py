@@ -45,13 +45,13 @@ class TreeView:
         return config_mod.load(self.read(CONFIG))
 
     def time(self) -> datetime:
-        """The brain's own time at this view: the commit's Pamd-Now, else its commit date."""
-        rev = self.rev or "HEAD"
-        if self.brain.repo.rev_parse(rev) is None:
+        """The brain's own time at this view: its commit's (`rev_time`); the work tree's during
+        an unresolved merge, which holds both sides' entries, the newest of HEAD's and theirs."""
+        if self.rev is not None:
+            return rev_time(self.brain, self.rev)
+        if self.brain.repo.rev_parse("HEAD") is None:
             return parse_time("1970-01-01T00:00:00Z")
-        out = self.brain.repo.log("-1", "--format=%(trailers:key=Pamd-Now,valueonly)%x1f%cI", rev)
-        trailer, _, date = out.partition("\x1f")
-        return commit_time(trailer, date)
+        return max(rev_time(self.brain, rev) for rev in ["HEAD", *self.brain.repo.merge_heads()])
 
 
 def at_time(value: str) -> datetime:
@@ -77,23 +77,9 @@ def commit_at(brain: Brain, when: datetime) -> str:
     """
     if brain.repo.rev_parse("HEAD") is None:
         raise PamdError("the brain has no commits yet")
-    out = brain.repo.log(
-        "--topo-order", "--format=%H%x1f%P%x1f%(trailers:key=Pamd-Now,valueonly)%x1f%cI%x1e", "HEAD"
-    )
-    commits = []  # children before parents
-    for record in out.split("\x1e"):
-        sha, _, rest = record.strip().partition("\x1f")
-        if sha:
-            parents, trailer, date = rest.split("\x1f")
-            commits.append((sha, parents.split(), trailer, date))
-    times: dict[str, datetime] = {}
-    for sha, parents, trailer, date in reversed(commits):
-        t = commit_time(trailer, date)
-        if len(parents) > 1 and not trailer.strip():
-            t = max([t, *(times[p] for p in parents if p in times)])
-        times[sha] = t
+    commits, times = history_times(brain, "HEAD")
     best, below = None, set()  # below: commits with a fitting descendant
-    for sha, parents, _, _ in commits:
+    for sha, parents in commits:
         fits = times[sha] <= when
         if fits and sha not in below and (best is None or times[sha] > times[best]):
             best = sha
@@ -102,6 +88,45 @@ def commit_at(brain: Brain, when: datetime) -> str:
     if best is None:
         raise PamdError(f"the brain has no commit at or before {fmt_time(when)}", "`git log` shows its commits")
     return best
+
+
+_FORMAT = "%H%x1f%P%x1f%(trailers:key=Pamd-Now,valueonly)%x1f%cI%x1e"
+
+
+def rev_time(brain: Brain, rev: str) -> datetime:
+    """A commit's own time, the one `commit_at` finds it by (see `own_time`)."""
+    sha, parents, trailer, date = _records(brain.repo.log("-1", f"--format={_FORMAT}", rev))[0]
+    if len(parents) > 1 and not trailer.strip():  # only then do its ancestors' times matter
+        return history_times(brain, sha)[1][sha]
+    return commit_time(trailer, date)
+
+
+def history_times(brain: Brain, rev: str) -> tuple[list[tuple[str, list[str]]], dict[str, datetime]]:
+    """`rev` and its ancestors as (sha, parents), children before parents, and each one's own time."""
+    records = _records(brain.repo.log("--topo-order", f"--format={_FORMAT}", rev))
+    times: dict[str, datetime] = {}
+    for sha, parents, trailer, date in reversed(records):
+        times[sha] = own_time(parents, trailer, date, [times[p] for p in parents if p in times])
+    return [(sha, parents) for sha, parents, _, _ in records], times
+
+
+def own_time(parents: list[str], trailer: str, date: str, parent_times: list[datetime]) -> datetime:
+    """A commit's own time (`commit_time`); a merge without Pamd-Now (a person's `git pull`,
+    committed by a clock that may be behind the brain's) is no older than the sides it joins."""
+    t = commit_time(trailer, date)
+    if len(parents) > 1 and not trailer.strip():
+        t = max([t, *parent_times])
+    return t
+
+
+def _records(out: str) -> list[tuple[str, list[str], str, str]]:
+    found = []
+    for record in out.split("\x1e"):
+        sha, _, rest = record.strip().partition("\x1f")
+        if sha:
+            parents, trailer, date = rest.split("\x1f")
+            found.append((sha, parents.split(), trailer, date))
+    return found
 
 
 def commit_time(trailer: str, date: str) -> datetime:

@@ -63,14 +63,14 @@ def check_name(name: str) -> str:
 def normalise_url(url: str, cwd: Path | None = None) -> str:
     if not url or url.startswith("-") or any(c in url for c in "\0\n\r"):
         raise PamdError(
-            f"bad synapse remote {url!r}", "give a git URL or the path of another brain"
+            f"bad synapse remote {shown(url)!r}", "give a git URL or the path of another brain"
         )
     if URL_RE.match(url):
         return url
     path = (cwd or Path.cwd()) / Path(url).expanduser()
     if not path.exists():
         raise PamdError(
-            f"synapse remote {url} does not exist", "give a git URL or the path of another brain"
+            f"synapse remote {shown(url)} does not exist", "give a git URL or the path of another brain"
         )
     return str(path.resolve())
 
@@ -83,17 +83,30 @@ def check_credentials(brain: Brain, url: str) -> str:
     """Refuse a remote whose URL carries a password or token.
 
     The URL is written in clear into pamd.toml, every pulled file's `source:` and the
-    pull commit, all committed; git can find the credential without it.
+    pull commit, all committed; git can find the credential without it. Over http(s)
+    anything before the @ is refused: a bare token there (`https://TOKEN@host/…`) looks
+    like a user name, and the secret scanner knows only some tokens' shapes. ssh's
+    `git@` is a user name: ssh's keys are never in the URL.
     """
     m = USERINFO_RE.match(url)
-    if (m and ":" in m.group(1)) or _secrets_in(brain, url):
+    web = bool(m) and url.lower().startswith(("http://", "https://"))
+    if (m and (web or ":" in m.group(1))) or _secrets_in(brain, url):
         # the URL itself is not repeated: an error message ends up in logs too
         raise PamdError(
-            "the synapse URL holds a password or token, which pamd would commit in clear",
-            "keep the URL plain and let a git credential helper give the token, "
+            "the synapse URL holds a password or token"
+            + (" (or a user name) before its @" if web else "")
+            + ", which pamd would commit in clear",
+            "keep the URL plain (https://host/owner/brain.git) and let a git credential helper "
+            "give the token (a user name too: git config credential.https://host.username NAME), "
             "or use an ssh URL: git@host:owner/brain.git",
         )
     return url
+
+
+def shown(url: str) -> str:
+    """`url` for an error message: whatever stands before a scheme URL's @ is left out."""
+    m = USERINFO_RE.match(url)
+    return url if not m else url[: m.start(1)] + "…" + url[m.end(1):]
 
 
 def _secrets_in(brain: Brain, text: str) -> bool:
@@ -153,7 +166,7 @@ def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, 
                 listing = brain.repo.run("ls-remote", url)
             except PamdError:
                 raise PamdError(
-                    f"synapse remote {name} ({url}) is unreachable or not a git repository",
+                    f"synapse remote {name} ({shown(url)}) is unreachable or not a git repository",
                     "check the URL or path, and your access to it",
                 ) from None
             refs = {ln.split("\t", 1)[1] for ln in listing.splitlines() if "\t" in ln}
@@ -170,7 +183,7 @@ def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, 
                 want = "HEAD"
             else:
                 raise PamdError(
-                    f"synapse remote {name} ({url}) has no commits", "publish or commit there first"
+                    f"synapse remote {name} ({shown(url)}) has no commits", "publish or commit there first"
                 )
             if fresh:
                 cache.parent.mkdir(parents=True, exist_ok=True)
@@ -273,13 +286,27 @@ def plan_pull(
         out.changes[dest_of(name, rel)] = attributed(
             text, {**meta, "source_path": rel, "read_only": True}
         )
-    base = brain.path(f"{SYNAPSE_DIR}/{name}")
-    if base.is_dir():
-        for p in base.rglob("*"):
-            rel = p.relative_to(brain.root).as_posix()
-            if p.is_file() and rel not in out.changes:
-                out.changes[rel] = None  # gone at the source
+    for rel in folder_files(brain, name):
+        if rel not in out.changes:
+            out.changes[rel] = None  # gone at the source
     return out
+
+
+def folder_files(brain: Brain, name: str) -> list[str]:
+    """The files under synapse/NAME/ that git tracks or would add (brain-relative).
+
+    Files git ignores (a Finder .DS_Store) are the person's: pamd can neither commit
+    nor delete them in a commit, so pull and remove leave them where they are. An
+    untracked file that git does not ignore is listed: the commit refuses it with how
+    to clear it, rather than leaving it among the pulled knowledge.
+    """
+    if not brain.path(f"{SYNAPSE_DIR}/{name}").is_dir():
+        return []
+    out = brain.repo.run(
+        "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+        f"{SYNAPSE_DIR}/{name}/",
+    )
+    return sorted({rel for rel in out.split("\0") if rel and brain.path(rel).is_file()})
 
 
 # ---------------------------------------------------------------- the three verbs
@@ -382,11 +409,7 @@ def remove(brain: Brain, name: str) -> tuple[str | None, list[str]]:
                 )
             changes[CONFIG] = text
         base = brain.path(f"{SYNAPSE_DIR}/{name}")
-        files = (
-            sorted(p.relative_to(brain.root).as_posix() for p in base.rglob("*") if p.is_file())
-            if base.is_dir()
-            else []
-        )
+        files = folder_files(brain, name)
         changes.update(dict.fromkeys(files))
         if not changes and not cache.exists():
             raise PamdError(f"no synapse named {name}", "`pamd synapse list` names them")
@@ -454,7 +477,7 @@ def unregistered(brain: Brain) -> list[str]:
     return sorted(
         p.name
         for p in (base.iterdir() if base.is_dir() else ())
-        if p.is_dir() and p.name not in known and any(f.is_file() for f in p.rglob("*"))
+        if p.is_dir() and p.name not in known and folder_files(brain, p.name)
     )
 
 

@@ -43,6 +43,12 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
     return rep
 
 
+def left_out(brain) -> tuple[str, ...]:
+    """Files the last refresh of this process left out of the index for their conflict markers."""
+    idx = _OPEN.get(str(brain.state_dir))
+    return store.conflicted(idx.meta) if idx is not None else ()
+
+
 def close(brain) -> None:
     """Let go of the brain's open index (a caller about to delete the brain's folder)."""
     cached = _OPEN.pop(str(brain.state_dir), None)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pamd.core.fmt import conflict_marker
 from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
@@ -67,11 +68,29 @@ class Report:
     embedded: int = 0
     rebuilt: bool = False
     chunks: int = 0
+    conflicted: tuple[str, ...] = ()  # left out: git's conflict markers in them
 
     def __str__(self) -> str:
         how = "rebuilt" if self.rebuilt else "refreshed"
         return (f"index {how}: {plural(self.chunks, 'chunk')}, +{self.added} -{self.removed}, "
                 f"{self.embedded} embedded, {plural(self.files_changed, 'file')} changed")
+
+
+def conflicted_note(paths) -> str | None:
+    """What recall and index say about files the index left out for their conflict markers."""
+    if not paths:
+        return None
+    return (f"left out of the index: {', '.join(paths[:3])}{' …' if len(paths) > 3 else ''}: "
+            "conflict markers from a merge not resolved (resolve, `git add` and commit; "
+            "docs/hooks.md, one brain on two machines)")
+
+
+def conflicted(meta: dict) -> tuple[str, ...]:
+    """The files a refresh left out for holding conflict markers, as its manifest records them."""
+    try:
+        return tuple(json.loads(meta.get("conflicted", "[]")))
+    except ValueError:
+        return ()
 
 
 class Index:
@@ -340,6 +359,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     on_disk = source_files(root)
     seen = set()
     file_rows, changed = [], []
+    # A file with a merge's conflict markers holds both sides and git's marker lines: a hit
+    # would span them and log ids the resolution may drop. It is indexed as empty (as boot
+    # leaves it out) until its bytes change again; the manifest names it.
+    marked = set(conflicted(idx.meta))
     base = str(root)
     for rel, tier in on_disk:
         seen.add(rel)
@@ -357,8 +380,16 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()  # as freshness.content_sha
         file_rows.append((rel, st.st_size, st.st_mtime_ns, sha))
         if not old or old[2] != sha:
+            if conflict_marker(rel, text):
+                marked.add(rel)
+                text = ""
+            else:
+                marked.discard(rel)
             changed.append((rel, tier, text))
     gone = [p for p in known if p not in seen]
+    marked.difference_update(gone)
+    rep.conflicted = left_out = tuple(sorted(marked))
+    conflicted_meta = json.dumps(list(left_out))
     rep.files_changed = len(changed) + len(gone)
 
     # 2. which chunks appear and disappear
@@ -396,9 +427,9 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
                 db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
                 if changed or gone:
-                    idx.meta = {**idx.meta, "tree": _tree_hash(db)}
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('tree', ?)",
-                               (idx.meta["tree"],))
+                    idx.meta = {**idx.meta, "tree": _tree_hash(db), "conflicted": conflicted_meta}
+                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                   [("tree", idx.meta["tree"]), ("conflicted", conflicted_meta)])
         rep.chunks = int(idx.cols["alive"].sum())
         return rep
 
@@ -429,7 +460,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             hnsw_sum = _write_hnsw(idx, embedder.dims, dead, labels, vectors, gen) or ""
         _write_cols(idx)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
-                "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum()))}
+                "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
+                "conflicted": conflicted_meta}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]

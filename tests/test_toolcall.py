@@ -42,7 +42,17 @@ def test_readable_drops_the_cut_note_and_keeps_a_summarys_words():
     line = ('assistant: [tool Bash] {"command": "git log", "description": "Recent commits"} '
             '[tool Bash] 30000} All green; "description": "Show commits"} The rates table has a GBP row.')
     assert readable(line, summary=True) == (
-        "assistant: [tool Bash] Recent commits. [tool Bash] Show commits. The rates table has a GBP row.")
+        "assistant: [tool Bash] Recent commits. [tool Bash] Show commits. All green; The rates table has a GBP row.")
+    # Review 8 (merged) #4: the fragment ends at its first end that words follow; the words
+    # between it and more of its arguments stay, those arguments go to the gist.
+    line = ('[tool Bash] {"command": "mix test 2>&1", 120000} All 19 tests pass. Now close the bead, '
+            'commit and push. "description": "Close gqc.7 bead"}')
+    assert readable(line, summary=True) == (
+        "[tool Bash] Close gqc.7 bead. All 19 tests pass. Now close the bead, commit and push.")
+    line = ('[tool Bash] {"command": "bd show x.1", "description": "Show the task"} Let me claim it. '
+            '"description": "Claim x.1"} [tool Write] "file_path": "lib/a.ex"} Good. 30000}')
+    assert readable(line, summary=True) == (
+        "[tool Bash] Show the task. Let me claim it. [tool Write] lib/a.ex. Good.")
     # A gist already written stays as it is, words after it too.
     assert readable("assistant: [tool Bash] Recent commits. Good, now the tests.", summary=True) == \
         "assistant: [tool Bash] Recent commits. Good, now the tests."

@@ -26,6 +26,13 @@ _KEYS = ("description", "command", "file_path", "notebook_path", "path", "patter
 _PAIR = re.compile(r'"(\w+)":\s*"((?:[^"\\]|\\.)*)')
 # Where a fragment of arguments ends in an older summary's line: `…commits"} The next`.
 _JSON_END = re.compile(r'(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
+# What may follow a fragment's end: words, not more JSON (`, "timeout": 5}`).
+_WORDS_AFTER = re.compile(r'\s*(?:$|(?![,:}\]{\[])(?!"\w*":)\S)')
+# Arguments of a call cut apart by an older summary among the words after it: a
+# `"key": value` up to a value and a } (`"description": "Close gqc.7 bead"}`).
+_LATER_ARGS = re.compile(r'"\w+":\s*[^\n]*?(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
+# The tail of a call's value left alone among the words: `Good. 30000}`.
+_LOOSE_END = re.compile(r"(?<!\S)(?:\d+|true|false|null)[}\]]+[,;]?(?!\S)")
 # What is left of arguments cut apart by an older summary: `30000} All green`.
 JSONISH = re.compile(r'\{"|"\}|":|\d\}|\\[n"]')
 GIST_CHARS = 80
@@ -72,7 +79,8 @@ def readable(text: str, limit: int = GIST_CHARS, summary: bool = False) -> str:
 
     Prose, a call already written as a gist, and tool output stay as they are. In a
     `summary`'s line (one written before calls were gists) the words after a call's
-    JSON are the next message's, and stay too."""
+    JSON are the next message's, and stay too: the JSON ends at its first end that words
+    follow, and more of the call's arguments further on go to its gist."""
     if "[tool " not in text:
         return text
     out: list[str] = []
@@ -99,13 +107,21 @@ def _readable_piece(piece: str, limit: int, summary: bool) -> str:
             value, end = json.JSONDecoder().raw_decode(args)
         except ValueError:
             value = None
-        if not isinstance(value, dict | list):  # a fragment: it ends where a value and a } do
-            ends = list(_JSON_END.finditer(args))
-            end = ends[-1].end() if ends else len(args)
-        rest = args[end:].strip()
-        if JSONISH.search(rest):
-            rest = ""
-    call = gist(piece[: m.end()] + args[: len(args) - len(rest)] if rest else piece, limit)
+        if not isinstance(value, dict | list):
+            # A fragment: it ends at the first value and } that words follow (or the end).
+            end = next((e.end() for e in _JSON_END.finditer(args)
+                        if _WORDS_AFTER.match(args, e.end())), len(args))
+        # More of the call's arguments may sit among the next words ('… push.
+        # "description": "Close gqc.7 bead"}'): they go to the gist; the words stay.
+        words, bits, at = [], [args[:end]], end
+        for bit in _LATER_ARGS.finditer(args, end):
+            words.append(args[at:bit.start()])
+            bits.append(bit.group())
+            at = bit.end()
+        words.append(args[at:])
+        rest = " ".join(_LOOSE_END.sub("", " ".join(words)).split())
+        args = " ".join(bits)
+    call = gist(piece[: m.end()] + args if rest else piece, limit)
     return f"{call} {rest}" if rest else call
 
 

@@ -314,7 +314,7 @@ def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
     assert brain("ingest", str(f), now=T0)[0] == 0
     assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
     st = meta(brain.cwd / "STATE.md")
-    assert st["current_focus"] == "[tool Bash] Show the rates table."
+    assert st["current_focus"] == "[tool Bash] psql -c '\\d rates' (Show the rates table)."
     assert st["hypotheses"] == ["Maybe the export is slow because the rates table has no index."]
 
 

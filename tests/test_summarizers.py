@@ -161,7 +161,8 @@ def test_a_tool_calls_json_is_no_sentence(tier, target):
     assert not JSON_BITS.search(text), text
     assert "Pushed to main as 4f2e1c0" in text, text
     if target == 120:
-        assert "[tool Bash] Compile, fail on warnings." in text and "[tool Edit] /home/u/app/lib/a.ex." in text
+        assert "[tool Bash] mix compile --warnings-as-errors (Compile, fail on warnings)." in text
+        assert "[tool Edit] /home/u/app/lib/a.ex." in text
 
 
 def test_an_older_summarys_json_is_no_sentence():

@@ -20,9 +20,14 @@ CALL = re.compile(rf"^{_HEAD} ?", re.MULTILINE)  # at the start of a line
 # Where a line holds several calls (a summary's line): a break before each.
 _BEFORE_CALL = re.compile(r"\s+(?=\[tool (?!(?:result|error)\])(?:call )?[^\[\]\n]{1,80}\])")
 # Arguments worth showing, most telling first: what the agent said the call does,
-# then what it ran or touched.
-_KEYS = ("description", "command", "file_path", "notebook_path", "path", "pattern", "query",
+# then what it touched. A search shows its pattern and a command itself (`_telling`).
+_KEYS = ("description", "file_path", "notebook_path", "path", "query",
          "url", "skill", "subject", "question", "prompt", "plan", "content")
+# A command's leading `cd somewhere &&`: where, not what.
+_CD = re.compile(r"^cd \S+ *(?:&&|;) *")
+# Plumbing that says nothing of what ran: `2>&1`, a heredoc's head, a trailing `| tail -20`.
+_PLUMBING = re.compile(r""" 2>&1(?= |$)|"?\$\(cat <<'?EOF'? *|\s*\|\s*(?:tail|head)\s+(?:-n\s*)?-?\d+\s*$""")
+_PATH_TAIL = 30
 _PAIR = re.compile(r'"(\w+)":\s*"((?:[^"\\]|\\.)*)')
 # Where a fragment of arguments ends in an older summary's line: `…commits"} The next`.
 _JSON_END = re.compile(r'(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
@@ -59,7 +64,7 @@ def gist(call: str, limit: int = GIST_CHARS) -> str:
     m = CALL.match(call)
     if not m:
         return call
-    what = _short(_argument(call[m.end():].strip()), limit)
+    what = _short(_argument(call[m.end():].strip(), limit), limit)
     if what and what[-1] not in ".!?…":
         what += "."  # a sentence of its own where a summary's line goes on after it
     head = f"[tool {m.group(1)}]"
@@ -125,27 +130,59 @@ def _readable_piece(piece: str, limit: int, summary: bool) -> str:
     return f"{call} {rest}" if rest else call
 
 
-def _argument(args: str) -> str:
-    """The most telling string argument of a call's arguments, JSON or not."""
+def _argument(args: str, limit: int = GIST_CHARS) -> str:
+    """The most telling argument of a call's arguments, JSON or not."""
     try:
         value = json.loads(args)
     except ValueError:
         value = None
     if isinstance(value, dict):
-        for key in _KEYS:
-            if isinstance(value.get(key), str) and value[key].strip():
-                return value[key]
-        return _first_string(value)
+        strings = {k: v for k, v in value.items() if isinstance(v, str)}
+        return _telling(strings, limit) or _first_string(value)
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         return str(value)
     # Cut short at ingest (or not JSON at all): read the "key": "value" pairs there are.
-    pairs = {}
+    pairs: dict[str, str] = {}
     for key, raw in _PAIR.findall(args):
         pairs.setdefault(key, raw)
-    for key in (*_KEYS, *pairs):
-        if key in pairs and pairs[key].strip():
-            return _unescape(pairs[key])
+    found = _telling({k: _unescape(v) for k, v in pairs.items()}, limit)
+    if found:
+        return found
     return "" if args[:1] in "{[" or JSONISH.search(args) else args
+
+
+def _telling(values: dict[str, str], limit: int) -> str:
+    """What a call did, in words: a search's pattern (and where, when that is short), a
+    command (and what the agent said it does, when that fits), else the first of
+    `_KEYS` there is, else any string."""
+    flat = {k: " ".join(v.split()) for k, v in values.items()}
+    pattern, command, said = flat.get("pattern"), flat.get("command"), flat.get("description")
+    if pattern:
+        where = _tail(flat.get("path", ""))
+        return f"{pattern} in {where}" if where and len(pattern) + len(where) + 4 <= limit else pattern
+    if command:
+        command = _PLUMBING.sub("", _CD.sub("", command)) or command
+        if said and len(command) + len(said) + 3 <= limit:
+            return f"{command} ({said})"
+        # A command too long to show whole: what it does, then its head if that fits
+        # (not "head… (Said)": a summary would read the … as a sentence's end there).
+        room = limit - len(said or "") - 2
+        return f"{said}: {_short(command, room)}" if said and len(command) > limit \
+            and room >= limit // 2 else command
+    for key in (*_KEYS, *flat):
+        if flat.get(key):
+            return values[key]
+    return ""
+
+
+def _tail(path: str) -> str:
+    """The last folders of a path when they are short: `spotter-worktrees/spotter-gqc`."""
+    parts = [p for p in path.split("/") if p]
+    for n in (2, 1):
+        tail = "/".join(parts[-n:])
+        if len(tail) <= _PATH_TAIL:
+            return tail
+    return ""
 
 
 def _first_string(value) -> str:

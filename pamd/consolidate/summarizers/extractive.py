@@ -113,7 +113,8 @@ def _units(
                     body = body.rstrip(" .")
                 if not body:
                     continue
-                score, words = _score(body, weight, first=i == 0, data=output or in_call)
+                score, words = _score(body, weight, first=i == 0, data=output or in_call,
+                                      call=toolcall.is_call(piece))
                 units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
     return msgs, units, days
 
@@ -131,10 +132,13 @@ def _pieces(line: str, one_line: bool, is_summary: bool) -> list[tuple[str, bool
     return out
 
 
-def _score(body: str, weight: float, first: bool, data: bool = False) -> tuple[float, frozenset[str]]:
+def _score(body: str, weight: float, first: bool, data: bool = False,
+           call: bool = False) -> tuple[float, frozenset[str]]:
     """Salience of one unit (facts: names, numbers, dates, decisions; its entry's weight).
 
-    `data`: the unit is tool output or part of a tool call, where JSON is not words."""
+    `data`: the unit is tool output or part of a tool call, where JSON is not words.
+    `call`: the unit is a call's gist, whose numbers and names are a command's arguments
+    (`mix test test/a_test.exs:42`), not facts: it scores as a sentence without facts."""
     f = tx.features(body)
     if tx.FILLER.match(body):
         return -3.0 + 0.1 * weight, f.words
@@ -143,12 +147,15 @@ def _score(body: str, weight: float, first: bool, data: bool = False) -> tuple[f
         # apart) is no sentence: taken only when there is nothing else, like filler. A
         # person's or the agent's sentence that quotes JSON or a path is scored as words.
         return -2.0 + 0.1 * weight, f.words
-    score = (
-        1.0
-        + 0.6 * min(f.caps, 4)
+    facts = 0.0 if call else (
+        0.6 * min(f.caps, 4)
         + 0.4 * min(f.numbers, 4)
         + 1.2 * min(f.dates, 2)
         + 1.0 * min(f.decisions, 2)
+    )
+    score = (
+        1.0
+        + facts
         + weight
         + (0.3 if first else 0.0)
         - (0.8 if f.n_words < 4 else 0.0)

@@ -251,6 +251,42 @@ def test_every_failure_the_tagger_sees_makes_a_lesson_in_both_languages(brain, t
     assert "Learned 11 lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
+def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(brain, tmp_path, monkeypatch):
+    # Review 8 (merged) #6: a backend's empty lesson was dropped, never recorded, and asked
+    # for again (and paid for) at every compaction while the failure stayed raw.
+    from pamd.consolidate import compaction
+    from pamd.consolidate.summarizers import ExtractiveSummarizer, Usage
+
+    asked = []
+
+    class Declines:
+        name, model, local = "fake", "fake-1", True
+
+        def summarize(self, groups):
+            asked.extend(g.key for g in groups if g.tier == "lesson")
+            texts, _ = ExtractiveSummarizer().summarize(groups)
+            texts = ["" if g.tier == "lesson" else t for g, t in zip(groups, texts, strict=True)]
+            return texts, Usage("fake", "fake-1", input_tokens=120, output_tokens=3, requests=1)
+
+    monkeypatch.setattr(compaction, "get_summarizer", lambda config: Declines())
+    f = tmp_path / "fail.jsonl"
+    f.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "assistant", "session": "w",
+                             "text": "The deploy failed because the certificate expired."}) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    fail = l0_entries(brain.cwd)[0]
+    code, out, err = brain("compact", now="2026-11-30T09:10:00Z")
+    assert code == 0, err
+    assert len(asked) == 1
+    message = git(brain.cwd, "log", "-1", "--format=%B")
+    assert f"The summarizer found no lesson in 1 failure ({fail.id})" in message
+    assert "Pamd-LLM-Tokens: 120 in, 3 out" in message
+    dna = meta(brain.cwd / "DNA.md")
+    assert dna["learned_from"] == [fail.id] and not [r for r in dna["reflexes"] if r.get("kind") == "lesson"]
+    for now in ("2026-11-30T09:40:00Z", "2026-11-30T10:10:00Z"):
+        assert brain("compact", now=now)[0] == 0
+    assert len(asked) == 1
+
+
 def test_a_person_dna_edit_survives_the_next_run(brain, tmp_path):
     es = seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")

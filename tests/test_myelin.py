@@ -208,6 +208,85 @@ def test_no_lesson_without_a_failure_statement(brain, tmp_path):
     assert lessons[0]["from"] == [tagged["The export f"].id]
 
 
+def test_every_failure_the_tagger_sees_makes_a_lesson_in_both_languages(brain, tmp_path):
+    # Review 8 (merged) #1: the lesson gate knew fewer failure words than the tagger's
+    # cortisol rules (nearly no Russian), and took "Сейчас…", "Let's…", "Попробую…, …
+    # упала" for plans: entries tagged cortisol by a plain failure statement made no lesson.
+    failures = [
+        "Тесты падают после обновления, потому что забыли миграцию.",
+        "Сервис не запускается: не хватало переменной DATABASE_URL.",
+        "Деплой провалился из-за истёкшего сертификата.",
+        "При импорте выбрасывается исключение, потому что файл пустой.",
+        "Сейчас тесты падают из-за таймаута.",
+        "Попробую ещё раз, сборка упала.",
+        "Fatal: the release tarball is missing the priv dir.",
+        "We had data corruption because the writer was not flushed.",
+        "Regression in the parser since the last refactor.",
+        "Mix test ended with exit code 1 because the DB was not migrated.",
+        "Let's be honest: the deploy failed because the cert expired.",
+    ]
+    plans = ["Let me run the tests again to see the error.", "Посмотрю, почему тесты падают.",
+             "Now I'll fix the failing test, then check the crash log."]
+    f = tmp_path / "fails.jsonl"
+    f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:{i:02d}:00Z", "role": "assistant",
+                                       "text": t, "session": f"s{i}"})
+                           for i, t in enumerate(failures + plans)) + "\n")
+    toml = brain.cwd / "pamd.toml"
+    toml.write_text(toml.read_text().replace("max_lessons_per_run = 5", "max_lessons_per_run = 20"))
+    git(brain.cwd, "commit", "-qam", "more lessons per run")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    tagged = {e.text: e for e in l0_entries(brain.cwd)}
+    assert all("cortisol" in tagged[t].neuro for t in failures + plans)
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    lessons = {r["from"][0]: r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"]
+               if r.get("kind") == "lesson"}
+    assert sorted(lessons) == sorted(tagged[t].id for t in failures)
+    said = {t: lessons[tagged[t].id].removesuffix(" (lesson of 2026-11-30)") for t in failures}
+    assert said[failures[0]] == "before тесты, check забыли миграцию"
+    assert said[failures[2]] == "before деплой, check истёкшего сертификата"
+    assert said[failures[4]] == "before тесты, check why it failed"
+    assert said[failures[5]] == "before сборка, check why it failed"
+    assert said[failures[9]] == "before mix test, check the DB was migrated"
+    assert said[failures[10]] == "before the deploy, check the cert expired"
+    assert "Learned 11 lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
+
+
+def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(brain, tmp_path, monkeypatch):
+    # Review 8 (merged) #6: a backend's empty lesson was dropped, never recorded, and asked
+    # for again (and paid for) at every compaction while the failure stayed raw.
+    from pamd.consolidate import compaction
+    from pamd.consolidate.summarizers import ExtractiveSummarizer, Usage
+
+    asked = []
+
+    class Declines:
+        name, model, local = "fake", "fake-1", True
+
+        def summarize(self, groups):
+            asked.extend(g.key for g in groups if g.tier == "lesson")
+            texts, _ = ExtractiveSummarizer().summarize(groups)
+            texts = ["" if g.tier == "lesson" else t for g, t in zip(groups, texts, strict=True)]
+            return texts, Usage("fake", "fake-1", input_tokens=120, output_tokens=3, requests=1)
+
+    monkeypatch.setattr(compaction, "get_summarizer", lambda config: Declines())
+    f = tmp_path / "fail.jsonl"
+    f.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "assistant", "session": "w",
+                             "text": "The deploy failed because the certificate expired."}) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    fail = l0_entries(brain.cwd)[0]
+    code, out, err = brain("compact", now="2026-11-30T09:10:00Z")
+    assert code == 0, err
+    assert len(asked) == 1
+    message = git(brain.cwd, "log", "-1", "--format=%B")
+    assert f"The summarizer found no lesson in 1 failure ({fail.id})" in message
+    assert "Pamd-LLM-Tokens: 120 in, 3 out" in message
+    dna = meta(brain.cwd / "DNA.md")
+    assert dna["learned_from"] == [fail.id] and not [r for r in dna["reflexes"] if r.get("kind") == "lesson"]
+    for now in ("2026-11-30T09:40:00Z", "2026-11-30T10:10:00Z"):
+        assert brain("compact", now=now)[0] == 0
+    assert len(asked) == 1
+
+
 def test_a_person_dna_edit_survives_the_next_run(brain, tmp_path):
     es = seed(brain, tmp_path)
     brain("compact", now="2026-11-30T09:30:00Z")
@@ -271,7 +350,7 @@ def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
     assert brain("ingest", str(f), now=T0)[0] == 0
     assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
     st = meta(brain.cwd / "STATE.md")
-    assert st["current_focus"] == "[tool Bash] Show the rates table."
+    assert st["current_focus"] == "[tool Bash] psql -c '\\d rates' (Show the rates table)."
     assert st["hypotheses"] == ["Maybe the export is slow because the rates table has no index."]
 
 

@@ -161,7 +161,8 @@ def test_a_tool_calls_json_is_no_sentence(tier, target):
     assert not JSON_BITS.search(text), text
     assert "Pushed to main as 4f2e1c0" in text, text
     if target == 120:
-        assert "[tool Bash] Compile, fail on warnings." in text and "[tool Edit] /home/u/app/lib/a.ex." in text
+        assert "[tool Bash] mix compile --warnings-as-errors (Compile, fail on warnings)." in text
+        assert "[tool Edit] /home/u/app/lib/a.ex." in text
 
 
 def test_an_older_summarys_json_is_no_sentence():
@@ -174,6 +175,34 @@ def test_an_older_summarys_json_is_no_sentence():
         text = summarize(tier, (old,), target)
         assert not JSON_BITS.search(text), text
         assert "GBP row" in text, text
+
+
+def test_a_persons_sentence_that_quotes_json_or_a_path_is_words_not_json():
+    # Review 8 (merged) #3: any unit with `":`, `\n` or `3}` scored below filler, whoever
+    # wrote it, so a user's decision quoting JSON or a Windows path left every tier.
+    es = entries(
+        ("user", 'Decision: the webhook must answer {"status": "ok"} within 5 seconds, or Stripe retries it.'),
+        ("user", 'Set "max_retries": 3 in config/prod.json before Friday\'s release.'),
+        ("user", "The API key lives in C:\\new\\keys.txt on the build box."),
+        ("assistant", "Okay, sounds good."),
+        ("assistant", "I looked at the webhook handler and the retry settings."),
+        ("assistant", "The handler currently sleeps for a while before replying."),
+        ("user", "thanks"),
+        ("assistant", "Let me look at more files in the project now."),
+        ("assistant", "There are several modules that could matter here."),
+    )
+    es = tuple(e.with_(type="user_intent", importance=0.8) if e.role == "user" and e.text != "thanks"
+               else e.with_(importance=0.5) for e in es)
+    assert summarize("L1", es, 40) == (
+        'user: Decision: the webhook must answer {"status": "ok"} within 5 seconds, or Stripe '
+        "retries it. The API key lives in C:\\new\\keys.txt on the build box.")
+    assert summarize("L3", es, 30) == (
+        'user: Decision: the webhook must answer {"status": "ok"} within 5 seconds, or Stripe '
+        "retries it (2023-05-08)")
+    # Tool output that is JSON still comes last.
+    out = entries(("tool", '[tool result] {"status": "ok", "rows": 3}'),
+                  ("assistant", "The import finished and wrote three rows to the ledger."))
+    assert summarize("L1", out, 20) == "assistant: The import finished and wrote three rows to the ledger."
 
 
 def test_l4_from_l3_one_liners_merges_their_date_ranges():

@@ -63,6 +63,8 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
                    defer: bool = False) -> tuple[list[Entry], Usage]:
     """Summaries for every group of the plan, and texts for new lessons, in one batch.
 
+    A lesson's text is "" where the summarizer found none in it (a backend may say so).
+
     Texts in `premade` are reused for groups that are still the same. With `defer`, a
     summarizer that is not local raises Deferred for the groups left, so that run()
     can call it without holding the brain's lock."""
@@ -95,7 +97,6 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
     for ls, text in zip(lessons, texts[len(groups):], strict=True):
         ls["text"] = f"{text.strip()} (lesson of {ls['day']})" if text.strip() else ""
         del ls["entries"], ls["day"]
-    lessons[:] = [ls for ls in lessons if ls["text"]]  # a backend that found no lesson wrote none
     summaries = [policy.summary_entry(g.key, g.tier, list(g.entries), text.strip() or "(empty)")
                  for g, text in zip(groups, texts, strict=False)]
     return summaries, usage
@@ -302,6 +303,10 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             out.usage = premade.usage  # what an earlier attempt paid for, if anything
             return out
         summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer)
+        # A lesson the summarizer found none in is remembered as tried (DNA.md's
+        # learned_from), so the next run does not pay to ask for it again.
+        declined = [ls["from"] for ls in new_lessons if not ls["text"]]
+        new_lessons = [ls for ls in new_lessons if ls["text"]]
         changes.update(apply_plan(docs, plan, summaries))
         for rel in touched - set(changes):
             d = docs[rel]
@@ -328,7 +333,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             changes[PRELOAD] = preload.render(preload_text, after, cfg, texts)
             notes += preload.changes(preload_text, changes[PRELOAD], after)
         reflexes = myelin.recall_reflexes(after, cfg, texts) + new_lessons
-        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after)
+        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after, tried=declined)
         notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
         if STATE not in waiting:
             changes[STATE], state_notes = refreshed_state(state_text, snapshot.snapshot(entries, now),
@@ -339,6 +344,10 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                          "(refreshed by a later run once they are committed).")
         if new_lessons:
             notes.append(f"Learned {plural(len(new_lessons), 'lesson')} from failures (DNA.md reflexes).")
+        if declined:
+            notes.append(f"The summarizer found no lesson in {plural(len(declined), 'failure')} "
+                         f"({', '.join(ls[0] for ls in declined)}); DNA.md's learned_from keeps them, "
+                         "so they are not asked for again.")
         if mode == "defrag":
             notes += defrag_mod.reflection(plan, after, now)
         out.summaries, out.usage = summaries, usage

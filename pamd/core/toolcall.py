@@ -20,12 +20,24 @@ CALL = re.compile(rf"^{_HEAD} ?", re.MULTILINE)  # at the start of a line
 # Where a line holds several calls (a summary's line): a break before each.
 _BEFORE_CALL = re.compile(r"\s+(?=\[tool (?!(?:result|error)\])(?:call )?[^\[\]\n]{1,80}\])")
 # Arguments worth showing, most telling first: what the agent said the call does,
-# then what it ran or touched.
-_KEYS = ("description", "command", "file_path", "notebook_path", "path", "pattern", "query",
+# then what it touched. A search shows its pattern and a command itself (`_telling`).
+_KEYS = ("description", "file_path", "notebook_path", "path", "query",
          "url", "skill", "subject", "question", "prompt", "plan", "content")
+# A command's leading `cd somewhere &&`: where, not what.
+_CD = re.compile(r"^cd \S+ *(?:&&|;) *")
+# Plumbing that says nothing of what ran: `2>&1`, a heredoc's head, a trailing `| tail -20`.
+_PLUMBING = re.compile(r""" 2>&1(?= |$)|"?\$\(cat <<'?EOF'? *|\s*\|\s*(?:tail|head)\s+(?:-n\s*)?-?\d+\s*$""")
+_PATH_TAIL = 30
 _PAIR = re.compile(r'"(\w+)":\s*"((?:[^"\\]|\\.)*)')
 # Where a fragment of arguments ends in an older summary's line: `…commits"} The next`.
 _JSON_END = re.compile(r'(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
+# What may follow a fragment's end: words, not more JSON (`, "timeout": 5}`).
+_WORDS_AFTER = re.compile(r'\s*(?:$|(?![,:}\]{\[])(?!"\w*":)\S)')
+# Arguments of a call cut apart by an older summary among the words after it: a
+# `"key": value` up to a value and a } (`"description": "Close gqc.7 bead"}`).
+_LATER_ARGS = re.compile(r'"\w+":\s*[^\n]*?(?:(?<!\\)"|\d|true|false|null)[}\]]+(?=\s|$)')
+# The tail of a call's value left alone among the words: `Good. 30000}`.
+_LOOSE_END = re.compile(r"(?<!\S)(?:\d+|true|false|null)[}\]]+[,;]?(?!\S)")
 # What is left of arguments cut apart by an older summary: `30000} All green`.
 JSONISH = re.compile(r'\{"|"\}|":|\d\}|\\[n"]')
 GIST_CHARS = 80
@@ -52,7 +64,7 @@ def gist(call: str, limit: int = GIST_CHARS) -> str:
     m = CALL.match(call)
     if not m:
         return call
-    what = _short(_argument(call[m.end():].strip()), limit)
+    what = _short(_argument(call[m.end():].strip(), limit), limit)
     if what and what[-1] not in ".!?…":
         what += "."  # a sentence of its own where a summary's line goes on after it
     head = f"[tool {m.group(1)}]"
@@ -72,7 +84,8 @@ def readable(text: str, limit: int = GIST_CHARS, summary: bool = False) -> str:
 
     Prose, a call already written as a gist, and tool output stay as they are. In a
     `summary`'s line (one written before calls were gists) the words after a call's
-    JSON are the next message's, and stay too."""
+    JSON are the next message's, and stay too: the JSON ends at its first end that words
+    follow, and more of the call's arguments further on go to its gist."""
     if "[tool " not in text:
         return text
     out: list[str] = []
@@ -99,37 +112,77 @@ def _readable_piece(piece: str, limit: int, summary: bool) -> str:
             value, end = json.JSONDecoder().raw_decode(args)
         except ValueError:
             value = None
-        if not isinstance(value, dict | list):  # a fragment: it ends where a value and a } do
-            ends = list(_JSON_END.finditer(args))
-            end = ends[-1].end() if ends else len(args)
-        rest = args[end:].strip()
-        if JSONISH.search(rest):
-            rest = ""
-    call = gist(piece[: m.end()] + args[: len(args) - len(rest)] if rest else piece, limit)
+        if not isinstance(value, dict | list):
+            # A fragment: it ends at the first value and } that words follow (or the end).
+            end = next((e.end() for e in _JSON_END.finditer(args)
+                        if _WORDS_AFTER.match(args, e.end())), len(args))
+        # More of the call's arguments may sit among the next words ('… push.
+        # "description": "Close gqc.7 bead"}'): they go to the gist; the words stay.
+        words, bits, at = [], [args[:end]], end
+        for bit in _LATER_ARGS.finditer(args, end):
+            words.append(args[at:bit.start()])
+            bits.append(bit.group())
+            at = bit.end()
+        words.append(args[at:])
+        rest = " ".join(_LOOSE_END.sub("", " ".join(words)).split())
+        args = " ".join(bits)
+    call = gist(piece[: m.end()] + args if rest else piece, limit)
     return f"{call} {rest}" if rest else call
 
 
-def _argument(args: str) -> str:
-    """The most telling string argument of a call's arguments, JSON or not."""
+def _argument(args: str, limit: int = GIST_CHARS) -> str:
+    """The most telling argument of a call's arguments, JSON or not."""
     try:
         value = json.loads(args)
     except ValueError:
         value = None
     if isinstance(value, dict):
-        for key in _KEYS:
-            if isinstance(value.get(key), str) and value[key].strip():
-                return value[key]
-        return _first_string(value)
+        strings = {k: v for k, v in value.items() if isinstance(v, str)}
+        return _telling(strings, limit) or _first_string(value)
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         return str(value)
     # Cut short at ingest (or not JSON at all): read the "key": "value" pairs there are.
-    pairs = {}
+    pairs: dict[str, str] = {}
     for key, raw in _PAIR.findall(args):
         pairs.setdefault(key, raw)
-    for key in (*_KEYS, *pairs):
-        if key in pairs and pairs[key].strip():
-            return _unescape(pairs[key])
+    found = _telling({k: _unescape(v) for k, v in pairs.items()}, limit)
+    if found:
+        return found
     return "" if args[:1] in "{[" or JSONISH.search(args) else args
+
+
+def _telling(values: dict[str, str], limit: int) -> str:
+    """What a call did, in words: a search's pattern (and where, when that is short), a
+    command (and what the agent said it does, when that fits), else the first of
+    `_KEYS` there is, else any string."""
+    flat = {k: " ".join(v.split()) for k, v in values.items()}
+    pattern, command, said = flat.get("pattern"), flat.get("command"), flat.get("description")
+    if pattern:
+        where = _tail(flat.get("path", ""))
+        return f"{pattern} in {where}" if where and len(pattern) + len(where) + 4 <= limit else pattern
+    if command:
+        command = _PLUMBING.sub("", _CD.sub("", command)) or command
+        if said and len(command) + len(said) + 3 <= limit:
+            return f"{command} ({said})"
+        # A command too long to show whole: what it does, then its head if that fits
+        # (not "head… (Said)": a summary would read the … as a sentence's end there).
+        room = limit - len(said or "") - 2
+        return f"{said}: {_short(command, room)}" if said and len(command) > limit \
+            and room >= limit // 2 else command
+    for key in (*_KEYS, *flat):
+        if flat.get(key):
+            return values[key]
+    return ""
+
+
+def _tail(path: str) -> str:
+    """The last folders of a path when they are short: `spotter-worktrees/spotter-gqc`."""
+    parts = [p for p in path.split("/") if p]
+    for n in (2, 1):
+        tail = "/".join(parts[-n:])
+        if len(tail) <= _PATH_TAIL:
+            return tail
+    return ""
 
 
 def _first_string(value) -> str:

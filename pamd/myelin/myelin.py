@@ -14,6 +14,7 @@ import copy
 import functools
 import re
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -148,7 +149,8 @@ def _follow(learned: set[str], tree: list[Entry]) -> None:
                 grew = True
 
 
-def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> str:
+def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry],
+              tried: Iterable[list[str]] = ()) -> str:
     """Add pamd's reflexes to DNA.md without touching what a person wrote.
 
     A pamd item is a mapping with `from:` (its source ids). A lesson whose sources
@@ -157,11 +159,14 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> s
     was summarised from, is in `learned_from` (a reflex follows its memory down
     the tiers through the summaries' `from=`). `learned_from` keeps the ids that
     are still in `tree` (the entries after this run), so it does not grow without end.
+    `tried`: the sources of lessons the summarizer found none in; they are learned from
+    (no lesson is asked of them again) without a reflex.
     """
+    tried = list(tried)
     try:
         meta, body = parse_dna(text)
     except PamdError:
-        if reflexes:
+        if reflexes or tried:
             raise
         return text  # nothing to add: a broken DNA.md is for `pamd check` to name
     learned = _learned(meta)
@@ -180,6 +185,8 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry]) -> s
         have.add(key)
         learned.update(r["from"])
         added = True
+    for ids in tried:
+        learned.update(ids)
     _follow(learned, tree)
     present = {e.id for e in tree}
     keep = sorted(learned & present)

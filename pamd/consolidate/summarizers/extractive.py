@@ -106,43 +106,56 @@ def _units(
             if not pieces:
                 continue
             msgs.append(_Msg(speaker=speaker, tag=msg_tag))
-            for i, piece in enumerate(pieces):
+            output = entry.role == "tool" or speaker == "tool"
+            for i, (piece, in_call) in enumerate(pieces):
                 tag, body = tx.lead_tag(piece)
                 if one_line:
                     body = body.rstrip(" .")
                 if not body:
                     continue
-                score, words = _score(body, weight, first=i == 0)
+                score, words = _score(body, weight, first=i == 0, data=output or in_call,
+                                      call=toolcall.is_call(piece))
                 units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
     return msgs, units, days
 
 
-def _pieces(line: str, one_line: bool, is_summary: bool) -> list[str]:
-    out: list[str] = []
-    for sentence in tx.split_sentences(line):
-        parts = tx.split_semicolons(sentence) if is_summary else [sentence]
-        parts = [c for p in parts for c in toolcall.split_calls(p)]  # each call its own unit
-        for part in parts:
-            limit = _LONG_PHRASE if one_line else _LONG_SENTENCE
-            out.extend(tx.split_clauses(part) if len(part) > limit else [part])
+def _pieces(line: str, one_line: bool, is_summary: bool) -> list[tuple[str, bool]]:
+    """The line's units, each with whether it belongs to a tool call (each call its own)."""
+    out: list[tuple[str, bool]] = []
+    for call in toolcall.split_calls(line):
+        in_call = toolcall.is_call(call)
+        for sentence in tx.split_sentences(call):
+            parts = tx.split_semicolons(sentence) if is_summary else [sentence]
+            for part in parts:
+                limit = _LONG_PHRASE if one_line else _LONG_SENTENCE
+                out.extend((c, in_call) for c in (tx.split_clauses(part) if len(part) > limit else [part]))
     return out
 
 
-def _score(body: str, weight: float, first: bool) -> tuple[float, frozenset[str]]:
-    """Salience of one unit (facts: names, numbers, dates, decisions; its entry's weight)."""
+def _score(body: str, weight: float, first: bool, data: bool = False,
+           call: bool = False) -> tuple[float, frozenset[str]]:
+    """Salience of one unit (facts: names, numbers, dates, decisions; its entry's weight).
+
+    `data`: the unit is tool output or part of a tool call, where JSON is not words.
+    `call`: the unit is a call's gist, whose numbers and names are a command's arguments
+    (`mix test test/a_test.exs:42`), not facts: it scores as a sentence without facts."""
     f = tx.features(body)
     if tx.FILLER.match(body):
         return -3.0 + 0.1 * weight, f.words
-    if toolcall.JSONISH.search(body):
-        # A piece of JSON (tool output, or a call an older summary cut apart) is no
-        # sentence: taken only when there is nothing else, like filler.
+    if data and toolcall.JSONISH.search(body):
+        # A piece of JSON (tool output, or what is left of a call an older summary cut
+        # apart) is no sentence: taken only when there is nothing else, like filler. A
+        # person's or the agent's sentence that quotes JSON or a path is scored as words.
         return -2.0 + 0.1 * weight, f.words
-    score = (
-        1.0
-        + 0.6 * min(f.caps, 4)
+    facts = 0.0 if call else (
+        0.6 * min(f.caps, 4)
         + 0.4 * min(f.numbers, 4)
         + 1.2 * min(f.dates, 2)
         + 1.0 * min(f.decisions, 2)
+    )
+    score = (
+        1.0
+        + facts
         + weight
         + (0.3 if first else 0.0)
         - (0.8 if f.n_words < 4 else 0.0)

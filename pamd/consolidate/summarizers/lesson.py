@@ -11,6 +11,7 @@ statement; myelination learns lessons only from entries that do.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -43,11 +44,18 @@ _Y_WORDS = 14
 
 
 # What the agent says it is about to do, not what happened: "Let me run the suite to
-# make sure nothing broke", "Now I'll check the error".
+# make sure nothing broke", "Now I'll check the error". It covers its own clause and the
+# clauses that carry it on ("…, then look at the error"), not a report after a colon or a
+# comma ("Let's be honest: the deploy failed", "Попробую ещё раз, сборка упала").
 _PLAN = re.compile(
-    r"^(?:(?:now|next|first|then|so|ok(?:ay)?|good|great|alright|а|теперь|сначала)[,.!]?\s+)*"
-    r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|we'll|"
-    r"давай(?:те)?|сейчас|попробую|проверю|посмотрю)\b",
+    r"^(?:(?:now|next|first|then|so|ok(?:ay)?|good|great|alright|а|теперь|сначала|потом)[,.!]?\s+)*"
+    r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|we'll|we will|"
+    r"давай(?:те)?|попробую|проверю|посмотрю)\b",
+    re.IGNORECASE,
+)
+_CLAUSES = re.compile(r"[,;:]\s+|\s+[—–-]\s+")
+_GOES_ON = re.compile(
+    r"^(?:and|then|to|or|so that|in order to|why|whether|if|и|потом|затем|чтобы|или|почему|ли)\b",
     re.IGNORECASE,
 )
 # Tool output inside a summary's line; a call's head splits a line into pieces.
@@ -77,13 +85,51 @@ def said(entries: Sequence[Entry]) -> list[str]:
     return [s for s in sentences if s]
 
 
-def _failures(sentences: list[str]) -> list[str]:
-    return [s for s in sentences if _FAILURE.search(s) and not _PLAN.match(s)]
+@functools.cache
+def _failure_words() -> re.Pattern[str]:
+    """Our failure words and the tagger's own cortisol patterns (pamd/encode/rules/
+    neurotag.toml) in one pattern: what tags an entry as a failure also says that a
+    sentence states one, in every language. (Rules hold no backreferences, so the
+    alternation keeps each pattern's meaning.)"""
+    from pamd.encode.neurotag import builtin_rules
+
+    patterns = [_FAILURE.pattern] + [p for r in builtin_rules().rules if r.kind == "cortisol"
+                                     for p in r.patterns]
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
+
+
+def _failure_word(text: str) -> re.Match[str] | None:
+    """The first failure word in `text`."""
+    return _failure_words().search(text)
+
+
+def _report(sentence: str) -> str:
+    """The sentence from its first clause that says something failed, outside what the
+    agent says it is about to do ("" if none does): "Let's be honest: the deploy failed"
+    -> "the deploy failed"."""
+    if not _failure_word(sentence):
+        return ""
+    planning, start, said = False, 0, None
+    for cut in (*_CLAUSES.finditer(sentence), None):
+        end = cut.start() if cut else len(sentence)
+        clause = sentence[start:end]
+        planning = bool(_PLAN.match(clause)) or (planning and bool(_GOES_ON.match(clause)))
+        if not planning:
+            said = start if said is None else said  # "Staging deploy: failed …" stays whole
+            if _failure_word(clause):
+                return sentence[said:]
+        start = cut.end() if cut else end
+    return ""
+
+
+def _failures(sentences: list[str]) -> dict[str, str]:
+    """The sentences that state a failure, each with the part of it that does."""
+    return {s: r for s in sentences if (r := _report(s))}
 
 
 def states_failure(entry: Entry) -> bool:
     """True if the user or the agent says in `entry` that something failed."""
-    return bool(_failures(said([entry])))
+    return any(map(_report, said([entry])))
 
 
 def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
@@ -94,7 +140,7 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
         text = "before repeating this, check what failed last time"
         return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
     failure = max(failing, key=lambda s: (_facts(s), -sentences.index(s)))
-    action = _action(failure)
+    action = _action(failing[failure])
     check = _check(sentences, failure)
     line = f"before {action}, check {check}" if check else f"before {action}, check why it failed"
     return tx.trim(" ".join(line.split()), max_chars)
@@ -114,6 +160,9 @@ _LABEL = re.compile(r"^\s*[\w-]+(?: [\w-]+)?:\s+")
 _CLAUSE_END = re.compile(r"\s+[—–]\s+|\s+-\s+|;|:\s")
 # "KeyError 'rate' when converting GBP invoices": the action is the when-clause.
 _WHEN = re.compile(r"\b(?:when|while|during|при|во время|когда)\s+(\w.*)", re.IGNORECASE)
+_BECAUSE = re.compile(r"\s(?:because|due to|since|caused by|потому что|из-за|так как)\s", re.IGNORECASE)
+# "Now the tests fail", "Сейчас упал сервер": when it was said, not what was done.
+_WHEN_SAID = re.compile(r"^(?:just now|right now|now|сейчас|теперь)[,]?\s+", re.IGNORECASE)
 _CHECK_WORD = re.compile(r"^(?:check|verify|проверить|проверяй)(?: that)?\s+(?=\S+\s)", re.IGNORECASE)
 _EDGE = " .,:;!?—–-\"'«»"
 
@@ -136,12 +185,14 @@ def _action(failure: str) -> str:
     A label in front ("Incident: the deploy failed") is tried without it first; when that
     leaves nothing before a failure word, the whole sentence is ("Deploy failed: timeout",
     "Staging deploy: failed because ..."), then the when-clause."""
+    failure = _WHEN_SAID.sub("", failure)
     label = _LABEL.match(failure)
     rest = failure[label.end():] if label else failure
     words = _head(rest) or (_head(failure) if label else "")
     if not words:
         when = _WHEN.search(rest)
-        words = _words(when.group(1) if when else rest, _X_WORDS)
+        # Up to the cause: "Exit code 1 from mix test because …" -> "exit code 1 from mix test".
+        words = _words(_BECAUSE.split(when.group(1) if when else rest, maxsplit=1)[0], _X_WORDS)
     if not words:
         words = _words(failure, _X_WORDS)
     return words[:1].lower() + words[1:] if words[:2] != words[:2].upper() else words
@@ -149,11 +200,12 @@ def _action(failure: str) -> str:
 
 def _head(text: str) -> str:
     """The words of `text` before its first failure word, up to a clause break."""
-    m = _FAILURE.search(text)
+    m = _failure_word(text)
     head = _clause(text[: m.start()]) if m else ""
-    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed").
+    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed",
+    # "mix test ended with exit code 1").
     head = re.sub(
-        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять)\s*$",
+        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять|(?:ended |exited )?with)\s*$",
         "", head.strip(), flags=re.IGNORECASE,
     )
     return _words(head, _X_WORDS)

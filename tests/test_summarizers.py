@@ -335,3 +335,19 @@ def test_a_lesson_is_made_of_what_was_said_not_of_tool_calls_or_output():
     assert lesson(es) == "before the compile, check foo/0 was renamed in the last commit"
     # A failure needs a statement: a call's arguments, tool output and a plan are none.
     assert [states_failure(e) for e in es] == [False, False, False, True, False]
+
+
+def test_a_calls_gist_shows_no_secret_that_redaction_would_catch():
+    # Review 8 (final) F2: a gist shows a command un-escaped, so a secret that redaction
+    # missed in the stored JSON (`API_KEY=\"…\"`) came out readable in a summary.
+    key = "Zk9fQ2" + "xLmN8pR7sT"  # split so this file is no secret itself
+    es = entries(
+        ("user", "Deploy staging on the blue cluster."),
+        ("assistant", '[tool Bash] {"command": "cd /srv/app && export API_KEY=\\"' + key
+                      + '\\" && ./deploy.sh staging 2>&1 | tail -20", "description": "Deploy staging"}'),
+        ("assistant", "Staging is deployed on the blue cluster."),
+    )
+    for tier, target in (("L1", 200), ("L1", 60), ("L2", 40)):
+        text = summarize(tier, es, target)
+        assert key not in text and key[:8] not in text, text
+    assert "[REDACTED:api-key]" in summarize("L1", es, 200)

@@ -337,6 +337,24 @@ def test_a_lesson_is_made_of_what_was_said_not_of_tool_calls_or_output():
     assert [states_failure(e) for e in es] == [False, False, False, True, False]
 
 
+@pytest.mark.parametrize("text,failed", [
+    ("Все тесты прошли, ошибок нет.", False), ("Сборка прошла без ошибок.", False),
+    ("Теперь ничего не падает.", False), ("Регрессий нет.", False),
+    ("No regression found.", False), ("There is no data loss.", False),
+    ("All 43 tests pass, 0 failures.", False), ("Build succeeded without errors.", False),
+    ("The build doesn't fail anymore.", False), ("I added a regression test.", False),
+    ("The error handling is now in place.", False), ("Let me check: does it fail?", False),
+    ("Why did the deploy fail?", False), ("Проверю, упадут ли тесты.", False),
+    ("Ничего не работает после обновления.", True), ("Тесты падают, ошибок много.", True),
+    ("No errors locally, but the deploy failed on CI.", True),
+    ("Fatal: not a git repository", True), ("Сервис не запускается.", True),
+    ("The migration did not work: the column is missing.", True),
+])
+def test_a_failure_said_not_to_have_happened_or_asked_about_is_none(text, failed):
+    # Review 8 (final) F1: "ошибок нет", "no data loss", "0 failures", questions.
+    assert states_failure(entries(("assistant", text))[0]) is failed
+
+
 def test_a_calls_gist_shows_no_secret_that_redaction_would_catch():
     # Review 8 (final) F2: a gist shows a command un-escaped, so a secret that redaction
     # missed in the stored JSON (`API_KEY=\"…\"`) came out readable in a summary.

@@ -296,6 +296,32 @@ def test_a_cut_tool_message_keeps_no_part_of_a_secret(brain, tmp_path):
     assert es[5].text.startswith('[tool Write] {"file_path": "/srv/app/deploy_key", "content": "\n…[')
 
 
+def test_a_secret_in_a_tool_calls_escaped_json_is_redacted_in_l0(brain, tmp_path):
+    # Review 8 (final) F2: a call's input is stored as JSON, so `API_KEY="…"` is written
+    # `API_KEY=\"…\"`; the key = value rules stopped at the backslash and kept the secret.
+    key, pw, token = _gen(16, "api"), _gen(14, "pw"), _gen(20, "tok")
+    commands = [f'cd /srv/app && export API_KEY="{key}" && ./deploy.sh staging 2>&1 | tail -20',
+                f'mysql -u root --password="{pw}" -e "select 1"',
+                f'TOKEN="{token}" npm run deploy',
+                f'echo \'{{"secret_key": "{key}"}}\' > conf.json']
+    blocks = [("assistant", {"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                             "input": {"command": c, "description": "Run it"}})
+              for i, c in enumerate(commands)]
+    f = tmp_path / "escaped.jsonl"
+    f.write_text(_claude_code(blocks))
+    code, _, err = brain("ingest", str(f))
+    assert code == 0, err
+    history = git(brain.cwd, "log", "-p", "--all")
+    for value in (key, pw, token):
+        assert value[:8] not in history, value
+    texts = [e.text for e in sorted(entries(brain.cwd), key=lambda e: e.ts)]
+    assert 'export API_KEY=\\"[REDACTED:api-key]\\" && ./deploy.sh' in texts[0], texts[0]
+    assert '--password=\\"[REDACTED:password]\\"' in texts[1], texts[1]
+    assert 'TOKEN=\\"[REDACTED:token]\\" npm' in texts[2], texts[2]
+    assert '\\"secret_key\\": \\"[REDACTED:secret]\\"' in texts[3], texts[3]
+    assert all(json.loads(t.split(" ", 2)[2])["description"] == "Run it" for t in texts)
+
+
 def test_openai_tool_output_and_call_arguments_are_cut_before_a_secret():
     from pamd.encode import sources
 

@@ -335,3 +335,37 @@ def test_a_lesson_is_made_of_what_was_said_not_of_tool_calls_or_output():
     assert lesson(es) == "before the compile, check foo/0 was renamed in the last commit"
     # A failure needs a statement: a call's arguments, tool output and a plan are none.
     assert [states_failure(e) for e in es] == [False, False, False, True, False]
+
+
+@pytest.mark.parametrize("text,failed", [
+    ("Все тесты прошли, ошибок нет.", False), ("Сборка прошла без ошибок.", False),
+    ("Теперь ничего не падает.", False), ("Регрессий нет.", False),
+    ("No regression found.", False), ("There is no data loss.", False),
+    ("All 43 tests pass, 0 failures.", False), ("Build succeeded without errors.", False),
+    ("The build doesn't fail anymore.", False), ("I added a regression test.", False),
+    ("The error handling is now in place.", False), ("Let me check: does it fail?", False),
+    ("Why did the deploy fail?", False), ("Проверю, упадут ли тесты.", False),
+    ("Ничего не работает после обновления.", True), ("Тесты падают, ошибок много.", True),
+    ("No errors locally, but the deploy failed on CI.", True),
+    ("Fatal: not a git repository", True), ("Сервис не запускается.", True),
+    ("The migration did not work: the column is missing.", True),
+])
+def test_a_failure_said_not_to_have_happened_or_asked_about_is_none(text, failed):
+    # Review 8 (final) F1: "ошибок нет", "no data loss", "0 failures", questions.
+    assert states_failure(entries(("assistant", text))[0]) is failed
+
+
+def test_a_calls_gist_shows_no_secret_that_redaction_would_catch():
+    # Review 8 (final) F2: a gist shows a command un-escaped, so a secret that redaction
+    # missed in the stored JSON (`API_KEY=\"…\"`) came out readable in a summary.
+    key = "Zk9fQ2" + "xLmN8pR7sT"  # split so this file is no secret itself
+    es = entries(
+        ("user", "Deploy staging on the blue cluster."),
+        ("assistant", '[tool Bash] {"command": "cd /srv/app && export API_KEY=\\"' + key
+                      + '\\" && ./deploy.sh staging 2>&1 | tail -20", "description": "Deploy staging"}'),
+        ("assistant", "Staging is deployed on the blue cluster."),
+    )
+    for tier, target in (("L1", 200), ("L1", 60), ("L2", 40)):
+        text = summarize(tier, es, target)
+        assert key not in text and key[:8] not in text, text
+    assert "[REDACTED:api-key]" in summarize("L1", es, 200)

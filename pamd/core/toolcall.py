@@ -64,7 +64,7 @@ def gist(call: str, limit: int = GIST_CHARS) -> str:
     m = CALL.match(call)
     if not m:
         return call
-    what = _short(_argument(call[m.end():].strip(), limit), limit)
+    what = _short(_safe(_argument(call[m.end():].strip(), limit)), limit)
     if what and what[-1] not in ".!?…":
         what += "."  # a sentence of its own where a summary's line goes on after it
     head = f"[tool {m.group(1)}]"
@@ -155,7 +155,7 @@ def _telling(values: dict[str, str], limit: int) -> str:
     """What a call did, in words: a search's pattern (and where, when that is short), a
     command (and what the agent said it does, when that fits), else the first of
     `_KEYS` there is, else any string."""
-    flat = {k: " ".join(v.split()) for k, v in values.items()}
+    flat = {k: " ".join(_safe(v).split()) for k, v in values.items()}
     pattern, command, said = flat.get("pattern"), flat.get("command"), flat.get("description")
     if pattern:
         where = _tail(flat.get("path", ""))
@@ -173,6 +173,15 @@ def _telling(values: dict[str, str], limit: int) -> str:
         if flat.get(key):
             return values[key]
     return ""
+
+
+def _safe(text: str) -> str:
+    """The text with what redaction catches redacted. A gist shows a call's arguments
+    un-escaped (`API_KEY="…"`, stored as `API_KEY=\\"…\\"`), and a summary or STATE.md
+    must never show a secret that ingest's redaction missed in the stored form."""
+    from pamd.encode.redact import redact
+
+    return redact(text)[0] if text else text
 
 
 def _tail(path: str) -> str:

@@ -116,9 +116,11 @@ def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
     """
     return _p(
         name,
-        rf"(?:{keys})[\"']?\s*(?:=|:|=>)\s*"
+        # A quote may be JSON-escaped (`API_KEY=\"…\"` in a tool call's stored arguments).
+        rf"(?:{keys})(?:\\?[\"'])?\s*(?:=|:|=>)\s*"
         # group 1: the opening quote (if any); group 2: the value, replaced.
-        r"([\"']?)((?<=[\"'])[^\"'\s\[]{8,}(?=[\"'])|(?<![\"'])[^\s\"'\[,;(){}<>]{8,})",
+        r"(\\?[\"']|)((?<=[\"'])(?:[^\"'\s\[\\]|\\(?![\"'])){8,}"
+        r"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'\[,;(){}<>\\]|\\(?![\"'])){8,})",
         2,
         check=_assigned(bare_min),
         # Not glued to a word, unless the key starts a new one with a capital
@@ -140,7 +142,7 @@ BUILTIN: tuple[Pattern, ...] = (
        r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,\\-]*)", not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
-       r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*[\"']?"
+       r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*\\?[\"']?"
        r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[A-Za-z0-9]", lower=True),
     _p("github-token",
        r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|github_pat_[A-Za-z0-9_]{22,255}"),

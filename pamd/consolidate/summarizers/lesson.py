@@ -98,16 +98,41 @@ def _failure_words() -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
 
 
+# A failure word said not to have happened: "no errors", "0 failures", "without errors",
+# "nothing failed", "doesn't fail", "no data loss", "ошибок нет", "без ошибок", "не
+# падают", "регрессий нет". (The tagger's rules tag these too; they are no failure.)
+_DENIED_BEFORE = re.compile(
+    r"(?:\b(?:no|zero|0|without|nothing|never|not|нет|без|не|ни)|n[o'’]t)\s+"
+    r"(?:(?:more|longer|further|any|single|new|больше|более|одной|одного)\s+)?$",
+    re.IGNORECASE,
+)
+_DENIED_AFTER = re.compile(
+    r"^\s*(?:[:=]\s*)?(?:нет|none|0|не (?:было|найдено|обнаружено|нашлось))(?!\w)", re.IGNORECASE)
+# A failure word naming a kind of code or test, not a failure: "a regression test",
+# "the error handling", "регрессионные тесты".
+_KIND_OF = re.compile(r"^(?:regression|error|exception|регресс|исключени)", re.IGNORECASE)
+_NAMES_KIND = re.compile(r"^\s+(?:tests?|suite|handling|handlers?|тест\w*)\b", re.IGNORECASE)
+# A question is no report: "does it fail?", "Проверю, упадут ли тесты."
+_ASKS = re.compile(r"\?\s*$|\bли\b", re.IGNORECASE)
+
+
+def _denied(text: str, m: re.Match[str]) -> bool:
+    """True if the failure word `m` is said not to have happened, or names a kind."""
+    before, after = text[max(0, m.start() - 40):m.start()], text[m.end():]
+    return bool(_DENIED_BEFORE.search(before) or _DENIED_AFTER.match(after)
+                or (_KIND_OF.match(m.group()) and _NAMES_KIND.match(after)))
+
+
 def _failure_word(text: str) -> re.Match[str] | None:
-    """The first failure word in `text`."""
-    return _failure_words().search(text)
+    """The first failure word in `text` that says something failed."""
+    return next((m for m in _failure_words().finditer(text) if not _denied(text, m)), None)
 
 
 def _report(sentence: str) -> str:
     """The sentence from its first clause that says something failed, outside what the
     agent says it is about to do ("" if none does): "Let's be honest: the deploy failed"
     -> "the deploy failed"."""
-    if not _failure_word(sentence):
+    if not _failure_word(sentence) or sentence.rstrip(" \"'»)").endswith("?"):
         return ""
     planning, start, said = False, 0, None
     for cut in (*_CLAUSES.finditer(sentence), None):
@@ -116,7 +141,7 @@ def _report(sentence: str) -> str:
         planning = bool(_PLAN.match(clause)) or (planning and bool(_GOES_ON.match(clause)))
         if not planning:
             said = start if said is None else said  # "Staging deploy: failed …" stays whole
-            if _failure_word(clause):
+            if _failure_word(clause) and not _ASKS.search(clause):
                 return sentence[said:]
         start = cut.end() if cut else end
     return ""

@@ -116,3 +116,34 @@ def test_boot_reads_a_merge_at_the_time_a_date_found_it_by(tmp_path, capsys, mon
         assert code == 0 and json.loads(out)["now"] == "2026-12-06T02:30:00Z", (args, err)
     code, out, _ = p("state", "--at", "2026-12-07", now=None)
     assert out.startswith(f"# STATE at {merge[:8]}")
+
+
+def test_a_merges_time_reads_its_parents_not_the_whole_history(tmp_path, capsys, monkeypatch):
+    """Boot at a person's merge (no Pamd-Now) walked every ancestor with `git log --topo-order`
+    on every start: 0.42 s instead of 0.19 s at 20k commits. It now reads the parents' own
+    times, through merges of merges, and gets the same time the whole walk gives."""
+    from pamd.edge import git as gitmod
+    from pamd.edge.brain import Brain
+    from pamd.edge.history import history_times, rev_time
+
+    p = Pamd(tmp_path, capsys)
+    assert p("init", str(tmp_path / "base"), now="2026-10-01T00:00:00Z")[0] == 0
+    for m in ("m1", "m2", "m3"):
+        git(tmp_path, "clone", "-q", "base", m)
+    for m, day in (("m2", "2026-12-06T02:30:00Z"), ("m3", "2026-12-09T08:00:00Z"),
+                   ("m1", "2026-11-05T16:00:00Z"), ("m1", "2026-11-06T16:00:00Z")):
+        p.cwd = tmp_path / m
+        assert p("remember", f"A note from {m} on {day}.", now=day)[0] == 0
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-10-02T00:00:00+00:00")  # a clock behind
+    git(tmp_path / "m1", "-c", "pull.rebase=false", "pull", "-q", "--no-edit", "../m2", "main")
+    git(tmp_path / "m3", "-c", "pull.rebase=false", "pull", "-q", "--no-edit", "../m2", "main")
+    git(tmp_path / "m1", "-c", "pull.rebase=false", "pull", "-q", "--no-edit", "../m3", "main")
+    brain = Brain(tmp_path / "m1")
+    assert len(git(brain.root, "log", "-1", "--format=%P").split()) == 2
+    whole = history_times(brain, "HEAD")[1][head(brain.root)]
+    assert whole.isoformat().startswith("2026-12-09T08:00:00")
+    calls = []
+    log = gitmod.Repo.log
+    monkeypatch.setattr(gitmod.Repo, "log", lambda self, *a: calls.append(a) or log(self, *a))
+    assert rev_time(brain, "HEAD") == whole
+    assert calls and all(a[0] in ("-1", "--no-walk=unsorted") for a in calls), calls

@@ -544,3 +544,32 @@ def test_a_file_with_conflict_markers_is_left_out_of_the_index_and_named(tmp_pat
     git(root, "add", DAY)
     code, out, err = run(root, "recall", "--json", "black tea", capsys=capsys)
     assert code == 0 and err == "" and json.loads(out)[0]["path"] == DAY
+
+
+NOTE = ("# Resolving git merge conflicts\n\nWhen two branches change the same line git writes both sides:\n\n"
+        "```\n<<<<<<< HEAD\nour zebra-unicorn version\n=======\ntheir zebra-unicorn version\n"
+        ">>>>>>> feature\n```\n\nPick one, delete the markers, `git add` and commit.\n")
+
+
+def test_a_committed_note_that_shows_conflict_markers_in_a_code_block_is_indexed(tmp_path, capsys):
+    """A note documenting git's markers in a fenced block was left out of the index for good,
+    with a "merge not resolved" warning on every recall (and fsck called it a problem)."""
+    from pamd.core.fmt import conflict_marker, conflict_region
+
+    root = make_brain(tmp_path / "brain", {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries()),
+                                           "memory/notes/git-conflicts.md": NOTE})
+    code, out, err = run(root, "recall", "--json", "zebra-unicorn", capsys=capsys)
+    assert code == 0 and err == "", err
+    assert json.loads(out)[0]["path"] == "memory/notes/git-conflicts.md"
+    code, out, err = run(root, "fsck", "--skip", "index", capsys=capsys)
+    assert "conflict marker" not in out
+    code, out, err = run(root, "boot", capsys=capsys)
+    assert "left out" not in err
+    # the rule: a whole conflict outside a fence; a side may open a fence; a stray marker is
+    # reported (check, fsck, hooks) but does not take a file out of the index
+    assert conflict_region("n.md", NOTE) is None and conflict_marker("n.md", NOTE) is None
+    real = "a\n<<<<<<< HEAD\n```py\nx = 1\n=======\ny\n>>>>>>> side\n"
+    assert conflict_region("n.md", real).line == 2 and conflict_marker("n.md", real).line == 2
+    assert conflict_region("n.md", "a\n<<<<<<< HEAD\nb\n") is None
+    assert conflict_marker("n.md", "a\n<<<<<<< HEAD\nb\n").line == 2
+    assert conflict_region("n.md", "~~~\n<<<<<<< a\n~~~\n=======\n>>>>>>> b\n") is None

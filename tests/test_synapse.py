@@ -459,6 +459,9 @@ TOKEN = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"  # split: no scanner f
     "https://abcdef0123456789abcdef0123456789abcdef01@github.com/o/b.git",  # no shape the scanner knows
     "https://bob@github.com/bob/brain.git",  # a token or a user name: pamd cannot tell
     "http://x-token-auth:t0k3n@bitbucket.org/o/b.git",
+    f"git+https://{TOKEN}@github.com/o/b.git",  # any scheme but ssh's
+    "ftps://s3cr3t@example.com/brain.git",
+    "ftp://bob:s3cr3t@example.com/brain.git",
 ])
 def test_a_credential_in_a_synapse_url_is_refused_not_committed(bob, alice, url):
     """pamd.toml, every pulled file's `source:` and the pull commit's `Pamd-Source:` hold the
@@ -477,6 +480,28 @@ def test_a_credential_in_a_synapse_url_is_refused_not_committed(bob, alice, url)
     code, _, err = bob("synapse", "pull")
     assert code == 1 and "holds a password or token" in err
     same()
+
+
+def test_a_registered_url_with_a_user_name_names_its_synapse_and_where_to_change_it(bob):
+    """0.2.0 let `https://alice@host/…` be added; `pull` then stopped with an error naming
+    neither the synapse nor pamd.toml, saying pamd "would commit" what it had committed."""
+    cfg = bob.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text() + '\n[synapse.team]\nurl = "https://alice@git.example.invalid/t/b.git"\n')
+    git(bob.cwd, "commit", "-qam", "added by 0.2.0")
+    line = cfg.read_text().split("\n").index('url = "https://alice@git.example.invalid/t/b.git"') + 1
+    same = unchanged(bob)
+    for args in (("synapse", "pull"), ("synapse", "pull", "team")):
+        code, _, err = bob(*args)
+        assert code == 1 and err.count("\n") == 1, err
+        assert err.startswith(f"pamd: error: synapse team's url (pamd.toml:{line}) holds a ")
+        assert "[synapse.team] url in pamd.toml" in err and "would commit" not in err
+        assert "alice" not in err
+        same()
+
+
+def test_an_scp_like_url_with_a_password_is_never_shown(bob):
+    code, _, err = bob("synapse", "add", "t1", "bob:s3cr3t-pw@127.0.0.1:o/b.git")
+    assert code == 1 and err.count("\n") == 1 and "s3cr3t" not in err and "…@127.0.0.1:o/b.git" in err
 
 
 def test_a_user_name_alone_in_a_synapse_url_is_no_credential(bob, alice):

@@ -29,6 +29,8 @@ HEADER_LIKE_RE = re.compile(r"^### [es]-")
 # git's outer conflict markers; a lone "=======" is also a Markdown heading
 # underline, so it alone does not count (a real conflict has all three).
 CONFLICT_RE = re.compile(r"^(<{7}|>{7})( |$)")
+MIDDLE_RE = re.compile(r"^={7}( |$)")
+FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 CONFLICT_MESSAGE = "conflict marker left in the file"
 META_KEYS = ("type", "importance", "neuro", "session", "recalls", "seen", "via", "from")
 VIA_ITEM_RE = re.compile(r"(e-[0-9a-f]{12}):([1-9][0-9]*)")
@@ -67,13 +69,51 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+def _outside_fences(lines: list[str]):
+    """(1-based line, line) of the lines outside fenced code blocks (``` or ~~~): a note
+    that shows git's markers in a code block documents a conflict, it does not hold one."""
+    fence = ""
+    for n, line in enumerate(lines, 1):
+        found = FENCE_RE.match(line)
+        if fence:
+            if found and found.group(1)[0] == fence[0] and len(found.group(1)) >= len(fence) \
+                    and not line[found.end():].strip():
+                fence = ""
+            continue
+        if found and not (found.group(1)[0] == "`" and "`" in line[found.end():]):
+            fence = found.group(1)
+            continue
+        yield n, line
+
+
 def conflict_marker(path: str, text: str) -> Problem | None:
-    """The first line of `text` that git left as a merge-conflict marker, as a problem."""
+    """The first line of `text` that git left as a merge-conflict marker, as a problem
+    (`pamd check`, the hooks and fsck report it; a fenced code block's lines do not count)."""
     if "<<<<<<<" not in text and ">>>>>>>" not in text:
         return None
-    for n, line in enumerate(text.split("\n"), 1):
+    for n, line in _outside_fences(text.split("\n")):
         if CONFLICT_RE.match(line):
             return Problem(path, n, CONFLICT_MESSAGE)
+    return None
+
+
+def conflict_region(path: str, text: str) -> Problem | None:
+    """A conflict git left whole: a "<<<<<<< " line outside a fenced code block, then a
+    "=======" and a ">>>>>>> " line (inside the region fences are not followed: one side
+    may open one). Such a file holds both sides, doubled: the index and boot leave it out.
+    A stray marker alone is reported by `conflict_marker`, and the file stays searchable."""
+    if "<<<<<<<" not in text or ">>>>>>>" not in text:
+        return None
+    lines = text.split("\n")
+    for n, line in _outside_fences(lines):
+        if line.startswith("<<<<<<<") and CONFLICT_RE.match(line):
+            rest = lines[n:]
+            mid = next((i for i, ln in enumerate(rest) if MIDDLE_RE.match(ln)), None)
+            if mid is not None and any(
+                ln.startswith(">>>>>>>") and CONFLICT_RE.match(ln) for ln in rest[mid + 1:]
+            ):
+                return Problem(path, n, CONFLICT_MESSAGE)
+            return None  # the first start outside a fence decides: git writes them in order
     return None
 
 

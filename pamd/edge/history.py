@@ -97,8 +97,37 @@ def rev_time(brain: Brain, rev: str) -> datetime:
     """A commit's own time, the one `commit_at` finds it by (see `own_time`)."""
     sha, parents, trailer, date = _records(brain.repo.log("-1", f"--format={_FORMAT}", rev))[0]
     if len(parents) > 1 and not trailer.strip():  # only then do its ancestors' times matter
-        return history_times(brain, sha)[1][sha]
+        return _merge_time(brain, (sha, parents, trailer, date))
     return commit_time(trailer, date)
+
+
+def _merge_time(brain: Brain, top: tuple[str, list[str], str, str]) -> datetime:
+    """The own time of a merge without Pamd-Now: its parents' own times are read (one `git
+    log` per level), and only through parents that are such merges too, not all history."""
+    found = {top[0]: top}
+    level = list(top[1])
+    while level:
+        want = [p for p in dict.fromkeys(level) if p not in found]
+        if not want:
+            break
+        level = []
+        for rec in _records(brain.repo.log("--no-walk=unsorted", f"--format={_FORMAT}", *want)):
+            found[rec[0]] = rec
+            if len(rec[1]) > 1 and not rec[2].strip():
+                level += rec[1]
+    times: dict[str, datetime] = {}
+    todo = [top[0]]
+    while todo:  # children after their parents, without recursion
+        sha = todo[-1]
+        _, parents, trailer, date = found[sha]
+        merge = len(parents) > 1 and not trailer.strip()
+        left = [p for p in parents if merge and p in found and p not in times]
+        if left:
+            todo += left
+            continue
+        todo.pop()
+        times[sha] = own_time(parents, trailer, date, [times[p] for p in parents if p in times])
+    return times[top[0]]
 
 
 def history_times(brain: Brain, rev: str) -> tuple[list[tuple[str, list[str]]], dict[str, datetime]]:

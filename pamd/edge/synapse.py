@@ -79,33 +79,50 @@ def normalise_url(url: str, cwd: Path | None = None) -> str:
 USERINFO_RE = re.compile(r"^[a-z][a-z0-9+.-]*://([^/?#]*)@", re.I)
 
 
-def check_credentials(brain: Brain, url: str) -> str:
+# ssh's keys are never in the URL: what stands before its @ is a user name (git@)
+SSH_SCHEMES = ("ssh://", "git+ssh://", "ssh+git://")
+# scp-like user:password@host:path (a URL to git, not to URL_RE): the part before the @
+SCP_USERINFO_RE = re.compile(r"^([^/@]*:[^/@]*)@")
+
+
+def check_credentials(brain: Brain, url: str, name: str | None = None) -> str:
     """Refuse a remote whose URL carries a password or token.
 
     The URL is written in clear into pamd.toml, every pulled file's `source:` and the
-    pull commit, all committed; git can find the credential without it. Over http(s)
-    anything before the @ is refused: a bare token there (`https://TOKEN@host/…`) looks
-    like a user name, and the secret scanner knows only some tokens' shapes. ssh's
-    `git@` is a user name: ssh's keys are never in the URL.
+    pull commit, all committed; git can find the credential without it. With any scheme
+    but ssh (http(s), git+https, ftp(s), …) anything before the @ is refused: a bare token
+    there (`https://TOKEN@host/…`) looks like a user name, and the secret scanner knows
+    only some tokens' shapes. ssh's `git@` is a user name: ssh's keys are never in the URL.
+    `name`: the URL is already registered as [synapse.NAME] (pull), so the error says
+    where to change it.
     """
     m = USERINFO_RE.match(url)
-    web = bool(m) and url.lower().startswith(("http://", "https://"))
+    web = bool(m) and not url.lower().startswith(SSH_SCHEMES)
     if (m and (web or ":" in m.group(1))) or _secrets_in(brain, url):
         # the URL itself is not repeated: an error message ends up in logs too
+        what = " (or a user name) before its @" if web else ""
+        hint = ("let a git credential helper give the token (a user name too: git config "
+                "credential.https://host.username NAME), or use an ssh URL: git@host:owner/brain.git")
+        if name is not None:
+            from pamd.edge.check import key_line
+
+            line = key_line(brain.read(CONFIG) or "", f"synapse.{name}.url")
+            raise PamdError(
+                f"synapse {name}'s url ({CONFIG}:{line}) holds a password or token{what}, in clear",
+                f"change [synapse.{name}] url in {CONFIG} to a plain URL "
+                f"(https://host/owner/brain.git) or delete that table, and {hint}",
+            )
         raise PamdError(
-            "the synapse URL holds a password or token"
-            + (" (or a user name) before its @" if web else "")
-            + ", which pamd would commit in clear",
-            "keep the URL plain (https://host/owner/brain.git) and let a git credential helper "
-            "give the token (a user name too: git config credential.https://host.username NAME), "
-            "or use an ssh URL: git@host:owner/brain.git",
+            f"the synapse URL holds a password or token{what}, which pamd would commit in clear",
+            f"keep the URL plain (https://host/owner/brain.git) and {hint}",
         )
     return url
 
 
 def shown(url: str) -> str:
-    """`url` for an error message: whatever stands before a scheme URL's @ is left out."""
-    m = USERINFO_RE.match(url)
+    """`url` for an error message: whatever stands before a URL's @ is left out (a scheme
+    URL's userinfo, or an scp-like `user:password@host:path`'s)."""
+    m = USERINFO_RE.match(url) or SCP_USERINFO_RE.match(url)
     return url if not m else url[: m.start(1)] + "…" + url[m.end(1):]
 
 
@@ -363,7 +380,7 @@ def pull(brain: Brain, name: str | None = None) -> tuple[str | None, list[Pulled
         pulled = []
         for n, table in todo.items():
             check_name(n)  # a hand-edited pamd.toml gets the same checks as `add`
-            check_credentials(brain, table["url"])
+            check_credentials(brain, table["url"], n)
             cache, sha, _ = fetch(brain, n, table["url"], str(table.get("ref", "")))
             files, origin = read_source(brain, n, cache, sha)
             pulled.append(plan_pull(brain, n, table["url"], sha, files, origin))

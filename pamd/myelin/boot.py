@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from pamd.core.entry import Entry, count_tokens, fmt_time
-from pamd.core.fmt import FormatError, conflict_marker, parse_doc, split_frontmatter
+from pamd.core.fmt import FormatError, conflict_region, parse_doc, split_frontmatter
 from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.encode.hippocampus import retention
@@ -156,7 +156,7 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
         text = read(rel)
         if text is None:
             continue
-        if conflict_marker(rel, text):  # both sides and the markers: no snapshot to boot from
+        if conflict_region(rel, text):  # both sides and the markers: no snapshot to boot from
             boot.conflicted.append(rel)
             continue
         meta, body = _body(text, rel)
@@ -170,7 +170,7 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
         text = read(rel)
         if text is None:
             continue
-        if conflict_marker(rel, text):
+        if conflict_region(rel, text):
             boot.conflicted.append(rel)
             continue
         try:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pamd.core.fmt import conflict_marker
+from pamd.core.fmt import conflict_region
 from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
@@ -371,16 +371,23 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         except OSError:
             continue
         old = known.get(rel)
-        if old and old[0] == st.st_size and old[1] == st.st_mtime_ns:
+        # a file left out is read again: an index made by a version that took a code
+        # block's markers for a conflict takes it back without waiting for a change
+        if old and old[0] == st.st_size and old[1] == st.st_mtime_ns and rel not in marked:
             continue
         try:
             text = (root / rel).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             text = ""  # unreadable: indexed as empty until fixed (pamd check names it)
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()  # as freshness.content_sha
+        same = old is not None and old[2] == sha
+        if same and rel in marked and conflict_region(rel, text):
+            if old[:2] != (st.st_size, st.st_mtime_ns):
+                file_rows.append((rel, st.st_size, st.st_mtime_ns, sha))
+            continue  # still left out, nothing to do
         file_rows.append((rel, st.st_size, st.st_mtime_ns, sha))
-        if not old or old[2] != sha:
-            if conflict_marker(rel, text):
+        if not same or rel in marked:
+            if conflict_region(rel, text):
                 marked.add(rel)
                 text = ""
             else:

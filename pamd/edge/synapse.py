@@ -110,7 +110,7 @@ def check_credentials(brain: Brain, url: str, name: str | None = None) -> str:
             raise PamdError(
                 f"synapse {name}'s url ({CONFIG}:{line}) holds a password or token{what}, in clear",
                 f"change [synapse.{name}] url in {CONFIG} to a plain URL "
-                f"(https://host/owner/brain.git) or delete that table, and {hint}",
+                f"(https://host/owner/brain.git) or stop pulling it with `pamd synapse remove {name}`; {hint}",
             )
         raise PamdError(
             f"the synapse URL holds a password or token{what}, which pamd would commit in clear",

@@ -155,7 +155,7 @@ def _telling(values: dict[str, str], limit: int) -> str:
     """What a call did, in words: a search's pattern (and where, when that is short), a
     command (and what the agent said it does, when that fits), else the first of
     `_KEYS` there is, else any string."""
-    flat = {k: " ".join(_safe(v).split()) for k, v in values.items()}
+    flat = {k: " ".join(v.split()) for k, v in values.items()}  # redacted whole by gist()
     pattern, command, said = flat.get("pattern"), flat.get("command"), flat.get("description")
     if pattern:
         where = _tail(flat.get("path", ""))

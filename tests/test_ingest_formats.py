@@ -89,15 +89,21 @@ def _growing(tmp_path):
     return [json.dumps(r) for r in say]
 
 
-def test_a_growing_session_keeps_a_queued_message_once(brain, tmp_path):
-    """Ingested after every turn while it grows, a session holds what one ingest of it holds."""
-    lines = _growing(tmp_path)
+def _ingested_whole(brain, tmp_path, lines: list[str]):
+    """A second brain beside `brain` that took the whole session in one ingest."""
     whole = tmp_path / "whole" / "s.jsonl"
     whole.parent.mkdir()
     whole.write_text("\n".join(lines) + "\n")
     once = brain.cwd / ".." / "once"
     assert brain("init", str(once))[0] == 0
     assert brain("--brain", str(once), "ingest", str(whole))[0] == 0
+    return once
+
+
+def test_a_growing_session_keeps_a_queued_message_once(brain, tmp_path):
+    """Ingested after every turn while it grows, a session holds what one ingest of it holds."""
+    lines = _growing(tmp_path)
+    once = _ingested_whole(brain, tmp_path, lines)
     live = tmp_path / "s.jsonl"
     for cut in (3, 5, 7, 8, 9, len(lines)):
         live.write_text("\n".join(lines[:cut]) + "\n")
@@ -173,12 +179,7 @@ def test_words_typed_again_later_are_a_new_message(brain, tmp_path, between):
         _at("assistant", "12:00:01", message={"role": "assistant", "content": [
             {"type": "text", "text": "all green now"}]}),
     )]
-    whole = tmp_path / "whole" / "s.jsonl"
-    whole.parent.mkdir()
-    whole.write_text("\n".join(lines) + "\n")
-    once = brain.cwd / ".." / "once"
-    assert brain("init", str(once))[0] == 0
-    assert brain("--brain", str(once), "ingest", str(whole))[0] == 0
+    once = _ingested_whole(brain, tmp_path, lines)
     times = [e.ts.strftime("%H:%M:%S") for e in entries(once) if e.text == "check again"]
     assert sorted(times) == ["10:00:02", "12:00:00"]
     live = tmp_path / "s.jsonl"

@@ -90,9 +90,62 @@ def test_truncated_private_key_block_with_escaped_newlines() -> None:
     cut = args[: args.index("-----END")]
     out, counts = redact(f"[tool Write] {cut}")
     assert counts == {"private-key": 1}
-    assert out == '[tool Write] {"file_path": "/srv/app/deploy_key", "content": "[REDACTED:private-key]'
+    assert out == '[tool Write] {"file_path": "/srv/app/deploy_key", "content": "[REDACTED:private-key]\\n'
     out, counts = redact(f"[tool Write] {args}")  # the whole block, END line and all
     assert counts == {"private-key": 1} and out.endswith('"[REDACTED:private-key]"}')
+
+
+def body(n: int, width: int = 64, seed: str = "") -> list[str]:
+    return [fake("", width, ALNUM + "+/", seed + str(i)) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body(4, 70))
+        + "\n-----END OPENSSH PRIVATE KEY-----",
+        # legacy encrypted PEM: header lines, a blank line, a short last line
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+        + "A1B2C3D4E5F60718293A4B5C6D7E8F90\n\n" + "\n".join(body(3)) + "\nAbC1==\n"
+        "-----END RSA PRIVATE KEY-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\r\nVersion: GnuPG v2\r\n\r\n"
+        + "\r\n".join(body(3)) + "\r\n=Ab1C\r\n-----END PGP PRIVATE KEY BLOCK-----",
+        # newlines flattened to spaces (an env var echoed on one line)
+        "-----BEGIN EC PRIVATE KEY----- " + " ".join(body(2)) + " -----END EC PRIVATE KEY-----",
+    ],
+)
+def test_private_key_block_shapes(block: str) -> None:
+    out, counts = redact(f"key:\n{block}\nkept after")
+    assert (out, counts) == ("key:\n[REDACTED:private-key]\nkept after", {"private-key": 1})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a header in prose, in code, in a grep: no key body follows, nothing is a secret
+        "The file starts with -----BEGIN OPENSSH PRIVATE KEY----- so it is the private one"
+        " and we decided to rotate it on Monday 3 Dec and move deploys to the new CI runner",
+        '[tool result] src/pem.py:10:BEGIN = "-----BEGIN PRIVATE KEY-----"\n'
+        "src/pem.py:11:# TODO: fix the ECDSA branch, it crashes on P-384\n"
+        "src/pem.py:12:def decode(blob):\n"
+        'src/pem.py:20:END = "-----END PRIVATE KEY-----"\n'
+        "tests/test_pem.py:4:def test_roundtrip(): ...",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nNote: paste the key here\n-----END RSA PRIVATE KEY-----",
+        '{"content": "-----BEGIN PRIVATE KEY-----\\nTODO: load from vault\\n"}',
+    ],
+)
+def test_private_key_header_without_body_is_kept(text: str) -> None:
+    assert redact(text) == (text, {})
+
+
+def test_truncated_private_key_block_keeps_the_text_after_it() -> None:
+    lines = body(3)
+    cut = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(lines) + "\nAbc"  # cut mid-line
+    out, counts = redact(f"{cut}\n[log truncated]\nthen we rotated it on Monday")
+    assert counts == {"private-key": 1}
+    assert not any(line in out for line in lines)
+    assert out.endswith("\n[log truncated]\nthen we rotated it on Monday")
 
 
 def test_connection_string_keeps_scheme_user_host() -> None:

@@ -130,16 +130,24 @@ def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
     )
 
 
+# Between a key block's lines: newlines (real or JSON-escaped), blank lines, spaces.
+_PEM_SEP = r"(?:[ \t\r\n]|\\[rn])+"
 _AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
 
 # Order is priority: where two patterns claim overlapping text, the earlier
 # one wins, so a specific type beats the generic `key = value` rule.
 BUILTIN: tuple[Pattern, ...] = (
+    # A key block: the header, its `Proc-Type:`/`Version:` lines, then base64 lines
+    # (also where newlines are JSON-escaped `\n`, as in a tool call's input) up to the
+    # END line or, in a block cut short, to its last full line. Only a body is a secret:
+    # a header followed by prose, a quote or nothing (code and greps that mention the
+    # markers) matches nothing, and no text after the body is taken.
     _p("private-key",
-       r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
-       # A block cut short (a truncated log) is redacted to the end of its base64,
-       # also where its newlines are escaped (`\n` in a tool call's JSON input).
-       r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=\s:,\\-]*)", not_after=""),
+       rf"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
+       rf"(?:{_PEM_SEP}[A-Za-z][\w-]*:[ \t][^\r\n\\]*)*"
+       rf"(?:{_PEM_SEP}[A-Za-z0-9+/=]{{40,}})+"
+       rf"(?:(?:{_PEM_SEP}[A-Za-z0-9+/=]{{1,39}})?{_PEM_SEP}-----END \1PRIVATE KEY\2-----)?",
+       not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
        r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*\\?[\"']?"

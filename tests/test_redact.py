@@ -148,6 +148,21 @@ def test_truncated_private_key_block_keeps_the_text_after_it() -> None:
     assert out.endswith("\n[log truncated]\nthen we rotated it on Monday")
 
 
+def test_assignment_in_json_escaped_text_ends_at_the_escaped_newline() -> None:
+    # A file a tool call wrote is one JSON string: its newlines are the two characters `\n`.
+    env = ("DB_PASSWORD=abc123xyz789\nDB_HOST=db.prod.internal\tDB_PORT=5432\r\n"
+           "api_key: \"Zx81mQ29aLpQ7\"\nREDIS_URL=redis://:Redis5ecretPw@cache:6379/0\n"
+           "CACHE_URL=redis://cache:6379\nADMIN_EMAIL=ops@corp.example\n"
+           "password: Zx81mQ29aLpQ7\nLOG_LEVEL=info\n")
+    out, counts = redact(f"[tool Write] {json.dumps({'file_path': '/app/.env', 'content': env})}")
+    assert json.loads(out.removeprefix("[tool Write] "))["content"] == (
+        "DB_PASSWORD=[REDACTED:password]\nDB_HOST=db.prod.internal\tDB_PORT=5432\r\n"
+        'api_key: "[REDACTED:api-key]"\nREDIS_URL=redis://:[REDACTED:password]@cache:6379/0\n'
+        "CACHE_URL=redis://cache:6379\nADMIN_EMAIL=ops@corp.example\n"
+        "password: [REDACTED:password]\nLOG_LEVEL=info\n")
+    assert counts == {"password": 3, "api-key": 1}
+
+
 def test_connection_string_keeps_scheme_user_host() -> None:
     out, counts = redact("DATABASE_URL=postgres://app:S3cr3t-pw@db.internal:5432/prod")
     assert out == "DATABASE_URL=postgres://app:[REDACTED:password]@db.internal:5432/prod"

@@ -107,6 +107,11 @@ def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
     return Pattern(name, re.compile(regex), group, check, not_after, lower)
 
 
+# A backslash inside a value: an escaped backslash, or one that does not end the
+# value (`\"`, `\'`, `\n`, `\t`, `\r` end it, as the character they stand for would).
+_ESCAPED = r"\\\\|\\(?![\"'nrt\\])"
+
+
 def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
     """`key = value`, `key: value`, `"key": "value"` with a long, secret-looking value.
 
@@ -118,9 +123,11 @@ def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
         name,
         # A quote may be JSON-escaped (`API_KEY=\"…\"` in a tool call's stored arguments).
         rf"(?:{keys})(?:\\?[\"'])?\s*(?:=|:|=>)\s*"
-        # group 1: the opening quote (if any); group 2: the value, replaced.
-        r"(\\?[\"']|)((?<=[\"'])(?:[^\"'\s\[\\]|\\(?![\"'])){8,}"
-        r"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'\[,;(){}<>\\]|\\(?![\"'])){8,})",
+        # group 1: the opening quote (if any); group 2: the value, replaced. In
+        # JSON-escaped text (a file a tool call wrote) the value ends at an escaped
+        # quote, newline, tab or CR like at a real one; `\\` is one backslash.
+        rf"(\\?[\"']|)((?<=[\"'])(?:[^\"'\s\[\\]|{_ESCAPED}){{8,}}"
+        rf"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'\[,;(){{}}<>\\]|{_ESCAPED}){{8,}})",
         2,
         check=_assigned(bare_min),
         # Not glued to a word, unless the key starts a new one with a capital
@@ -166,7 +173,8 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("password", r"asic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", 1,
        check=_basic, not_after=""),
     # scheme://user:password@host (or scheme://:password@host): only the password goes.
-    _p("password", r"://[^\s:/@'\"\[\]<>]*:([^\s@/'\"\[\]<>]+)@[^\s/@]", 1,
+    # (No backslash either: in JSON-escaped text `\n` ends the URL.)
+    _p("password", r"://[^\s:/@'\"\[\]<>\\]*:([^\s@/'\"\[\]<>\\]+)@[^\s/@]", 1,
        check=_url_password, not_after=""),
     # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
     # the shell's working directory).
@@ -237,8 +245,10 @@ class Redactor:
                 if end <= start or text.startswith("[REDACTED:", start):
                     continue
                 m_start = m.start()
+                # An escaped newline, tab or CR (`\npassword: …` in JSON text) is no word.
                 if pat.not_after and m_start \
-                        and re.match(pat.not_after, text[m_start - 1 : m_start + 1]):
+                        and re.match(pat.not_after, text[m_start - 1 : m_start + 1]) \
+                        and not (text[m_start - 1] in "nrt" and text[m_start - 2 : m_start - 1] == "\\"):
                     continue
                 if pat.check and not pat.check(m, subject):
                     continue

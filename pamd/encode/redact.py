@@ -37,17 +37,33 @@ def _real(value: str) -> bool:
     return value[:1] not in "$<{%*[" and value.lower() not in _DUMMIES
 
 
-Check = Callable[[re.Match[str], str], bool]  # (match, the text it was found in) -> keep?
+# (match, the original text) -> keep? The match may be of the lowercased text (same positions).
+Check = Callable[[re.Match[str], str], bool]
 
 
 def _url_password(m: re.Match[str], text: str) -> bool:
     return _real(m.group(1))
 
 
+# Values that name where a secret is, not the secret: a path (`/etc/ssl/x.key`,
+# `~/.ssh/id_rsa`, `./certs/k.pem`), a URI reference (`op://vault/item`,
+# `vault:secret/db`), an env-var name (`AWS_ACCESS_KEY_ID_2`); unquoted also an
+# `a.b.c` of identifiers (`state.auth.token2`), which is code. Digits only at
+# a part's end, so a dotted token like `ya29.a0AfH6SMBx3` is no such name.
+_REFERENCE = re.compile(r"(?:~|\.{1,2})?/|[A-Za-z][A-Za-z0-9+.\-]*://|(?:vault|env|arn):"
+                        r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+_NAME_PART = r"[A-Za-z_][a-z_]*(?:[A-Z][a-z_]*)*\d*"
+_MEMBER = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})+")
+
+
+def _reference(value: str, quoted: bool) -> bool:
+    return bool(_REFERENCE.match(value) or not quoted and _MEMBER.fullmatch(value))
+
+
 def _assigned(bare_min: int) -> Check:
     def check(m: re.Match[str], text: str) -> bool:
-        value = m.group(2)
-        if not _real(value):
+        value = text[m.start(2) : m.end(2)]  # as written (`m` may be of the lowercased text)
+        if not _real(value) or _reference(value, bool(m.group(1))):
             return False
         if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
             return False
@@ -80,7 +96,9 @@ def _basic(m: re.Match[str], text: str) -> bool:
 
 def _openai(m: re.Match[str], text: str) -> bool:
     value = m.group(0)
-    return _mixed(value[3:]) and value.count("-") <= 12  # not `sk-learn-compatible-estimator`
+    # Not words joined by `-`: `sk-learn-compatible-estimators-v2`, `sk-1-2-release`.
+    wordy = all(re.fullmatch(r"[A-Za-z]*\d*", part) for part in re.split(r"[-_]", value[3:]))
+    return _mixed(value[3:]) and value.count("-") <= 12 and not wordy
 
 
 @dataclass(frozen=True)
@@ -250,7 +268,7 @@ class Redactor:
                         and re.match(pat.not_after, text[m_start - 1 : m_start + 1]) \
                         and not (text[m_start - 1] in "nrt" and text[m_start - 2 : m_start - 1] == "\\"):
                     continue
-                if pat.check and not pat.check(m, subject):
+                if pat.check and not pat.check(m, text):
                     continue
                 if any(start < e and s < end for s, e in taken):
                     continue

@@ -46,6 +46,21 @@ PEM = ("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(fake("", 64, ALNUM + "+/"
                                                       for i in range(5))
        + "\n-----END RSA PRIVATE KEY-----")
 
+STRIPE = fake("sk_live_", 99)
+STRIPE_TEST = fake("sk_test_", 24, seed="t")
+STRIPE_RESTRICTED = fake("rk_live_", 99, seed="r")
+GITLAB = fake("glpat-", 20, ALNUM + "_-")
+NPM = fake("npm_", 36)
+HF = fake("hf_", 34, string.ascii_letters)
+PYPI = "pypi-AgEIcHlwaS5vcmc" + fake("", 120, ALNUM + "_-", "p")
+SENDGRID = "SG." + fake("", 22, ALNUM + "_-", "s1") + "." + fake("", 43, ALNUM + "_-", "s2")
+SLACK_HOOK = "T0" + fake("", 8, string.ascii_uppercase + string.digits) + "/B0" \
+    + fake("", 8, string.ascii_uppercase + string.digits, "b") + "/" + fake("", 24, seed="w")
+AZURE = fake("", 86, ALNUM + "+/", "az") + "=="
+DOCKER_AUTH = base64.b64encode(b"ci-bot:" + fake("", 20, seed="d").encode()).decode()
+RAILS = fake("", 128, "0123456789abcdef", "rails")
+AES = fake("", 64, "0123456789abcdef", "aes")
+
 CASES = [
     ("aws-access-key", f"export AWS_ACCESS_KEY_ID={AWS_ID}", AWS_ID),
     ("aws-secret-key", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
@@ -62,6 +77,25 @@ CASES = [
     ("private-key", f"key file:\n{PEM}\ndone", PEM),
     ("password", f"curl -H 'Authorization: Basic {BASIC}' https://api.example.com", BASIC),
     ("password", f'{{"headers": {{"authorization": "basic {BASIC}"}}}}', BASIC),
+    ("stripe-key", f"stripe: {STRIPE}", STRIPE),
+    ("stripe-key", f"STRIPE_KEY={STRIPE_TEST}", STRIPE_TEST),
+    ("stripe-key", f"Stripe::Key = '{STRIPE_RESTRICTED}'", STRIPE_RESTRICTED),
+    ("gitlab-token", f"use {GITLAB} for CI", GITLAB),
+    ("npm-token", f"//registry.npmjs.org/:_authToken={NPM}", NPM),
+    ("huggingface-token", f"HF token: {HF}", HF),
+    ("pypi-token", f"password = {PYPI}", PYPI),
+    ("sendgrid-key", f"SENDGRID_API_KEY={SENDGRID}", SENDGRID),
+    ("slack-webhook", f"curl -X POST https://hooks.slack.com/services/{SLACK_HOOK} -d @m.json",
+     SLACK_HOOK),
+    ("azure-key", f"DefaultEndpointsProtocol=https;AccountName=foo;AccountKey={AZURE};"
+     "EndpointSuffix=core.windows.net", AZURE),
+    ("password", f'{{"auths": {{"ghcr.io": {{"auth": "{DOCKER_AUTH}"}}}}}}', DOCKER_AUTH),
+    ("password", json.dumps({"content": f'{{"auths": {{"r.io": {{"auth": "{DOCKER_AUTH}"}}}}}}'}),
+     DOCKER_AUTH),
+    ("secret", f"SECRET_KEY_BASE={RAILS}", RAILS),
+    ("secret", f"  secret_key_base: {RAILS}", RAILS),
+    ("secret", f"export ENCRYPTION_KEY={AES}", AES),
+    ("secret", f'{{"MASTER_KEY": "{fake("", 44, ALNUM + "+/", "m")}"}}', fake("", 44, ALNUM + "+/", "m")),
 ]
 
 
@@ -254,6 +288,22 @@ NOT_SECRETS = [
     f"Basic {base64.b64encode(b'no colon in here at all').decode()}",
     "basic usage: see README",
     f"Mybasic {base64.b64encode(b'user:not-a-header').decode()}",  # "basic" inside a word
+    # near the prefixes of the formats above, not secrets
+    "pk_live_51H8abcdEFGHijklMNOPqrstUVWXyz0123 is the publishable key; sk_live_... the secret",
+    "STRIPE_PUBLISHABLE_KEY=pk_test_TYooMQauvdEDq54NiTphI7jx",
+    "glpat-xxxxxxxxxxxxxxxxxxxx and npm_config_registry=https://registry.npmjs.org/",
+    "from huggingface_hub import hf_hub_download; hf_transfer_enabled_for_all_the_models = 1",
+    "pypi-publish action, see pypi-AgE... in the docs",
+    "SG.Lee met SG.Tan at 9",
+    "https://hooks.slack.com/services/XXX/YYY/ZZZ",
+    "AccountKey=<your-account-key>;",
+    '{"auths": {"ghcr.io": {"auth": "github"}}, "oauth": "dXNlcjpwYXNzd29yZDEyMw=="}',
+    f"CACHE_KEY={hashlib.sha256(b'x').hexdigest()} IDEMPOTENCY_KEY={uuid.UUID(int=99)}",
+    f"REQUEST_KEY={uuid.UUID(int=2**120 + 5)} GPG_KEY=E3FF2839C048B25C084DEBE9B26995E310250568",
+    "PRIMARY_KEY=user_id SORT_KEY=created_at SSH_KEY=~/.ssh/id_ed25519_2",
+    f"commit {hashlib.sha1(b'y').hexdigest()} sha512 {hashlib.sha512(b'z').hexdigest()}",
+    f"blob {base64.b64encode(hashlib.sha512(b'b').digest() * 3).decode()}",
+    "cache_key = 'user:42:profile:v2' and partition_key: tenant_a1b2c3d4e5f6",
 ]
 
 
@@ -315,13 +365,20 @@ def test_bad_config_patterns(patterns: object, message: str) -> None:
 # ---------------------------------------------------------------- properties
 
 # (as it appears in text, the secret): an AWS secret key, a Bearer or Basic token only by what precedes it.
-SECRETS = [(s, s) for kind, _, s in CASES if kind not in ("aws-secret-key", "token") and s != BASIC] + [
+CONTEXTUAL = ("aws-secret-key", "token", "slack-webhook", "azure-key", "secret")
+SECRETS = [(s, s) for kind, _, s in CASES
+           if kind not in CONTEXTUAL and s not in (BASIC, DOCKER_AUTH)] + [
     (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET),
     (f"Bearer {BEARER}", BEARER),
     (f"Basic {BASIC}", BASIC),
     (f'"clientSecret": "{fake("", 20)}"', fake("", 20)),
     (f"PGPASSWORD='{fake('', 11, seed='pg')}'", fake("", 11, seed="pg")),
     (f"redis://:{fake('', 16, seed='r')}@cache:6379", fake("", 16, seed="r")),
+    (f"https://hooks.slack.com/services/{SLACK_HOOK}", SLACK_HOOK),
+    (f"AccountKey={AZURE}", AZURE),
+    (f'"auth": "{DOCKER_AUTH}"', DOCKER_AUTH),
+    (f"SECRET_KEY_BASE={RAILS}", RAILS),
+    (f"ENCRYPTION_KEY={AES}", AES),
 ]
 filler = st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
 # Separators a secret realistically sits between (not glued to other word characters).

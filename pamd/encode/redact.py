@@ -85,13 +85,45 @@ def _basic(m: re.Match[str], text: str) -> bool:
     at = m.start()
     if at < 1 or text[at - 1] not in "Bb" or (at >= 2 and text[at - 2].isalnum()):
         return False
-    token = m.group(1)
+    return _user_password(m.group(1))
+
+
+def _user_password(token: str) -> bool:
+    """`token` is base64 of printable `user:password`."""
     try:
         plain = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return False
     user, sep, password = plain.partition(":")
     return bool(sep and user and password and plain.isprintable())
+
+
+def _docker_auth(m: re.Match[str], text: str) -> bool:
+    """`"auth": "<base64 of user:password>"` in a docker config.json (`"oauth"` is no `"auth"`)."""
+    return text[m.start() - 1 : m.start()] == '"' and _user_password(m.group(1))
+
+
+def _random(m: re.Match[str], text: str) -> bool:
+    """Generated, not a word: two of lowercase, uppercase, digits."""
+    value = m.group(m.lastindex or 0)
+    return sum((any(c.islower() for c in value), any(c.isupper() for c in value),
+                any(c.isdigit() for c in value))) >= 2
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def _env_key(m: re.Match[str], text: str) -> bool:
+    """`STRIPE_KEY=…`, `ENCRYPTION_KEY=…`: an UPPER_CASE name ending in _KEY (not a public,
+    GPG, cache or idempotency key) with a long generated value (hex, base64; no UUID)."""
+    at = m.start()
+    name = re.search(r"(?<![\w])[A-Z][A-Z0-9_]*$", text[max(0, at - 64) : at])
+    if name is None or re.search(r"PUBLIC|PUBLISHABLE|PUB$|GPG|PGP|CACHE|HASH|CHECKSUM|IDEMPOTENCY",
+                                 name.group(0)):
+        return False
+    value = text[m.start(2) : m.end(2)]
+    return _mixed(value) and _real(value) and not _reference(value, True) \
+        and not _UUID.fullmatch(value)
 
 
 def _openai(m: re.Match[str], text: str) -> bool:
@@ -145,7 +177,7 @@ def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
         # JSON-escaped text (a file a tool call wrote) the value ends at an escaped
         # quote, newline, tab or CR like at a real one; `\\` is one backslash.
         rf"(\\?[\"']|)((?<=[\"'])(?:[^\"'\s\[\\]|{_ESCAPED}){{8,}}"
-        rf"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'\[,;(){{}}<>\\]|{_ESCAPED}){{8,}})",
+        rf"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'`\[,;(){{}}<>\\]|{_ESCAPED}){{8,}})",
         2,
         check=_assigned(bare_min),
         # Not glued to a word, unless the key starts a new one with a capital
@@ -181,6 +213,20 @@ BUILTIN: tuple[Pattern, ...] = (
        r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|github_pat_[A-Za-z0-9_]{22,255}"),
     _p("anthropic-key", r"sk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
     _p("openai-key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", check=_openai),
+    # (Two rules: a pattern that starts with a literal is found much faster than `[sr]k_`.)
+    _p("stripe-key", r"sk_(?:live|test)_[0-9A-Za-z]{20,247}(?![0-9A-Za-z])", check=_random),
+    _p("stripe-key", r"rk_(?:live|test)_[0-9A-Za-z]{20,247}(?![0-9A-Za-z])", check=_random),
+    _p("gitlab-token", r"gl(?:pat|dt|rt|ptt)-[0-9A-Za-z_\-]{20,}(?![0-9A-Za-z_\-])",
+       check=_random),
+    _p("npm-token", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", check=_random),
+    _p("huggingface-token", r"hf_[A-Za-z0-9]{34,40}(?![A-Za-z0-9])", check=_random),
+    # A PyPI token is a macaroon: its base64 always starts `AgE`.
+    _p("pypi-token", r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+    _p("sendgrid-key", r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])"),
+    # The path after the host is the secret; the host stays, so a memory says what it was.
+    _p("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/"
+       r"(T[A-Z0-9]{6,}/[A-Z0-9]{6,}/(?:[0-9]+/)?[A-Za-z0-9]{16,})", 1, not_after=r"[\w.\-]"),
+    _p("azure-key", r"AccountKey=([A-Za-z0-9+/]{20,}={0,2})(?![A-Za-z0-9+/=])", 1),
     _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
     _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
     _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
@@ -201,8 +247,13 @@ BUILTIN: tuple[Pattern, ...] = (
     _assignment("api-key", r"api[_\-]?key|apikey"),
     _assignment("api-key", r"access[_\-]?key"),
     _assignment("token", "token"),
-    _assignment("secret", r"secret(?:[_\-]?key)?"),
+    _assignment("secret", r"secret(?:[_\-]?key(?:[_\-]?base)?)?"),
     _assignment("secret", r"private[_\-]?key"),
+    _p("secret", r"_KEY(?:_BASE)?(?:\\?[\"'])?\s*[=:]\s*(\\?[\"']?)([A-Za-z0-9+/=_.\-]{20,})"
+       r"(?![A-Za-z0-9+/=_.\-])", 2, check=_env_key, not_after=""),
+    # docker's config.json: `"auths": {"ghcr.io": {"auth": "<base64 of user:password>"}}`.
+    _p("password", r'auth\\?"\s*:\s*\\?"([A-Za-z0-9+/]{8,}={0,2})(?=\\?")', 1,
+       check=_docker_auth, not_after=""),
 )
 
 

@@ -147,7 +147,7 @@ class Brain:
         """
         rels = self.entry_files()
         if not committed:
-            return Loaded({rel: self.parse(rel) for rel in rels})
+            return _unique(Loaded({rel: self.parse(rel) for rel in rels}))
         dirty = set(self.repo.dirty([MEMORY, *TIER_DIRS.values()]))
         docs = {}
         for rel in sorted(set(rels) | {r for r in dirty if r.endswith(".md")}):
@@ -155,7 +155,7 @@ class Brain:
                 docs[rel] = self.parse(rel)
             elif (text := self.repo.show("HEAD", rel)) is not None:
                 docs[rel] = self.parse(rel, text)
-        return Loaded(docs)
+        return _unique(Loaded(docs))
 
     # ------------------------------------------------------------ writing
     @property
@@ -353,6 +353,18 @@ class Transaction:
         journal.unlink(missing_ok=True)
         checkpoint("txn:done")
         return sha
+
+
+def _unique(loaded: Loaded) -> Loaded:
+    """`loaded`, or the error for an id held by two entries: a run keys entries by id,
+    so it would fold two messages into one summary and lose one (`pamd check` names it too)."""
+    seen: dict[str, Entry] = {}
+    for e in loaded.entries:  # files in check order, so check and this name the same copy
+        if (first := seen.setdefault(e.id, e)) is not e:
+            raise PamdError(f"{e.path}:{e.line_start}: duplicate id {e.id} "
+                            f"(also at {first.path}:{first.line_start})",
+                            "give one copy a new id or delete it (docs/format.md), then commit")
+    return loaded
 
 
 def _still(b: Brain, rel: str, digest: str | None) -> None:

@@ -12,6 +12,7 @@ mistaken for one. Pure functions: text in, text or entries out.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from dataclasses import dataclass
@@ -130,6 +131,30 @@ def load_yaml(text: str) -> Any:
 
 def dump_yaml(data: dict[str, Any]) -> str:
     return _YAML.export(data, sort_keys=False) + "\n"
+
+
+def item_text(item: Any) -> str | None:
+    """A frontmatter list item (a goal, a reflex) as one line of text, or None if it has none.
+
+    pamd writes `{text: …, …}`; a person's `- Ann: finish the review` is, to YAML, a
+    one-key mapping, shown as written; a date or number as YAML wrote it (2026-12-15).
+    A list or a larger mapping has no one-line text: `pamd check` names it."""
+    if isinstance(item, dict):
+        if "text" in item:
+            return item_text(item["text"])
+        if len(item) != 1:
+            return None
+        ((key, value),) = item.items()
+        if isinstance(value, dict | list):
+            return None
+        return f"{item_text(key)}: {item_text(value)}".rstrip()
+    if item is None:
+        return ""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, str | int | float | datetime.date):  # datetime.datetime is a date
+        return str(item)
+    return None
 
 
 def conflicts_first(parse):

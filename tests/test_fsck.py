@@ -418,7 +418,8 @@ def test_fsck_during_an_unresolved_merge_names_the_conflicts_and_nothing_else(me
     code, out, err = merging("fsck", "--skip", "index")
     assert code == 1 and not err, err
     assert sorted(out.splitlines()[:-1]) == sorted(
-        f"{p}:1: unresolved merge conflict (resolve it and commit)" for p in conflicted), out
+        f"{p}:1: unresolved merge conflict (resolve it, `git add` it and commit, or `git merge --abort`)"
+        for p in conflicted), out
     for cmd in (("status",), ("compact",), ("expand", re.search(
             r"### ([es]-[0-9a-f]{12})", (root / l0).read_text()).group(1))):
         code, _, err = merging(*cmd)
@@ -426,6 +427,29 @@ def test_fsck_during_an_unresolved_merge_names_the_conflicts_and_nothing_else(me
         assert "text between entries" not in err and "Traceback" not in err
     assert merging("status")[2].startswith(f"pamd: error: unresolved merge conflict in {l0} (")
     assert merging("state")[2].startswith("pamd: error: unresolved merge conflict in STATE.md (")
+
+
+@pytest.mark.parametrize("op", ["rebase", "cherry-pick"])
+def test_a_conflict_of_a_rebase_or_cherry_pick_names_its_own_commands(merging, op):
+    """`git merge --abort` was the advice during any conflict, and git refuses it outside
+    a merge: fsck, a reader and a writer name the stopped operation's own commands."""
+    root = merging.cwd
+    git(root, "merge", "--abort")
+    # the ledger merged as a brain made by `pamd init` now does, so the rebase stops at STATE.md
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("memory/ledger/*.txt merge=union\n")
+    git(root, "fetch", "-q", "../m2", "main")
+    r = subprocess.run(["git", op, "FETCH_HEAD"], cwd=root, capture_output=True, text=True)
+    assert r.returncode != 0 and "CONFLICT" in r.stdout + r.stderr, r.stdout + r.stderr
+    hint = f"`git add` it and `git {op} --continue`, or `git {op} --abort`"
+    code, out, _ = merging("fsck", "--skip", "index")
+    assert code == 1 and f":1: unresolved merge conflict (resolve it, {hint})" in out, out
+    assert "STATE.md" in git(root, "diff", "--name-only", "--diff-filter=U").split()
+    code, _, err = merging("state")
+    assert code == 1 and err.startswith("pamd: error: unresolved merge conflict in STATE.md ("), err
+    assert hint in err and "merge --abort" not in err, err
+    code, _, err = merging("compact")
+    assert code == 1 and f"or `git {op} --abort`, then run again" in err, err
 
 
 def test_conflict_markers_committed_are_named_as_such(merging):

@@ -132,8 +132,8 @@ class Brain:
             return PamdError(str(problem), hint)
         if problem.path in self.repo.conflicted():
             return PamdError(f"unresolved merge conflict in {problem.path}",
-                             "resolve it (docs/hooks.md, one brain on two machines), `git add` it "
-                             "and commit, or `git merge --abort`")
+                             "resolve it (docs/hooks.md, one brain on two machines), "
+                             + self.repo.finish_hint())
         return PamdError(f"{problem}", "a merge was committed unresolved: resolve the file "
                                        "(docs/hooks.md, one brain on two machines) and commit")
 
@@ -193,9 +193,10 @@ class Brain:
         return notes
 
     def check_writable(self) -> None:
-        what = self.repo.in_progress()
-        if what:
-            raise PamdError(f"the brain is in the middle of {what}", "finish or abort it, then run again")
+        op = self.repo.operation()
+        if op:
+            raise PamdError(f"the brain is in the middle of {op[0]}",
+                            f"finish it (`git {op[1]} --continue`) or `git {op[1]} --abort`, then run again")
         conflicted = self.repo.conflicted()
         if conflicted:
             raise PamdError(f"the brain has unresolved conflicts in {', '.join(conflicted[:3])}",

@@ -47,8 +47,9 @@ History = Callable[[], lineage.Lineage]
 
 
 def conflicts(brain: Brain) -> list[Problem]:
+    hint = brain.repo.finish_hint()
     problems = [
-        Problem(p, 1, "unresolved merge conflict (resolve it and commit)")
+        Problem(p, 1, f"unresolved merge conflict (resolve it, {hint})")
         for p in brain.repo.conflicted()
     ]
     seen = {p.path for p in problems}

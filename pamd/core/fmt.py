@@ -175,8 +175,11 @@ def conflicts_first(parse):
 
 @conflicts_first
 def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[str], int]:
-    """Return (frontmatter, body lines, 1-based line of the first body line)."""
-    lines = text.split("\n")
+    """Return (frontmatter, body lines, 1-based line of the first body line).
+
+    A line's CR of a CRLF ending (a Windows editor's) goes: pamd writes LF only, so a
+    file it rewrites comes back LF throughout, not LF where pamd wrote and CRLF elsewhere."""
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     # an editor's byte-order mark (Windows Notepad) must not hide the frontmatter
     if not lines or lines[0].removeprefix("\ufeff").rstrip() != "---":
         return {}, lines, 1

@@ -130,6 +130,39 @@ def test_fsck_finds_a_missing_ledger_id_and_conflict_markers(brain):
     assert re.search(r"^DNA.md:\d+: conflict marker", out, re.M)
 
 
+def test_an_entry_added_by_hand_is_registered_as_fsck_says_then_guarded_like_any(brain):
+    """fsck failed on a well-formed hand-made entry with only "re-ingest would duplicate
+    it", no way out short of a compaction (and the nightly workflow runs fsck first). It
+    names the ledger line to add; once added, the entry is held to fsck's loss check too."""
+    root = brain.cwd
+    assert brain("remember", "We decided to ship the billing export on Friday.", now="2026-11-20T09:00:00Z")[0] == 0
+    l0 = next(root.glob("memory/L0/*.md"))
+    rel = l0.relative_to(root).as_posix()
+    eid = "e-0123456789ab"
+    l0.write_text(l0.read_text() + f"\n### {eid} · 2026-11-20T10:00:00Z · user\n"
+                  "type=decision importance=0.90 neuro=- session=by-hand recalls=0\n"
+                  "> The staging box moves to Frankfurt in December.\n")
+    git(root, "commit", "-qam", "an entry added by hand")
+    assert brain("check")[0] == 0
+    code, out, _ = brain("fsck", "--skip", "index")
+    line = 1 + l0.read_text().split("\n").index(next(ln for ln in l0.read_text().split("\n") if eid in ln))
+    assert code == 1 and out.splitlines()[0] == (
+        f"{rel}:{line}: {eid} is not in memory/ledger/ (re-ingest would duplicate it; an entry "
+        "added by hand: add its id as a line of memory/ledger/2026-11.txt)"), out
+    ledger = root / "memory" / "ledger" / "2026-11.txt"
+    ledger.write_text(ledger.read_text() + eid + "\n")
+    git(root, "commit", "-qam", "register it")
+    assert brain("fsck", "--skip", "index")[0] == 0
+    assert brain("compact", now="2026-12-09T00:00:00Z")[0] == 0
+    assert brain("fsck", "--skip", "index")[0] == 0
+    # deleted without a word, it is lost, as an ingested entry would be
+    for p in root.glob("memory/L*/*.md"):
+        p.unlink()
+    git(root, "commit", "-qam", "oops")
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 1 and f"{eid} is lost" in out, out
+
+
 def _entry_block(text: str, eid: str) -> str:
     """The lines of entry `eid` in a tier file's text, with the blank line after it."""
     lines = text.split("\n")

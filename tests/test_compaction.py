@@ -228,6 +228,29 @@ def test_a_broken_brain_file_stops_the_run(week):
     assert _snapshot(root) == (head, status)
 
 
+def test_two_entries_with_one_id_stop_every_writing_run_and_expand(week, tmp_path):
+    # A person pasted an entry under an id the brain already holds: a run keyed by id
+    # would fold the two messages into one summary and lose one, fsck clean after.
+    root = week.cwd
+    l0 = sorted(root.glob("memory/L0/*.md"))[0]
+    rel = str(l0.relative_to(root))
+    first = parse_doc(l0.read_text(), rel, "L0").entries[0]
+    n = len(l0.read_text().split("\n"))
+    l0.write_text(l0.read_text() + f"\n### {first.id} · {iso(first.ts)} · user\n"
+                  "type=context importance=0.50 neuro=- session=x recalls=0\n> a pasted second message\n")
+    git(root, "commit", "-qam", "person pastes an entry")
+    head, status = _snapshot(root)
+    want = f"pamd: error: {rel}:{n + 1}: duplicate id {first.id} (also at {rel}:{first.line_start})"
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"ts": iso(START + timedelta(days=3)), "role": "user", "text": "new"}) + "\n")
+    for args in (("compact",), ("defrag",), ("ingest", str(more)), ("remember", "a fact"),
+                 ("expand", first.id)):
+        code, _, err = week(*args, now=iso(START + timedelta(days=9)))
+        assert code == 1 and err.splitlines()[0].startswith(want), (args, err)
+        assert _snapshot(root) == (head, status)
+    assert first.text in l0.read_text() and "a pasted second message" in l0.read_text()
+
+
 @pytest.mark.parametrize("exc", [RuntimeError("summarizer exploded"), KeyboardInterrupt()])
 def test_a_failure_mid_run_leaves_the_repo_exactly_as_before(week, monkeypatch, exc):
 

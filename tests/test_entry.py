@@ -79,6 +79,26 @@ def test_an_entry_only_a_bare_cr_puts_on_a_line_is_refused_not_hidden(brain):
     assert len(parse_doc(day.read_bytes().decode(), rel, "L0").entries) == 1
 
 
+def test_a_crlf_file_pamd_rewrites_comes_back_lf_throughout(brain):
+    """docs/format.md: pamd writes LF only. A day file a Windows editor saved with CRLF came
+    back from a rewrite LF in the frontmatter and CRLF in the heading, the note and the
+    entries (whose texts carried the CR); now the whole file is LF, the note kept."""
+    root = brain.cwd
+    assert brain("remember", "We decided to ship the billing export on Friday.", now="2026-11-30T09:00:00Z")[0] == 0
+    (day,) = (root / "memory" / "L0").glob("*.md")
+    rel = day.relative_to(root).as_posix()
+    (e,) = parse_doc(day.read_text(), rel, "L0").entries
+    lf = day.read_text().replace("\n### ", "\nMy note.\n\n### ", 1)
+    day.write_bytes(lf.replace("\n", "\r\n").encode())
+    git(root, "commit", "-qam", "saved on Windows")
+    assert brain("check")[0] == 0
+    assert parse_doc(day.read_bytes().decode(), rel, "L0").entries[0].text == e.text
+    assert brain("touch", e.id, now="2026-11-30T09:10:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T09:20:00Z")[0] == 0  # folds the recall: a rewrite
+    data = day.read_bytes()
+    assert b"\r" not in data and data.decode() == lf.replace("recalls=0", "recalls=1 seen=2026-11-30"), data
+
+
 def test_via_on_a_metadata_line_round_trips_and_a_bad_one_is_named_by_check(brain):
     """`via=` (the raw leaves recall reached a summary through, with counts) is parsed,
     rendered back byte for byte, and a malformed one is a path:line error."""

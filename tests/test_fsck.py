@@ -130,6 +130,39 @@ def test_fsck_finds_a_missing_ledger_id_and_conflict_markers(brain):
     assert re.search(r"^DNA.md:\d+: conflict marker", out, re.M)
 
 
+def test_an_entry_added_by_hand_is_registered_as_fsck_says_then_guarded_like_any(brain):
+    """fsck failed on a well-formed hand-made entry with only "re-ingest would duplicate
+    it", no way out short of a compaction (and the nightly workflow runs fsck first). It
+    names the ledger line to add; once added, the entry is held to fsck's loss check too."""
+    root = brain.cwd
+    assert brain("remember", "We decided to ship the billing export on Friday.", now="2026-11-20T09:00:00Z")[0] == 0
+    l0 = next(root.glob("memory/L0/*.md"))
+    rel = l0.relative_to(root).as_posix()
+    eid = "e-0123456789ab"
+    l0.write_text(l0.read_text() + f"\n### {eid} · 2026-11-20T10:00:00Z · user\n"
+                  "type=decision importance=0.90 neuro=- session=by-hand recalls=0\n"
+                  "> The staging box moves to Frankfurt in December.\n")
+    git(root, "commit", "-qam", "an entry added by hand")
+    assert brain("check")[0] == 0
+    code, out, _ = brain("fsck", "--skip", "index")
+    line = 1 + l0.read_text().split("\n").index(next(ln for ln in l0.read_text().split("\n") if eid in ln))
+    assert code == 1 and out.splitlines()[0] == (
+        f"{rel}:{line}: {eid} is not in memory/ledger/ (re-ingest would duplicate it; an entry "
+        "added by hand: add its id as a line of memory/ledger/2026-11.txt)"), out
+    ledger = root / "memory" / "ledger" / "2026-11.txt"
+    ledger.write_text(ledger.read_text() + eid + "\n")
+    git(root, "commit", "-qam", "register it")
+    assert brain("fsck", "--skip", "index")[0] == 0
+    assert brain("compact", now="2026-12-09T00:00:00Z")[0] == 0
+    assert brain("fsck", "--skip", "index")[0] == 0
+    # deleted without a word, it is lost, as an ingested entry would be
+    for p in root.glob("memory/L*/*.md"):
+        p.unlink()
+    git(root, "commit", "-qam", "oops")
+    code, out, _ = brain("fsck", "--skip", "index")
+    assert code == 1 and f"{eid} is lost" in out, out
+
+
 def _entry_block(text: str, eid: str) -> str:
     """The lines of entry `eid` in a tier file's text, with the blank line after it."""
     lines = text.split("\n")
@@ -418,7 +451,8 @@ def test_fsck_during_an_unresolved_merge_names_the_conflicts_and_nothing_else(me
     code, out, err = merging("fsck", "--skip", "index")
     assert code == 1 and not err, err
     assert sorted(out.splitlines()[:-1]) == sorted(
-        f"{p}:1: unresolved merge conflict (resolve it and commit)" for p in conflicted), out
+        f"{p}:1: unresolved merge conflict (resolve it, `git add` it and commit, or `git merge --abort`)"
+        for p in conflicted), out
     for cmd in (("status",), ("compact",), ("expand", re.search(
             r"### ([es]-[0-9a-f]{12})", (root / l0).read_text()).group(1))):
         code, _, err = merging(*cmd)
@@ -426,6 +460,29 @@ def test_fsck_during_an_unresolved_merge_names_the_conflicts_and_nothing_else(me
         assert "text between entries" not in err and "Traceback" not in err
     assert merging("status")[2].startswith(f"pamd: error: unresolved merge conflict in {l0} (")
     assert merging("state")[2].startswith("pamd: error: unresolved merge conflict in STATE.md (")
+
+
+@pytest.mark.parametrize("op", ["rebase", "cherry-pick"])
+def test_a_conflict_of_a_rebase_or_cherry_pick_names_its_own_commands(merging, op):
+    """`git merge --abort` was the advice during any conflict, and git refuses it outside
+    a merge: fsck, a reader and a writer name the stopped operation's own commands."""
+    root = merging.cwd
+    git(root, "merge", "--abort")
+    # the ledger merged as a brain made by `pamd init` now does, so the rebase stops at STATE.md
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("memory/ledger/*.txt merge=union\n")
+    git(root, "fetch", "-q", "../m2", "main")
+    r = subprocess.run(["git", op, "FETCH_HEAD"], cwd=root, capture_output=True, text=True)
+    assert r.returncode != 0 and "CONFLICT" in r.stdout + r.stderr, r.stdout + r.stderr
+    hint = f"`git add` it and `git {op} --continue`, or `git {op} --abort`"
+    code, out, _ = merging("fsck", "--skip", "index")
+    assert code == 1 and f":1: unresolved merge conflict (resolve it, {hint})" in out, out
+    assert "STATE.md" in git(root, "diff", "--name-only", "--diff-filter=U").split()
+    code, _, err = merging("state")
+    assert code == 1 and err.startswith("pamd: error: unresolved merge conflict in STATE.md ("), err
+    assert hint in err and "merge --abort" not in err, err
+    code, _, err = merging("compact")
+    assert code == 1 and f"or `git {op} --abort`, then run again" in err, err
 
 
 def test_conflict_markers_committed_are_named_as_such(merging):

@@ -764,6 +764,35 @@ def test_a_goal_a_person_wrote_as_a_mapping_is_pinned_not_a_crash():
     assert "owner: ann" in text
 
 
+def test_a_pinned_name_colon_goal_or_a_date_reads_as_written_everywhere(brain):
+    """`- Ann: finish the review` is a YAML mapping and `- 2026-12-15` a date: state, boot
+    and the commit message showed the agent Python reprs ({'Ann': …}, datetime.date(…)).
+    They read as written now; an item with no one-line text is named by `pamd check`."""
+    root = brain.cwd
+    state = root / "STATE.md"
+    text = state.read_text().replace("pinned_goals: []", "pinned_goals:\n- Ann: finish the GDPR review\n"
+                                     "- Deadline: 2026-12-15\n- 2026-12-20\n- 42")
+    text = text.replace("pinned_hypotheses: []", "pinned_hypotheses:\n  - Bob: the cache helps")
+    text = text.replace("active_goals: []", "active_goals:\n- Cy: ship v2")
+    state.write_text(text)
+    git(root, "commit", "-qam", "pin")
+    assert brain("check")[0] == 0
+    want = "- Ann: finish the GDPR review\n- Deadline: 2026-12-15\n- 2026-12-20\n- 42"
+    assert f"**Pinned goals:**\n{want}" in brain("state")[1]
+    boot = brain("boot")[1]
+    assert want in boot and "- Bob: the cache helps" in boot and "{'" not in boot and "datetime" not in boot
+    brain("remember", "We use Postgres.", now="2026-11-30T11:10:00Z")
+    assert brain("compact", now="2026-11-30T11:30:00Z")[0] == 0
+    msg = git(root, "log", "-1", "--format=%B")
+    assert "Kept a person's goal in pinned_goals (pamd remakes active_goals): \"Cy: ship v2\"" in msg
+    state.write_text(state.read_text().replace("- 42\n", "- 42\n- [a, b]\n- Ann: x\n  Bob: y\n"))
+    line = state.read_text().split("\n").index("- [a, b]") + 1
+    code, out, _ = brain("check")
+    assert code == 1 and out.splitlines()[:2] == [
+        f"STATE.md:{line}: pinned_goals: item is not one line of text (quote it)",
+        f"STATE.md:{line + 1}: pinned_goals: item is not one line of text (quote it)"]
+
+
 def test_boot_during_a_merge_leaves_conflicted_files_out_and_says_so(brain, tmp_path):
     """Review 8 F3: two clones remembered on the same day; while their merge stops on the
     conflicts, boot pastes neither side with git's markers: the files are left out, named

@@ -12,6 +12,7 @@ mistaken for one. Pure functions: text in, text or entries out.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from dataclasses import dataclass
@@ -132,6 +133,30 @@ def dump_yaml(data: dict[str, Any]) -> str:
     return _YAML.export(data, sort_keys=False) + "\n"
 
 
+def item_text(item: Any) -> str | None:
+    """A frontmatter list item (a goal, a reflex) as one line of text, or None if it has none.
+
+    pamd writes `{text: …, …}`; a person's `- Ann: finish the review` is, to YAML, a
+    one-key mapping, shown as written; a date or number as YAML wrote it (2026-12-15).
+    A list or a larger mapping has no one-line text: `pamd check` names it."""
+    if isinstance(item, dict):
+        if "text" in item:
+            return item_text(item["text"])
+        if len(item) != 1:
+            return None
+        ((key, value),) = item.items()
+        if isinstance(value, dict | list):
+            return None
+        return f"{item_text(key)}: {item_text(value)}".rstrip()
+    if item is None:
+        return ""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, str | int | float | datetime.date):  # datetime.datetime is a date
+        return str(item)
+    return None
+
+
 def conflicts_first(parse):
     """A parse that fails on a text holding git's conflict markers says so, not what the
     markers broke ("text between entries", "broken frontmatter"): the fix is to finish the merge."""
@@ -150,8 +175,11 @@ def conflicts_first(parse):
 
 @conflicts_first
 def split_frontmatter(text: str, path: str = "") -> tuple[dict[str, Any], list[str], int]:
-    """Return (frontmatter, body lines, 1-based line of the first body line)."""
-    lines = text.split("\n")
+    """Return (frontmatter, body lines, 1-based line of the first body line).
+
+    A line's CR of a CRLF ending (a Windows editor's) goes: pamd writes LF only, so a
+    file it rewrites comes back LF throughout, not LF where pamd wrote and CRLF elsewhere."""
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     # an editor's byte-order mark (Windows Notepad) must not hide the frontmatter
     if not lines or lines[0].removeprefix("\ufeff").rstrip() != "---":
         return {}, lines, 1

@@ -132,8 +132,8 @@ class Brain:
             return PamdError(str(problem), hint)
         if problem.path in self.repo.conflicted():
             return PamdError(f"unresolved merge conflict in {problem.path}",
-                             "resolve it (docs/hooks.md, one brain on two machines), `git add` it "
-                             "and commit, or `git merge --abort`")
+                             "resolve it (docs/hooks.md, one brain on two machines), "
+                             + self.repo.finish_hint())
         return PamdError(f"{problem}", "a merge was committed unresolved: resolve the file "
                                        "(docs/hooks.md, one brain on two machines) and commit")
 
@@ -147,7 +147,7 @@ class Brain:
         """
         rels = self.entry_files()
         if not committed:
-            return Loaded({rel: self.parse(rel) for rel in rels})
+            return _unique(Loaded({rel: self.parse(rel) for rel in rels}))
         dirty = set(self.repo.dirty([MEMORY, *TIER_DIRS.values()]))
         docs = {}
         for rel in sorted(set(rels) | {r for r in dirty if r.endswith(".md")}):
@@ -155,7 +155,7 @@ class Brain:
                 docs[rel] = self.parse(rel)
             elif (text := self.repo.show("HEAD", rel)) is not None:
                 docs[rel] = self.parse(rel, text)
-        return Loaded(docs)
+        return _unique(Loaded(docs))
 
     # ------------------------------------------------------------ writing
     @property
@@ -193,9 +193,10 @@ class Brain:
         return notes
 
     def check_writable(self) -> None:
-        what = self.repo.in_progress()
-        if what:
-            raise PamdError(f"the brain is in the middle of {what}", "finish or abort it, then run again")
+        op = self.repo.operation()
+        if op:
+            raise PamdError(f"the brain is in the middle of {op[0]}",
+                            f"finish it (`git {op[1]} --continue`) or `git {op[1]} --abort`, then run again")
         conflicted = self.repo.conflicted()
         if conflicted:
             raise PamdError(f"the brain has unresolved conflicts in {', '.join(conflicted[:3])}",
@@ -353,6 +354,18 @@ class Transaction:
         journal.unlink(missing_ok=True)
         checkpoint("txn:done")
         return sha
+
+
+def _unique(loaded: Loaded) -> Loaded:
+    """`loaded`, or the error for an id held by two entries: a run keys entries by id,
+    so it would fold two messages into one summary and lose one (`pamd check` names it too)."""
+    seen: dict[str, Entry] = {}
+    for e in loaded.entries:  # files in check order, so check and this name the same copy
+        if (first := seen.setdefault(e.id, e)) is not e:
+            raise PamdError(f"{e.path}:{e.line_start}: duplicate id {e.id} "
+                            f"(also at {first.path}:{first.line_start})",
+                            "give one copy a new id or delete it (docs/format.md), then commit")
+    return loaded
 
 
 def _still(b: Brain, rel: str, digest: str | None) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from typing import Any
 
 from pamd.core import config as config_mod
-from pamd.core.fmt import FormatError, Problem, conflict_marker, parse_doc, split_frontmatter
+from pamd.core.fmt import FormatError, Problem, conflict_marker, item_text, parse_doc, split_frontmatter
 from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, TIER_DIRS, Brain, tier_of
 from pamd.myelin import preload
 
@@ -35,12 +35,37 @@ def check_meta_file(rel: str, text: str) -> list[Problem]:
             want = shape.__name__ if isinstance(shape, type) else "text"
             problems.append(Problem(rel, line, f"{key} must be a {want}"))
         if isinstance(meta.get(key), list):
-            for item in meta[key]:
-                if not isinstance(item, str | dict):
-                    line = next((i + 1 for i, ln in enumerate(lines) if ln.startswith(f"{key}:")), 1)
-                    problems.append(Problem(rel, line, f"{key}: items must be text or mappings"))
-                    break
+            for n, item in enumerate(meta[key]):
+                if item_text(item) is None:  # boot would show the agent a Python repr
+                    problems.append(Problem(rel, _item_line(lines, key, n),
+                                            f"{key}: item is not one line of text (quote it)"))
     return problems
+
+
+def _item_line(lines: list[str], key: str, n: int) -> int:
+    """The line of item `n` of the block list `key:` in a frontmatter text (else the key's)."""
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"{key}:")), None)
+    if start is None:
+        return 1
+    found = 0
+    for i in range(start + 1, len(lines)):
+        ln = lines[i]
+        if ln.rstrip() == "---" or (ln.strip() and not ln.startswith((" ", "-"))):  # the next key
+            break
+        if ln.lstrip(" ").startswith("- ") or ln.strip() == "-":
+            if len(ln) - len(ln.lstrip(" ")) == _indent(lines, start):
+                if found == n:
+                    return i + 1
+                found += 1
+    return start + 1
+
+
+def _indent(lines: list[str], start: int) -> int:
+    """The indentation of the first item of the block list whose key is at `start`."""
+    for ln in lines[start + 1:]:
+        if ln.lstrip(" ").startswith("-"):
+            return len(ln) - len(ln.lstrip(" "))
+    return 0
 
 
 def check_text(rel: str, text: str) -> list[Problem]:

@@ -47,8 +47,9 @@ History = Callable[[], lineage.Lineage]
 
 
 def conflicts(brain: Brain) -> list[Problem]:
+    hint = brain.repo.finish_hint()
     problems = [
-        Problem(p, 1, "unresolved merge conflict (resolve it and commit)")
+        Problem(p, 1, f"unresolved merge conflict (resolve it, {hint})")
         for p in brain.repo.conflicted()
     ]
     seen = {p.path for p in problems}
@@ -176,7 +177,10 @@ def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
                 Problem(
                     e.path,
                     e.line_start,
-                    f"{e.id} is not in {LEDGER_DIR}/ (re-ingest would duplicate it)",
+                    # fsck cannot tell a person's entry from an ingested one whose ledger
+                    # line was lost; registered, it is guarded against silent loss as well
+                    f"{e.id} is not in {LEDGER_DIR}/ (re-ingest would duplicate it; an entry "
+                    f"added by hand: add its id as a line of {LEDGER_DIR}/{e.ts:%Y-%m}.txt)",
                 )
             )
     unparsed = _unparsed_ids(brain) if where.keys() - here.keys() else set()

@@ -81,13 +81,29 @@ class Repo:
         return list(dict.fromkeys(rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec))
 
     def in_progress(self) -> str | None:
+        op = self.operation()
+        return op[0] if op else None
+
+    def operation(self) -> tuple[str, str] | None:
+        """The git operation the tree is in the middle of: (what, its git command), or None."""
         gitdir = Path(self._repo.git_dir)
-        for name, what in (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"),
-                           ("rebase-apply", "a rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
-                           ("REVERT_HEAD", "a revert")):
+        for name, what, cmd in (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", "rebase"),
+                                ("rebase-apply/applying", "a `git am`", "am"),
+                                ("rebase-apply", "a rebase", "rebase"),
+                                ("CHERRY_PICK_HEAD", "a cherry-pick", "cherry-pick"),
+                                ("REVERT_HEAD", "a revert", "revert")):
             if (gitdir / name).exists():
-                return what
+                return what, cmd
         return None
+
+    def finish_hint(self) -> str:
+        """What to do with a resolved conflict: the commands of the operation that made it."""
+        op = self.operation()
+        if op is None:  # a `git stash pop` or `checkout -m`: nothing to continue or abort
+            return "`git add` it"
+        if op[1] == "merge":
+            return "`git add` it and commit, or `git merge --abort`"
+        return f"`git add` it and `git {op[1]} --continue`, or `git {op[1]} --abort`"
 
     def merge_heads(self) -> list[str]:
         """The commits being merged in (.git/MERGE_HEAD: one line each), [] outside a merge."""

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from pamd.core.entry import Entry, count_tokens, fmt_time
-from pamd.core.fmt import FormatError, conflict_region, parse_doc, split_frontmatter
+from pamd.core.fmt import FormatError, conflict_region, item_text, parse_doc, split_frontmatter
 from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.encode.hippocampus import retention
@@ -126,10 +126,11 @@ def _yaml_lists(meta: dict[str, Any], keys: tuple[str, ...]) -> str:
         if isinstance(val, list):
             out.append(f"**{title}:**")
             for item in val:
-                text = item.get("text", item) if isinstance(item, dict) else item
-                out.append(f"- {' '.join(str(text).split())}")
+                text = item_text(item)
+                out.append(f"- {' '.join(str(item if text is None else text).split())}")
         else:
-            out.append(f"**{title}:** {' '.join(str(val).split())}")
+            text = item_text(val)
+            out.append(f"**{title}:** {' '.join(str(val if text is None else text).split())}")
     return "\n".join(out)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pamd.core import toolcall
 from pamd.core.entry import Entry, fmt_time
-from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
+from pamd.core.fmt import FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
 
 WINDOW_HOURS = 24
@@ -102,8 +102,8 @@ def _items(value: Any) -> list[Any]:
 
 
 def _quote(item: Any, n: int = 60) -> str:
-    text = item.get("text", item) if isinstance(item, dict) else item
-    return f'"{_clip(str(text), n)}"'
+    text = item_text(item)
+    return f'"{_clip(str(item if text is None else text), n)}"'
 
 
 def _meta_of(text: str | None) -> dict[str, Any]:

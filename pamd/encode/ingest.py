@@ -123,7 +123,9 @@ def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str,
         else:
             doc = parse_doc(old, rel, "L0")
             meta, pre, have = doc.meta, doc.preamble, doc.entries
-        merged = sorted([*have, *es], key=lambda x: (x.ts, x.id))
+        # By time only (a stable sort): within one second the file keeps its order and the
+        # new entries follow in the order they were said (seconds are all a source gives).
+        merged = sorted([*have, *es], key=lambda x: x.ts)
         plan.changes[rel] = render_doc(meta, pre, merged)
     by_month: dict[str, set[str]] = {}
     for e in [*fresh, *adopted]:

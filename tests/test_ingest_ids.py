@@ -194,3 +194,22 @@ def test_the_same_timed_transcript_under_another_name_adds_nothing(brain, tmp_pa
     assert brain("compact", now="2026-02-01T10:00:00Z")[0] == 0
     assert brain("fsck")[0] == 0
     assert "nothing new" in brain("ingest", str(tmp_path / "a-copy.jsonl"))[1]
+
+
+def test_untimed_stdin_says_on_stderr_that_it_took_the_runs_time(brain, tmp_path):
+    chat = json.dumps({"messages": [{"role": "user", "content": "Deploy failed with exit code 1"},
+                                    {"role": "assistant", "content": "Looking."}]}).encode()
+    r = brain.proc("ingest", "-", input=chat)
+    assert r.returncode == 0 and b"2 new entries" in r.stdout
+    note = r.stderr.decode().strip()
+    assert note.startswith("pamd: note: 2 messages from stdin had no time") and "\n" not in note
+    (tmp_path / "chat.json").write_bytes(chat)
+    r = brain.proc("ingest", str(tmp_path / "chat.json"))
+    assert r.returncode == 0 and r.stderr == b""  # a file is anchored by its place: no note
+    timed = b'{"ts": "2026-12-01T08:00:00Z", "role": "user", "text": "the plants"}\n'
+    r = brain.proc("ingest", "-", input=timed)
+    assert r.returncode == 0 and r.stderr == b""
+    r = brain.proc("ingest", "-", input=chat, now="2026-12-01T09:00:00Z")  # said again: stored again, and said so
+    assert b"2 new entries" in r.stdout and b"pamd: note: 2 messages" in r.stderr
+    r = brain.proc("ingest", "--help")
+    assert b"cat chat.json" not in r.stdout and b"new each run" in r.stdout

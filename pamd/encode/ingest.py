@@ -38,6 +38,7 @@ class IngestPlan:
     changes: dict[str, str] = field(default_factory=dict)
     skipped: int = 0
     redacted: Counter = field(default_factory=Counter)
+    stamped: int = 0  # new entries from stdin that had no time and took the run's
 
     def summary_line(self) -> str:
         return f"{plural(len(self.entries), 'new entry', 'new entries')}, {self.skipped} already known"
@@ -235,5 +236,8 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
                                      secrets, now)
     aliases = {e.id: old for e, old in zip(entries, legacy, strict=True) if old}
     nameless = {e.id: free for e, m in zip(entries, messages, strict=True) if (free := nameless_id(m))}
-    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted,
-                          aliases, nameless)
+    said_now = {e.id for e, m in zip(entries, messages, strict=True) if m.ts is None and m.key == fmt_time(now)}
+    plan, sha = ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted,
+                               aliases, nameless)
+    plan.stamped = sum(1 for e in plan.entries if e.id in said_now)
+    return plan, sha

@@ -957,3 +957,24 @@ def test_a_snapshot_file_a_person_is_editing_waits_and_compaction_goes_on(week, 
     code, _, err = week("compact", now=iso(START + timedelta(days=2, hours=6)))
     assert code == 0, err
     assert "Left " not in git(root, "log", "-1", "--format=%B")
+
+
+def test_a_summary_reads_a_chat_of_one_second_in_the_order_it_was_said(brain, tmp_path):
+    said = [{"role": "system", "content": "You are a deploy bot."}]
+    for i in range(8):
+        said += [{"role": "user", "content": f"step {i}: please run migration {i}"},
+                 {"role": "assistant", "content": f"ran migration {i} ok"}]
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": said}))  # no times: all of one second
+    assert brain("ingest", str(chat), now=iso(START))[0] == 0
+    order = [e.id for e in tier_entries(brain.cwd)]
+    later = iso(START + timedelta(days=2))
+    assert brain("compact", now=later)[0] == 0
+    summaries = [e for e in tier_entries(brain.cwd) if e.sources]
+    assert summaries
+    for s in summaries:
+        assert list(s.sources) == [i for i in order if i in s.sources]
+    made = {p: p.read_text() for p in brain.cwd.glob("memory/L*/*.md")}
+    git(brain.cwd, "reset", "-q", "--hard", "HEAD~1")
+    assert brain("compact", now=later)[0] == 0  # the same tree compacts to the same files
+    assert {p: p.read_text() for p in brain.cwd.glob("memory/L*/*.md")} == made

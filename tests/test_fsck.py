@@ -346,7 +346,10 @@ def test_a_shallow_clone_is_named_once_with_its_fix(lived_week, tmp_path):
     problems = [ln for ln in out.splitlines() if ln.startswith(("memory/", "MEMORY.md"))]
     assert code == 1 and len(problems) == 1, out
     assert "shallow" in problems[0] and "git fetch --unshallow" in problems[0]
-    old = next((clone / "memory" / "ledger").glob("*.txt")).read_text().split()[0]  # the first message ingested
+    # the first message ingested (the ledger also holds session-free ids, which are no entries)
+    first = git(tmp_path / "brain", "log", "--reverse", "--format=%H", "--grep", "^pamd ingest").split()[0]
+    old = re.search(r"^\+### (e-[0-9a-f]{12}) ", git(tmp_path / "brain", "show", first, "--", "memory/L0"),
+                    re.M).group(1)
     code, _, err = lived_week("expand", old)
     assert code == 1 and "shallow" in err and "git fetch --unshallow" in err
     code, _, err = lived_week("recall", "revenue report rows", "-k", "3")

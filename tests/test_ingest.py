@@ -355,3 +355,37 @@ def test_no_cut_leaves_a_piece_of_a_known_secret(at, secret, sep):
     msg = sources.read(_claude_code([_result(body, 0)]).encode(), "cc.jsonl")[0]
     out = redact(msg.text)[0]
     assert not any(value[i: i + 8] in out for i in range(len(value) - 7)), out[-120:]
+
+
+def test_a_chat_without_times_is_stored_in_the_order_it_was_said(brain, tmp_path):
+    # A chat-completions array has no times: every message is stamped with the run's
+    # second, and the L0 file must keep the conversation's order, not its hash order.
+    said = ["You are a deploy bot."]
+    for i in range(8):
+        said += [f"step {i}: please run migration {i}", f"ran migration {i} ok"]
+    roles = ["system"] + ["user", "assistant"] * 8
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [{"role": r, "content": t} for r, t in zip(roles, said, strict=True)]}))
+    assert brain("ingest", str(chat))[0] == 0
+    assert [e.text for e in entries(brain.cwd)] == said
+    # a later run's messages of the same second follow those already in the file, in their order
+    later = [f"later {c}" for c in "zyxwvu"]
+    f = tmp_path / "later.jsonl"
+    f.write_text("".join(json.dumps({"ts": "2026-11-30T12:00:00Z", "role": "user", "text": t}) + "\n" for t in later))
+    assert brain("ingest", str(f))[0] == 0
+    assert [e.text for e in entries(brain.cwd)] == said + later
+    assert brain("check")[0] == 0
+
+
+def test_a_real_claude_code_session_keeps_each_tool_result_after_its_call(brain):
+    from pamd.encode import sources
+    from pamd.encode.ingest import message_id
+
+    path = CLAUDE / "tool_heavy.jsonl"
+    msgs = sources.read(path.read_bytes(), path.name)
+    # the session has calls answered within the same second (the case hash order broke)
+    assert any(a.ts == b.ts and a.text.startswith("[tool ") and b.text.startswith("[tool result")
+               for a, b in zip(msgs, msgs[1:], strict=False))
+    assert brain("ingest", str(path))[0] == 0
+    said = [message_id(m) for m in sorted(msgs, key=lambda m: m.ts)]
+    assert [e.id for e in entries(brain.cwd)] == said

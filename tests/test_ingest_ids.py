@@ -165,3 +165,51 @@ def test_a_brain_from_before_takes_no_copies_of_non_latin_sessions_and_roles(bra
     code, out, _ = brain("ingest", str(f))
     assert code == 0 and "nothing new: 3" in out, out
     assert len(entries(brain.cwd)) == 3
+
+
+def test_the_same_timed_transcript_under_another_name_adds_nothing(brain, tmp_path):
+    """pamd and OpenAI records without a session take the input's name as their session,
+    which is part of the id: a copy, a renamed export or stdin was new. The ledger keeps a
+    second id without that session, so the same messages are known under any name."""
+    lines = [{"ts": "2026-01-01T10:00:00Z", "role": "user", "text": "We decided to use Redis 7"},
+             {"ts": "2026-01-01T10:00:01Z", "role": "assistant", "text": "Noted."},
+             {"ts": "2026-01-01T10:00:01Z", "role": "assistant", "text": "Noted."}]
+    data = "".join(json.dumps(x) + "\n" for x in lines)
+    (tmp_path / "a.jsonl").write_text(data)
+    (tmp_path / "a-copy.jsonl").write_text(data)
+    chat = {"messages": [{"role": x["role"], "content": x["text"], "timestamp": x["ts"]} for x in lines]}
+    (tmp_path / "chat (1).json").write_text(json.dumps(chat))
+    code, out, err = brain("ingest", str(tmp_path / "a.jsonl"))
+    assert code == 0 and "3 new entries" in out, err
+    n = head_count(brain.cwd)
+    assert "nothing new: 3" in brain("ingest", str(tmp_path / "a-copy.jsonl"))[1]
+    assert "nothing new: 3" in brain("ingest", str(tmp_path / "chat (1).json"))[1]
+    r = brain.proc("ingest", "-", input=data.encode())
+    assert r.returncode == 0 and b"nothing new: 3" in r.stdout, r.stderr
+    assert head_count(brain.cwd) == n and len(entries(brain.cwd)) == 3
+    # a message of its own session, and another second, are still their own messages
+    more = [{**lines[0], "session": "other"}, {**lines[1], "ts": "2026-01-01T10:00:02Z"}]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(x) + "\n" for x in more))
+    assert "2 new entries" in brain("ingest", str(tmp_path / "b.jsonl"))[1]
+    assert brain("compact", now="2026-02-01T10:00:00Z")[0] == 0
+    assert brain("fsck")[0] == 0
+    assert "nothing new" in brain("ingest", str(tmp_path / "a-copy.jsonl"))[1]
+
+
+def test_untimed_stdin_says_on_stderr_that_it_took_the_runs_time(brain, tmp_path):
+    chat = json.dumps({"messages": [{"role": "user", "content": "Deploy failed with exit code 1"},
+                                    {"role": "assistant", "content": "Looking."}]}).encode()
+    r = brain.proc("ingest", "-", input=chat)
+    assert r.returncode == 0 and b"2 new entries" in r.stdout
+    note = r.stderr.decode().strip()
+    assert note.startswith("pamd: note: 2 messages from stdin had no time") and "\n" not in note
+    (tmp_path / "chat.json").write_bytes(chat)
+    r = brain.proc("ingest", str(tmp_path / "chat.json"))
+    assert r.returncode == 0 and r.stderr == b""  # a file is anchored by its place: no note
+    timed = b'{"ts": "2026-12-01T08:00:00Z", "role": "user", "text": "the plants"}\n'
+    r = brain.proc("ingest", "-", input=timed)
+    assert r.returncode == 0 and r.stderr == b""
+    r = brain.proc("ingest", "-", input=chat, now="2026-12-01T09:00:00Z")  # said again: stored again, and said so
+    assert b"2 new entries" in r.stdout and b"pamd: note: 2 messages" in r.stderr
+    r = brain.proc("ingest", "--help")
+    assert b"cat chat.json" not in r.stdout and b"new each run" in r.stdout

@@ -4,13 +4,15 @@ import sys
 from pathlib import Path
 
 HELP = "take transcripts into L0: tag, score, redact secrets, commit once"
-EXAMPLE = """pamd ingest session.jsonl
+EXAMPLE = """pamd ingest session.jsonl chat.json
 pamd ingest ~/.claude/projects/app/*.jsonl --format claude-code
-cat chat.json | pamd ingest -"""
+cat timed.jsonl | pamd ingest -  # untimed stdin takes the run's time: new each run"""
 
 
 def add_arguments(p) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help="transcript files, or - for stdin")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="transcript files, or - for stdin (untimed messages there take the run's time:"
+                   " piped again, they are stored again)")
     p.add_argument("--format", choices=["pamd", "openai", "claude-code", "markdown"],
                    help="force the input format (default: detect)")
 
@@ -38,4 +40,7 @@ def run(args) -> int:
         print(f"ingested {plan.summary_line()} ({sha[:8]})")
     else:
         print(f"nothing new: {plural(plan.skipped, 'entry')} already in the brain")
+    if plan.stamped:
+        print(f"pamd: note: {plural(plan.stamped, 'message')} from stdin had no time and took the run's"
+              " (piped again, stored again; ingest a file or give each a ts to dedupe)", file=sys.stderr)
     return 0

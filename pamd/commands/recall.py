@@ -135,7 +135,7 @@ def _expand(brain, hits, now) -> dict[int, Expanded]:
                 raw.setdefault(f.entry.id, f.entry)
         matched = [raw[i] for i in h.ids if i in raw and i not in h.entries]  # deep recall, rank order
         seen = {e.id for e in matched}
-        rest = sorted((e for e in raw.values() if e.id not in seen), key=lambda e: (e.ts, e.id))
+        rest = sorted((e for e in raw.values() if e.id not in seen), key=lambda e: e.ts)
         out[h.label] = Expanded(matched, rest, summaries)
     return out
 

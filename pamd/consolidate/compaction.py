@@ -70,7 +70,7 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
     can call it without holding the brain's lock."""
     keys = sorted(plan.groups)
     groups = [Group(key=k, tier=plan.group_tier[k],
-                    entries=tuple(sorted(plan.groups[k], key=lambda e: (e.ts, e.id))),
+                    entries=tuple(sorted(plan.groups[k], key=lambda e: e.ts)),
                     target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
               for k in keys]
     lessons = lessons or []
@@ -116,7 +116,7 @@ def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) 
             day = s.ts.strftime("%Y-%m-%d")
             doc = Doc({"tier": s.tier, "date": day}, f"# {s.tier} · {day}", [], 1)
         if all(e.id != s.id for e in doc.entries):
-            doc = Doc(doc.meta, doc.preamble, sorted([*doc.entries, s], key=lambda e: (e.ts, e.id)), doc.body_line)
+            doc = Doc(doc.meta, doc.preamble, sorted([*doc.entries, s], key=lambda e: e.ts), doc.body_line)
         changed[rel] = doc
     out: dict[str, str | None] = {}
     for rel, doc in changed.items():

@@ -79,7 +79,7 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     for e in fresh:
         rel = tier_path("L0", e.ts.strftime("%Y-%m-%d"))
         doc = out.docs.get(rel) or Doc({"tier": "L0", "date": rel[-13:-3]}, f"# L0 · {rel[-13:-3]}", [], 1)
-        out.docs[rel] = Doc(doc.meta, doc.preamble, sorted([*doc.entries, e], key=lambda x: (x.ts, x.id)),
+        out.docs[rel] = Doc(doc.meta, doc.preamble, sorted([*doc.entries, e], key=lambda x: x.ts),
                             doc.body_line)
         out.changes[rel] = render_doc(out.docs[rel].meta, out.docs[rel].preamble, out.docs[rel].entries)
     for rel, ids in ledger.items():

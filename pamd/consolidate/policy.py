@@ -158,7 +158,7 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
                 target = ceiling
         by_id[e.id] = Decision(e, r, action, target, why)
     _enforce_budgets(by_id, config, ceiling)
-    plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts, d.entry.id))
+    plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts))
     buckets: dict[str, list[Entry]] = {}
     for d in plan.moving:
         buckets.setdefault(group_key(d.entry, d.target), []).append(d.entry)
@@ -168,7 +168,7 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
         cap = float(caps.get(tier, 4000))
         chunk: list[Entry] = []
         size = 0.0
-        for e in sorted(members, key=lambda e: (e.ts, e.id)):
+        for e in sorted(members, key=lambda e: e.ts):
             raw = e.tokens * ratio("L0", e.tier, config)  # what it stood for in raw tokens
             if chunk and size + raw > cap:
                 _add_group(plan, key, tier, chunk)
@@ -221,7 +221,7 @@ _TYPE_RANK = {t: i for i, t in enumerate(TYPES)}  # decision first
 
 def summary_entry(key: str, tier: str, sources: list[Entry], text: str) -> Entry:
     """The summary that replaces `sources`: newest time, strongest type, union of tags."""
-    srcs = sorted(sources, key=lambda e: (e.ts, e.id))
+    srcs = sorted(sources, key=lambda e: e.ts)
     sessions = {e.session for e in srcs}
     neuro = tuple(sorted({n for e in srcs for n in e.neuro}, key=lambda n: _neuro_rank(n)))
     return Entry(

@@ -4,7 +4,10 @@
 the new file texts); `ingest` is the edge that reads inputs, plans and commits.
 Re-ingesting the same transcript adds nothing: entry ids are content hashes,
 and the ledger (memory/ledger/YYYY-MM.txt) remembers every id ever ingested,
-also after compaction has moved the raw text out of the tree.
+also after compaction has moved the raw text out of the tree. A timed message
+whose session is only the input's name (pamd and OpenAI formats without a
+`session`) is also remembered by a second id without the session, so the same
+transcript under another name (a copy, stdin) adds nothing either.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class IngestPlan:
     changes: dict[str, str] = field(default_factory=dict)
     skipped: int = 0
     redacted: Counter = field(default_factory=Counter)
+    stamped: int = 0  # new entries from stdin that had no time and took the run's
 
     def summary_line(self) -> str:
         return f"{plural(len(self.entries), 'new entry', 'new entries')}, {self.skipped} already known"
@@ -67,6 +71,14 @@ def message_id(m: sources.Message) -> str:
     return entry_id("e", m.session, m.anchor(), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
 
 
+def nameless_id(m: sources.Message) -> str | None:
+    """The id a timed message has whatever the input was called, when its session is only
+    the input's name; None otherwise. The empty session is one no message has."""
+    if m.named or m.ts is None or m.key is not None:
+        return None
+    return entry_id("e", "", fmt_time(m.ts), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
+
+
 # Session and role names kept only ASCII letters before they kept every script's.
 _ASCII_ONLY = re.compile(r"[^A-Za-z0-9._:@+-]+")
 
@@ -90,26 +102,33 @@ def legacy_id(m: sources.Message) -> str | None:
     return entry_id("e", session, m.anchor(), role, m.text)
 
 
-def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str, str] | None = None
-                ) -> IngestPlan:
+def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str, str] | None = None,
+                nameless: dict[str, str] | None = None) -> IngestPlan:
     """Which entries are new, and the L0 and ledger files that hold them.
 
     `read(path) -> str | None` gives current file text (pure given its answers).
     `aliases` maps an entry id to the older id the same message had; an entry
     known by that id is skipped, and its id joins the ledger with this run.
+    `nameless` maps an entry id to its `nameless_id`: an entry known (or seen in
+    this run) by that is skipped too, and the ledger keeps it beside the id.
     """
     from pamd.core.fmt import parse_doc
 
-    aliases = aliases or {}
+    aliases, nameless = aliases or {}, nameless or {}
     fresh, seen, skipped, adopted = [], set(), 0, []
     for e in new:
-        if e.id in known or e.id in seen or aliases.get(e.id) in known:
+        free = nameless.get(e.id)
+        if e.id in known or e.id in seen or aliases.get(e.id) in known or (free and (free in known or free in seen)):
             if e.id not in known and e.id not in seen:
                 adopted.append(e)
             seen.add(e.id)
+            if free:
+                seen.add(free)
             skipped += 1
             continue
         seen.add(e.id)
+        if free:
+            seen.add(free)
         fresh.append(e)
     plan = IngestPlan(entries=fresh, skipped=skipped)
     by_day: dict[str, list[Entry]] = {}
@@ -123,11 +142,16 @@ def plan_ingest(new: list[Entry], known: set[str], read: Any, aliases: dict[str,
         else:
             doc = parse_doc(old, rel, "L0")
             meta, pre, have = doc.meta, doc.preamble, doc.entries
-        merged = sorted([*have, *es], key=lambda x: (x.ts, x.id))
+        # By time only (a stable sort): within one second the file keeps its order and the
+        # new entries follow in the order they were said (seconds are all a source gives).
+        merged = sorted([*have, *es], key=lambda x: x.ts)
         plan.changes[rel] = render_doc(meta, pre, merged)
     by_month: dict[str, set[str]] = {}
     for e in [*fresh, *adopted]:
         by_month.setdefault(ledger_path(e.ts), set()).add(e.id)
+    for e in new:
+        if (free := nameless.get(e.id)) and free not in known:
+            by_month.setdefault(ledger_path(e.ts), set()).add(free)
     for rel, ids in by_month.items():
         old = read(rel) or ""
         plan.changes[rel] = "\n".join(sorted(set(old.split()) | ids)) + "\n"
@@ -181,9 +205,10 @@ def redactor(config: dict[str, Any]) -> Redactor:
 
 def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: datetime,
                    title: str = "ingest", redacted: Counter | None = None,
-                   aliases: dict[str, str] | None = None) -> tuple[IngestPlan, str | None]:
+                   aliases: dict[str, str] | None = None, nameless: dict[str, str] | None = None
+                   ) -> tuple[IngestPlan, str | None]:
     with brain.transaction() as tx:
-        plan = plan_ingest(entries, known_ids(brain), brain.read, aliases)
+        plan = plan_ingest(entries, known_ids(brain), brain.read, aliases, nameless)
         plan.redacted = redacted or Counter()
         if not plan.entries:
             return plan, None
@@ -210,4 +235,9 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
                                      secrets, now)
     aliases = {e.id: old for e, old in zip(entries, legacy, strict=True) if old}
-    return ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted, aliases)
+    nameless = {e.id: free for e, m in zip(entries, messages, strict=True) if (free := nameless_id(m))}
+    said_now = {e.id for e, m in zip(entries, messages, strict=True) if m.ts is None and m.key == fmt_time(now)}
+    plan, sha = ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted,
+                               aliases, nameless)
+    plan.stamped = sum(1 for e in plan.entries if e.id in said_now)
+    return plan, sha

@@ -58,6 +58,7 @@ class Message:
     key: str | None = None  # anchors the id instead of ts/seq: an untimed note item's day; stdin: now
     dup: int = 0  # earlier messages in the same source with the same anchor, role and text
     was: Message | None = None  # the message an older pamd read from the same record, when it differs
+    named: bool = True  # False: no session in the source, so the input's name; see ingest.nameless_id
 
     def anchor(self) -> str:
         if self.key is not None:
@@ -208,6 +209,7 @@ def _pamd(text: str, name: str, session: str) -> list[Message]:
             ts=_time(obj.get("ts"), name, i),
             session=str(obj.get("session") or session),
             seq=len(out),
+            named=bool(obj.get("session")),
         ))
     return out
 
@@ -244,11 +246,11 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     for line, m in pairs:
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
-        sess = session
+        sess, named = session, False
         if "content" not in m and "text" in m:  # a pamd-style record in a JSON list
             body = _str(m["text"], name, line, "text")
             if isinstance(m.get("session"), str) and m["session"]:
-                sess = m["session"]
+                sess, named = m["session"], True
         else:
             body = _content_text(m.get("content"), name, line)
         calls = m.get("tool_calls") or []
@@ -264,7 +266,7 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         if role == "tool":
             body = _truncate(body, TOOL_RESULT_CHARS, redactor)
         out.append(Message(role, body, _time(m.get("ts") or m.get("timestamp"), name, line),
-                           sess, len(out)))
+                           sess, len(out), named=named))
     return out
 
 

@@ -191,7 +191,7 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
     def assemble() -> None:
         boot.sections = list(fixed)
         for tier, items in by_tier.items():
-            kept = sorted(((e, rel) for e, rel in items if e.id not in cut), key=lambda x: (x[0].ts, x[0].id))
+            kept = sorted(((e, rel) for e, rel in items if e.id not in cut), key=lambda x: x[0].ts)
             pre = memory_pre if tier == "L4" else ""
             if not kept and not pre:
                 continue

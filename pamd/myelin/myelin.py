@@ -258,7 +258,7 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str]) -> lis
     min_imp = float(m.get("lesson_min_importance", 0.5))
     limit = int(m.get("max_lessons_per_run", 5))
     by_session: dict[tuple[str, str], list[Entry]] = {}
-    ordered = sorted(entries, key=lambda e: (e.ts, e.id))
+    ordered = sorted(entries, key=lambda e: e.ts)
     for e in ordered:
         if ("cortisol" in e.neuro and e.importance >= min_imp and not e.sources and e.id not in already
                 and states_failure(e)):

@@ -40,9 +40,9 @@ def _words(e: Entry) -> str:
 
 def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     recent = sorted((e for e in entries if now - timedelta(hours=WINDOW_HOURS) <= e.ts <= now),
-                    key=lambda e: (e.ts, e.id))
+                    key=lambda e: e.ts)
     if not recent:  # a quiet day: fall back to the latest entries there are
-        recent = sorted(entries, key=lambda e: (e.ts, e.id))[-50:]
+        recent = sorted(entries, key=lambda e: e.ts)[-50:]
     intents = [e for e in recent if e.type in ("user_intent", "decision")]
     goals = []
     for e in sorted(intents, key=lambda e: (-e.importance, -e.ts.timestamp())):

@@ -3,8 +3,9 @@
 Levels by recall count ([myelin] in pamd.toml): below `thin` normal; from
 `thin` decay slowed (see hippocampus.decay_rate); from `thick` copied to
 PRELOAD.md; from `reflex` a reflex in DNA.md. Demotion: a memory not recalled
-for `demote_after_days` loses half its recalls at the nightly defrag (one
-level down, roughly), and its clock restarts.
+for `demote_after_days` loses half its recalls at the nightly defrag (not
+always one level down: 40 stays a reflex at 20), and its clock restarts: `seen=`
+becomes the demotion day, so the next halving is a whole period away.
 Pure functions over parsed docs; the compaction run writes what they return.
 """
 

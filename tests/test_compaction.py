@@ -315,6 +315,26 @@ def test_run_due_and_the_schedule(week):
     assert out.strip() == "defrag"
 
 
+def test_a_run_with_the_clock_ahead_does_not_silence_the_schedule(week):
+    """One compact (or defrag) with a clock months ahead: the schedule does not wait for
+    that date; run-due says so once, status each time, and what is due runs."""
+    now = START + timedelta(days=2, hours=4)
+    assert week("run-due", now=iso(now))[0] == 0  # the nightly defrag
+    assert week("compact", now=iso(now + timedelta(days=90)))[0] == 0  # the wrong clock
+    later = now + timedelta(hours=2)
+    code, out, err = week("run-due", "--list", now=iso(later))
+    assert code == 0 and out.strip() == "compact" and "later than now" in err, out + err
+    code, out, err = week("run-due", now=iso(later))
+    assert code == 0 and out.startswith("compact: ") and "is dated" in err and "later than now" in err, out + err
+    code, out, err = week("run-due", now=iso(later + timedelta(hours=1)))
+    assert code == 0 and out.startswith("compact: ") and "later than now" not in err, out + err  # once
+    code, out, err = week("status", now=iso(later + timedelta(hours=1)))
+    assert code == 0 and "due now: nothing" in out and "later than now" in err, out + err
+    # a defrag dated ahead does not keep the next night's defrag away either
+    assert week("defrag", now=iso(now + timedelta(days=120)))[0] == 0
+    assert week("run-due", "--list", now=iso(now + timedelta(days=1)))[1].strip() == "defrag"
+
+
 def test_defrag_at_off_leaves_the_nightly_defrag_to_the_pull_request_workflow(week):
     """A defrag on a branch under review is not in HEAD's history: with defrag_at = "off"
     neither run-due nor the daemon defrags main behind the pull request's back."""

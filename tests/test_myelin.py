@@ -185,6 +185,27 @@ def test_a_cortisol_failure_becomes_a_dna_lesson_linked_to_its_source(brain, tmp
     assert "Learned 1 lesson from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
+def test_the_same_lesson_met_again_is_learned_not_added_twice(brain, tmp_path):
+    es = seed(brain, tmp_path)
+    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    # The same failure on another day, in another session: the same lesson text but for
+    # its "(lesson of DATE)" (spacing and case aside).
+    f = tmp_path / "again.jsonl"
+    rows = [("assistant", "The deploy failed with error: permission  denied on /srv/app, data not written."),
+            ("assistant", "Fixed by running the migration as the app user; the deploy works now.")]
+    f.write_text("\n".join(json.dumps({"ts": f"2026-12-07T09:0{i}:00Z", "role": r, "text": t, "session": "v"})
+                           for i, (r, t) in enumerate(rows)) + "\n")
+    assert brain("ingest", str(f), now="2026-12-07T09:10:00Z")[0] == 0
+    again = next(e for e in l0_entries(brain.cwd) if e.session == "v" and "failed" in e.text)
+    code, out, err = brain("compact", now="2026-12-07T09:30:00Z")
+    assert code == 0, err
+    m = meta(brain.cwd / "DNA.md")
+    lessons = [r for r in m["reflexes"] if isinstance(r, dict) and r.get("kind") == "lesson"]
+    assert len(lessons) == 1 and es["deploy"].id in lessons[0]["from"], lessons
+    assert "(lesson of 2026-11-30)" in lessons[0]["text"]
+    assert again.id in m["learned_from"]  # learned from: no lesson is asked of it again
+
+
 def test_no_lesson_without_a_failure_statement(brain, tmp_path):
     # Review 8 #3: a tool's error output and the agent's plan to look at an error are
     # tagged cortisol, but say nothing an agent could learn "before X, check Y" from.

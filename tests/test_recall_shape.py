@@ -33,7 +33,7 @@ def test_question_and_its_answer_come_back_as_one_hit(tmp_path, capsys):
     hits = recall_cli(brain, "when is the plumber replacing the kitchen sink pipe", 3, capsys)
     top = hits[0]
     got = _lines(brain, top)
-    assert got[0].startswith("### " + top["ids"][0])  # starts at the first entry's header
+    assert any(got[0].startswith("### " + i) for i in top["ids"])  # starts at an entry's header
     assert got[-1].startswith("> ")  # ends on the last entry's text
     assert len(top["ids"]) >= 2
     assert any("leaking kitchen sink" in ln for ln in got)
@@ -87,6 +87,31 @@ def test_a_neighbour_joined_for_context_is_not_counted_as_recalled(tmp_path, cap
     recalls = {e.id: e.recalls for e in Brain(brain).load().entries}
     assert {i: recalls[i] for i in matched} == dict.fromkeys(matched, 3)
     assert {i: recalls[i] for i in context} == dict.fromkeys(context, 0)
+
+
+SHARDS = [("user", f"We decided that the warehouse shard for region r{d}x lives on host kestrel{d}q "
+                   f"and its owner is Marisol{d}v.") for d in range(1, 7)]
+
+
+def test_a_joined_hit_shows_the_chunk_that_matched_first(tmp_path, capsys):
+    # Near-identical one-liners are neighbours: the hit for kestrel3q joins the turns
+    # around it, and its text (and the CLI's one-line cut) must open on kestrel3q's, not
+    # on the neighbour that comes first in the file (which names another host).
+    from pamd.cli import main
+
+    files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(SHARDS + MESSAGES))}
+    brain = make_brain(tmp_path / "shards", files, '[index]\nembedder = "e5-small"\nhit_lines = 4\n')
+    hits = recall_cli(brain, "kestrel3q", 3, capsys)
+    top = hits[0]
+    assert len(top["ids"]) >= 2, "no neighbour joined: the test needs another query"
+    first = _lines(brain, top)[0]
+    assert not first.startswith("### " + entries(SHARDS)[2].id), "the run opens on the match: needs another query"
+    assert top["text"].startswith("user: " + SHARDS[2][1]), top["text"]
+    assert top["ids"][0] == top["matched"][0] == entries(SHARDS)[2].id
+    assert main(["recall", "--brain", str(brain), "--no-log", "-k", "3", "kestrel3q"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.split("  ", 2)[2].startswith("user: We decided that the warehouse shard for region r3x "
+                                              "lives on host kestrel3q"), line
 
 
 def test_hit_lines_zero_gives_one_chunk_per_hit(tmp_path, capsys):

@@ -309,6 +309,21 @@ def test_lesson_skips_a_report_label_and_stops_at_a_clause(failure, fix, expecte
     assert lesson(es) == expected
 
 
+def test_a_lesson_is_never_a_table_row_or_a_cut_through_inline_code():
+    # Session 9: "before | `af81c43` | spotter-fum.4 | Added, check why it failed" and
+    # "before ADD` without a default, …" were reflexes in DNA.md.
+    table = ("assistant", "| `af81c43` | spotter-fum.4 | Added the failing test for the export |")
+    row = entries(table, neuro=("cortisol",))
+    assert lesson(row) == ""  # no lesson: compaction records the entries as tried
+    cut = entries(("assistant", "The migration added a column with `ALTER TABLE t ADD COLUMN x INTEGER NOT "
+                                "NULL` without a default, which will fail on SQLite if rows exist."),
+                  neuro=("cortisol",))
+    assert lesson(cut) == ""
+    # another failure in the group that makes a whole line is taken instead
+    both = entries(table, ("assistant", "The nightly export crashed because the disk was full."), neuro=("cortisol",))
+    assert lesson(both) == "before the nightly export, check the disk was full"
+
+
 def test_lesson_in_russian_and_with_no_cause():
     ru = entries(("user", "Бэкап упал из-за нехватки места на диске /var."), neuro=("cortisol",))
     assert lesson(ru) == "before бэкап, check нехватки места на диске /var"

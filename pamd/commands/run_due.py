@@ -11,10 +11,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from pamd.consolidate.schedule import due, run_due
+    from pamd.consolidate.schedule import ahead, due, run_due
     from pamd.edge.brain import Brain
 
     brain = Brain.find(args.brain)
+    if late := ahead(brain, args.now, once=not args.list):
+        print(f"pamd: warning: {late}", file=sys.stderr)
     if args.list:
         print(" ".join(due(brain, args.now)) or "nothing due")
         return 0

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 HELP = "entries and tokens per tier against budgets, recent pamd commits, index freshness"
 EXAMPLE = "pamd status\npamd status --json"
@@ -31,6 +32,8 @@ def run(args) -> int:
               else f"defrag daily at {sc['defrag_at']} UTC")
     print(f"schedule: compact every {sc['compact_every_minutes']:g} min, {defrag}; "
           f"due now: {' '.join(sc['due']) or 'nothing'}")
+    if sc["ahead"]:
+        print(f"pamd: warning: {sc['ahead']}", file=sys.stderr)
     print("recent pamd commits:")
     for c in st["commits"] or [{"sha": "", "date": "", "subject": "(none)"}]:
         print(f"  {c['sha']} {c['date']} {c['subject']}")

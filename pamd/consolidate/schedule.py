@@ -24,10 +24,21 @@ from pamd.errors import PamdError
 
 log = logging.getLogger("pamd.daemon")
 IDLE = "idle-runs.json"
+AHEAD = "warned-ahead"  # in IDLE: the future run date run-due has warned about
 
 
-def last_run(brain: Brain, mode: str) -> datetime | None:
-    """When `mode` last ran: its last commit's Pamd-Now, or a later run that had nothing to do."""
+def last_run(brain: Brain, mode: str, now: datetime | None = None) -> datetime | None:
+    """When `mode` last ran: its last commit's Pamd-Now, or a later run that had nothing to do.
+
+    With `now`, a run dated after it is not counted: one run with the clock ahead (a `--now`
+    typo, a bad RTC) would else keep its mode from being due until that date (see ahead())."""
+    times = _last_times(brain, mode)
+    if now is not None:
+        times = [t for t in times if t <= now]
+    return max(times) if times else None
+
+
+def _last_times(brain: Brain, mode: str) -> list[datetime]:
     times = []
     if brain.repo.head():
         # Leading blanks allowed: `git merge --squash` indents each squashed message by four.
@@ -36,7 +47,29 @@ def last_run(brain: Brain, mode: str) -> datetime | None:
     idle = _idle_runs(brain).get(mode)
     if idle:
         times.append(parse_time(idle))
-    return max(times) if times else None
+    return times
+
+
+def ahead(brain: Brain, now: datetime, once: bool = False) -> str | None:
+    """A warning if the last compact or defrag is dated after `now` (its Pamd-Now, or the idle
+    run pamd noted): a clock was ahead then, or is behind now. due() does not count such a run,
+    so what is due runs. `once`: said for a given date only the first time (run-due from cron
+    would else say it every half hour until a compaction commits); noted in the state dir."""
+    from pamd.core.entry import fmt_time
+    from pamd.edge.files import write_atomic
+
+    late = [(t, mode) for mode in ("compact", "defrag") for t in _last_times(brain, mode) if t > now]
+    if not late:
+        return None
+    t, mode = max(late)
+    if once:
+        runs = _idle_runs(brain)
+        if runs.get(AHEAD) == fmt_time(t):
+            return None
+        runs[AHEAD] = fmt_time(t)
+        write_atomic(brain.state_dir / IDLE, json.dumps(runs))
+    return (f"the last {mode} is dated {fmt_time(t)} (its Pamd-Now), later than now ({fmt_time(now)}): "
+            f"a clock was ahead then or is behind now; it is not counted, so what is due runs")
 
 
 def run_times(message: str, mode: str) -> list[datetime]:
@@ -105,11 +138,11 @@ def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
     at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
     minutes = float(cfg["compact_every_minutes"]) if compact_minutes is None else compact_minutes
     out = []
-    last = last_run(brain, "defrag")
+    last = last_run(brain, "defrag", now)
     if not defrag_off(at) and (last is None or last < defrag_slot(now, at)):
         out.append("defrag")
     # A defrag does everything a compact does, so it counts as one.
-    last_c = max((t for t in (last_run(brain, "compact"), last) if t), default=None)
+    last_c = max((t for t in (last_run(brain, "compact", now), last) if t), default=None)
     every = timedelta(minutes=minutes)
     if "defrag" not in out and (last_c is None or now - last_c >= every):
         out.append("compact")  # a defrag includes everything a compact does

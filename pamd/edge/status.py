@@ -43,9 +43,10 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
 
 def schedule(brain: Brain, now: datetime) -> dict[str, Any]:
     """The schedule of pamd.toml and what `pamd run-due` would run at `now`."""
-    from pamd.consolidate.schedule import defrag_off, due
+    from pamd.consolidate.schedule import ahead, defrag_off, due
 
     cfg = brain.config["schedule"]
     at = str(cfg["defrag_at"])
     return {"compact_every_minutes": cfg["compact_every_minutes"],
-            "defrag_at": "off" if defrag_off(at) else at, "due": due(brain, now)}
+            "defrag_at": "off" if defrag_off(at) else at, "due": due(brain, now),
+            "ahead": ahead(brain, now)}

@@ -3,8 +3,9 @@
 Levels by recall count ([myelin] in pamd.toml): below `thin` normal; from
 `thin` decay slowed (see hippocampus.decay_rate); from `thick` copied to
 PRELOAD.md; from `reflex` a reflex in DNA.md. Demotion: a memory not recalled
-for `demote_after_days` loses half its recalls at the nightly defrag (one
-level down, roughly), and its clock restarts.
+for `demote_after_days` loses half its recalls at the nightly defrag (not
+always one level down: 40 stays a reflex at 20), and its clock restarts: `seen=`
+becomes the demotion day, so the next halving is a whole period away.
 Pure functions over parsed docs; the compaction run writes what they return.
 """
 
@@ -155,8 +156,10 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry],
 
     A pamd item is a mapping with `from:` (its source ids). A lesson whose sources
     are already listed is not added again, even if a person has since reworded
-    its text; a recalled memory is not made a reflex again once it, or a memory it
-    was summarised from, is in `learned_from` (a reflex follows its memory down
+    its text, nor one whose text is a reflex's already (spacing, case and the
+    "(lesson of DATE)" aside: the same failure met again), whose sources are then
+    learned from so no lesson is asked of them again; a recalled memory is not made
+    a reflex again once it, or a memory it was summarised from, is in `learned_from` (a reflex follows its memory down
     the tiers through the summaries' `from=`). `learned_from` keeps the ids that
     are still in `tree` (the entries after this run), so it does not grow without end.
     `tried`: the sources of lessons the summarizer found none in; they are learned from
@@ -173,16 +176,20 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry],
     _follow(learned, tree)
     items = list(meta.get("reflexes") or [])
     have = {tuple(sorted(_ids(i.get("from")))) for i in items if isinstance(i, dict)}
-    have_text = {i if isinstance(i, str) else str(i.get("text", "")) for i in items}
+    have_text = {_same_text(i if isinstance(i, str) else str(i.get("text", ""))) for i in items}
     added = False
     for r in reflexes:
         key = tuple(sorted(r["from"]))
-        if key in have or r["text"] in have_text:
+        if key in have:
+            continue
+        if _same_text(r["text"]) in have_text:  # the same lesson met again: learned, not added twice
+            learned.update(r["from"])
             continue
         if r.get("kind") == "recalled" and learned.intersection(r["from"]):
             continue
         items.append(r)
         have.add(key)
+        have_text.add(_same_text(r["text"]))
         learned.update(r["from"])
         added = True
     for ids in tried:
@@ -198,6 +205,15 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry],
     if relearned:
         meta[LEARNED] = keep
     return "---\n" + dump_yaml(meta) + "---\n" + body
+
+
+_LESSON_OF = re.compile(r"\s*\(lesson of \d{4}-\d{2}-\d{2}\)\s*$", re.IGNORECASE)
+
+
+def _same_text(text: str) -> str:
+    """A reflex's text as compared for a repeat: spacing and case aside, and without the
+    "(lesson of DATE)" a lesson ends with (the same failure met on another day)."""
+    return " ".join(_LESSON_OF.sub("", text).split()).casefold()
 
 
 def new_recall_reflexes(old: str, new: str) -> list[str]:

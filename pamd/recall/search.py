@@ -162,12 +162,15 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     hits = []
     for g in groups:
         best = max(g, key=lambda lb: fused[lb])
+        # the best chunk first, then the rest of the run in file order: a reader (and the
+        # CLI's one-line cut) meets what matched, not the neighbour that opens the run
+        order = [best, *(lb for lb in g if lb != best)]
         _, path, _s, _e, tier, ts, _imp, _ids, _t = rows[best]
         ids: list[str] = []
         entries: list[str] = []
         matched: list[str] = []
         leaves: list[tuple[str, str]] = []
-        for lb in g:
+        for lb in order:
             for x in [lb, *lent[lb]]:
                 own = [i for i in rows[x][7].split(",") if i]
                 if own and own[0] not in entries:
@@ -180,7 +183,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
                     if x == lb and len(own) == 2 and own[1].startswith("e-"):
                         leaves.append((own[0], own[1]))
                 ids += [i for i in own if i not in ids]
-        text = "\n".join(rows[lb][8] for lb in g)
+        text = "\n".join(rows[lb][8] for lb in order)
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
                         _iso(ts) if ts is not None else None, best, entries, matched, leaves))
     return hits

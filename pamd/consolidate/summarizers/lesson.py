@@ -164,11 +164,23 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
     if not failing:  # myelination gives none such; a direct call gets a plain line
         text = "before repeating this, check what failed last time"
         return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
-    failure = max(failing, key=lambda s: (_facts(s), -sentences.index(s)))
-    action = _action(failing[failure])
-    check = _check(sentences, failure)
-    line = f"before {action}, check {check}" if check else f"before {action}, check why it failed"
-    return tx.trim(" ".join(line.split()), max_chars)
+    # The failure with the most facts first; a table row's cells, or a line cut through
+    # inline code ("before ADD` without a default, …"), is a fragment no reader can use:
+    # the next failure is tried, and with none left there is no lesson ("").
+    for failure in sorted(failing, key=lambda s: (-_facts(s), sentences.index(s))):
+        if _TABLE_ROW.search(failure):
+            continue
+        action = _action(failing[failure])
+        check = _check(sentences, failure)
+        for y in (check, "why it failed") if check else ("why it failed",):
+            line = tx.trim(" ".join(f"before {action}, check {y}".split()), max_chars)
+            if line.count("`") % 2 == 0:
+                return line
+    return ""
+
+
+# Cells of a Markdown table row: "| `af81c43` | spotter-fum.4 | Added … |".
+_TABLE_ROW = re.compile(r"(?:^|\s)\|\s.*\s\|(?:\s|$)")
 
 
 def _facts(sentence: str) -> int:

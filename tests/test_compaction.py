@@ -714,6 +714,56 @@ def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(w
     assert defrags() == ["2026-11-30T09:00:00Z", "2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]
 
 
+def test_the_daemon_tries_a_failed_defrag_again_with_the_next_compact_run(week, monkeypatch, caplog):
+    """A nightly defrag that fails (the LLM down with fallback = "fail") is tried again by the
+    next compact job, which asks due() as run-due would: before, the slot was used up and
+    the defrag waited for the next night while `run-due --list` said "defrag"."""
+    import threading
+    import time
+
+    from gemini_stub import GeminiStub, echo, error
+
+    from pamd.consolidate.schedule import daemon, due
+    from pamd.edge.brain import Brain
+
+    root = week.cwd
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    down = [True]
+    now = datetime(2026, 11, 28, 8, 0, tzinfo=UTC)
+    stop = threading.Event()
+
+    def failures() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("defrag failed")]
+
+    def drive() -> None:
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline and not failures():
+                time.sleep(0.1)
+            down[0] = False  # the endpoint is back
+            while time.time() < deadline and not _defrag_runs(root):
+                time.sleep(0.2)
+        finally:
+            stop.set()
+
+    with GeminiStub(responder=lambda req: error(503, "UNAVAILABLE") if down[0] else echo(req)) as stub:
+        _use_gemini(root, stub.base_url, retries=0)
+        cfg = root / "pamd.toml"
+        cfg.write_text(re.sub(r"(?m)^fallback = .*$", 'fallback = "fail"', cfg.read_text(), count=1))
+        git(root, "commit", "-qam", "fail rather than fall back")
+        assert due(Brain(root), now) == ["defrag"]
+        helper = threading.Thread(target=drive)
+        helper.start()
+        try:
+            assert daemon(Brain(root), compact_minutes=1 / 60, stop=stop, clock=lambda: now) == 0
+        finally:
+            stop.set()
+            helper.join()
+    assert failures() and all("trying again with the next compact run" in f for f in failures())
+    assert _defrag_runs(root) == ["2026-11-28T08:00:00Z"]
+    assert due(Brain(root), now) == []
+
+
 def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path, monkeypatch):
     import tempfile
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -524,6 +525,46 @@ def test_a_failing_gemini_falls_back_to_extractive_and_the_commit_says_so(week, 
     body = git(week.cwd, "log", "-1", "--format=%B")
     assert "Pamd-Fallback:" in body and "fell back to extractive" in body
     assert all(e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+    # and the terminal says it too, not only the commit body (before: stderr was empty)
+    assert re.fullmatch(r"pamd: warning: gemini: 500 INTERNAL.*fell back to extractive for \d+ groups?\n", err)
+
+
+@pytest.mark.parametrize("command", ["run-due", "defrag"])
+def test_run_due_and_defrag_warn_of_a_fallback_on_stderr(week, monkeypatch, command):
+    from gemini_stub import GeminiStub, error
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    with GeminiStub(responder=lambda req: error(503, "UNAVAILABLE")) as stub:
+        _use_gemini(week.cwd, stub.base_url)
+        code, out, err = week(command, now=iso(START + timedelta(days=8)))
+    assert code == 0, err
+    assert "Pamd-Fallback:" in git(week.cwd, "log", "-1", "--format=%B")
+    assert re.fullmatch(r"pamd: warning: gemini: 503 UNAVAILABLE.*fell back to extractive for \d+ groups?\n", err)
+
+
+def test_the_daemon_logs_a_fallback_in_the_runs_line_and_not_the_http_clients_chatter(week, monkeypatch):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from gemini_stub import GeminiStub, error
+
+    defragged_tonight(week)
+    with GeminiStub(responder=lambda req: error(503, "UNAVAILABLE")) as stub:
+        _use_gemini(week.cwd, stub.base_url)
+        proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.01"],
+                                cwd=week.cwd, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "GEMINI_API_KEY": "stub-key"})
+        deadline = time.time() + 30
+        while time.time() < deadline and "Pamd-Run: compact" not in git(week.cwd, "log", "-1", "--format=%B"):
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, log = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and stub.requests, log
+    assert re.search(r"\d pamd compact: \d+ entr(y|ies) into \d+ summar.*; warning: gemini: 503 UNAVAILABLE"
+                     r".*fell back to extractive for \d+ groups?\n", log), log
+    assert "AFC is enabled" not in log and "HTTP Request" not in log, log  # google-genai's, httpx's INFO
 
 
 def test_a_persons_uncommitted_entries_never_reach_dna_state_or_preload(brain):

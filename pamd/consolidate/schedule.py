@@ -116,16 +116,18 @@ def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
     return out
 
 
-def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, str | None]]:
-    """Each due run: its mode, its commit, and a line on LLM work it paid for in vain."""
-    from pamd.consolidate.compaction import run, unrecorded_spend
+def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, list[str]]]:
+    """Each due run: its mode, its commit, and its warnings (the summarizer's notes, such as
+    a fallback to extractive, and a line on LLM work it paid for in vain)."""
+    from pamd.consolidate.compaction import run, summarizer_notes, unrecorded_spend
 
     done = []
     for mode in due(brain, now):
         out = run(brain, now, mode)
         if out.sha is None:
             note_idle_run(brain, mode, now)
-        done.append((mode, out.sha, unrecorded_spend(out)))
+        warnings = [n for n in (*summarizer_notes(out), unrecorded_spend(out)) if n]
+        done.append((mode, out.sha, warnings))
     return done
 
 
@@ -136,7 +138,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     `clock()` is the UTC time (default: the real one; tests move it)."""
     import schedule
 
-    from pamd.consolidate.compaction import run, unrecorded_spend
+    from pamd.consolidate.compaction import run, summarizer_notes, unrecorded_spend
 
     stop = stop or threading.Event()
     cfg = brain.config["schedule"]
@@ -171,7 +173,11 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             # the commit's subject says the mode ("pamd compact: 1 entry into 1 summary"), and
             # the log format starts "pamd ": said once, as the lines of an idle run read
             subject = out.message.split("\n", 1)[0].removeprefix("pamd ")
-            log.info("%s", subject if out.sha else f"{mode}: nothing to do")
+            line = subject if out.sha else f"{mode}: nothing to do"
+            # a fallback (the LLM down, its key refused…) is said in the run's own line
+            notes = summarizer_notes(out)
+            log.log(logging.WARNING if notes else logging.INFO, "%s",
+                    "; ".join([line, *(f"warning: {n}" for n in notes)]))
         except PamdError as exc:
             log.warning("%s failed: %s%s", mode, exc, again)
             return False

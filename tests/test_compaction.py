@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -544,6 +545,46 @@ def test_a_failing_gemini_falls_back_to_extractive_and_the_commit_says_so(week, 
     body = git(week.cwd, "log", "-1", "--format=%B")
     assert "Pamd-Fallback:" in body and "fell back to extractive" in body
     assert all(e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+    # and the terminal says it too, not only the commit body (before: stderr was empty)
+    assert re.fullmatch(r"pamd: warning: gemini: 500 INTERNAL.*fell back to extractive for \d+ groups?\n", err)
+
+
+@pytest.mark.parametrize("command", ["run-due", "defrag"])
+def test_run_due_and_defrag_warn_of_a_fallback_on_stderr(week, monkeypatch, command):
+    from gemini_stub import GeminiStub, error
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    with GeminiStub(responder=lambda req: error(503, "UNAVAILABLE")) as stub:
+        _use_gemini(week.cwd, stub.base_url)
+        code, out, err = week(command, now=iso(START + timedelta(days=8)))
+    assert code == 0, err
+    assert "Pamd-Fallback:" in git(week.cwd, "log", "-1", "--format=%B")
+    assert re.fullmatch(r"pamd: warning: gemini: 503 UNAVAILABLE.*fell back to extractive for \d+ groups?\n", err)
+
+
+def test_the_daemon_logs_a_fallback_in_the_runs_line_and_not_the_http_clients_chatter(week, monkeypatch):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from gemini_stub import GeminiStub, error
+
+    defragged_tonight(week)
+    with GeminiStub(responder=lambda req: error(503, "UNAVAILABLE")) as stub:
+        _use_gemini(week.cwd, stub.base_url)
+        proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.01"],
+                                cwd=week.cwd, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "GEMINI_API_KEY": "stub-key"})
+        deadline = time.time() + 30
+        while time.time() < deadline and "Pamd-Run: compact" not in git(week.cwd, "log", "-1", "--format=%B"):
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, log = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and stub.requests, log
+    assert re.search(r"\d pamd compact: \d+ entr(y|ies) into \d+ summar.*; warning: gemini: 503 UNAVAILABLE"
+                     r".*fell back to extractive for \d+ groups?\n", log), log
+    assert "AFC is enabled" not in log and "HTTP Request" not in log, log  # google-genai's, httpx's INFO
 
 
 def test_a_persons_uncommitted_entries_never_reach_dna_state_or_preload(brain):
@@ -732,6 +773,56 @@ def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(w
         helper.join()
     assert seen == [["2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]]
     assert defrags() == ["2026-11-30T09:00:00Z", "2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]
+
+
+def test_the_daemon_tries_a_failed_defrag_again_with_the_next_compact_run(week, monkeypatch, caplog):
+    """A nightly defrag that fails (the LLM down with fallback = "fail") is tried again by the
+    next compact job, which asks due() as run-due would: before, the slot was used up and
+    the defrag waited for the next night while `run-due --list` said "defrag"."""
+    import threading
+    import time
+
+    from gemini_stub import GeminiStub, echo, error
+
+    from pamd.consolidate.schedule import daemon, due
+    from pamd.edge.brain import Brain
+
+    root = week.cwd
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    down = [True]
+    now = datetime(2026, 11, 28, 8, 0, tzinfo=UTC)
+    stop = threading.Event()
+
+    def failures() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("defrag failed")]
+
+    def drive() -> None:
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline and not failures():
+                time.sleep(0.1)
+            down[0] = False  # the endpoint is back
+            while time.time() < deadline and not _defrag_runs(root):
+                time.sleep(0.2)
+        finally:
+            stop.set()
+
+    with GeminiStub(responder=lambda req: error(503, "UNAVAILABLE") if down[0] else echo(req)) as stub:
+        _use_gemini(root, stub.base_url, retries=0)
+        cfg = root / "pamd.toml"
+        cfg.write_text(re.sub(r"(?m)^fallback = .*$", 'fallback = "fail"', cfg.read_text(), count=1))
+        git(root, "commit", "-qam", "fail rather than fall back")
+        assert due(Brain(root), now) == ["defrag"]
+        helper = threading.Thread(target=drive)
+        helper.start()
+        try:
+            assert daemon(Brain(root), compact_minutes=1 / 60, stop=stop, clock=lambda: now) == 0
+        finally:
+            stop.set()
+            helper.join()
+    assert failures() and all("trying again with the next compact run" in f for f in failures())
+    assert _defrag_runs(root) == ["2026-11-28T08:00:00Z"]
+    assert due(Brain(root), now) == []
 
 
 def test_a_branch_git_refuses_leaves_no_temporary_worktree_folder(week, tmp_path, monkeypatch):

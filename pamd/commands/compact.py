@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, mode: str = "compact") -> int:
-    from pamd.consolidate.compaction import plan_table, unrecorded_spend
+    from pamd.consolidate.compaction import plan_table, summarizer_notes, unrecorded_spend
     from pamd.consolidate.compaction import run as run_compaction
     from pamd.edge.brain import Brain
 
@@ -26,12 +26,12 @@ def run(args, mode: str = "compact") -> int:
         print(f"{len(out.plan.moving)} to compress, {len(out.plan.dropped)} to drop, "
               f"{len(out.plan.decisions) - len(out.plan.moving) - len(out.plan.dropped)} stay")
         return 0
+    print(f"nothing to {mode}" if out.sha is None else out.message.split("\n", 1)[0] + f" ({out.sha[:8]})")
+    for note in [*summarizer_notes(out), unrecorded_spend(out)]:
+        if note:
+            print(f"pamd: warning: {note}", file=sys.stderr)
     if out.sha is None:
-        print(f"nothing to {mode}")
-        if spent := unrecorded_spend(out):
-            print(f"pamd: warning: {spent}", file=sys.stderr)
         return 0
-    print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]})")
     from pamd.recall.refresh import after_commit
 
     note = after_commit(brain)

@@ -30,6 +30,9 @@ def run(args) -> int:
                         "e.g. --compact-every 30")
     if args.defrag_at is not None and not args.defrag_at.strip():
         raise PamdError("--defrag-at is empty", 'use "HH:MM", 00:00 to 23:59 UTC, or "off"')
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s pamd %(message)s")
+    # pamd's own lines at INFO; other libraries' only from WARNING (google-genai and httpx
+    # log two INFO lines per LLM request, which would bury the one line per run)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s pamd %(message)s")
+    logging.getLogger("pamd").setLevel(logging.INFO)
     brain = Brain.find(args.brain)
     return daemon(brain, every, args.defrag_at)

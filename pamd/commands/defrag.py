@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 HELP = "the nightly job: compact's moves, then L2->L3 one-liners and L3->MEMORY.md; one commit"
 DESCRIPTION = """the nightly job, one commit: first what `pamd compact` does (aged L0 entries into
 L1/L2 summaries, trash dropped, L1 -> L2), then L2 -> L3 topic one-liners and
@@ -22,6 +24,7 @@ def run(args) -> int:
 
     if args.branch and not args.plan:  # --plan writes nothing, on a branch or not
         from pamd.consolidate.branch import defrag_on_branch
+        from pamd.consolidate.compaction import summarizer_notes, unrecorded_spend
         from pamd.edge.brain import Brain
 
         brain = Brain.find(args.brain)
@@ -30,5 +33,8 @@ def run(args) -> int:
             print("nothing to defrag; no branch made")
         else:
             print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]} on {args.branch})")
+        for note in [*summarizer_notes(out), unrecorded_spend(out)]:
+            if note:
+                print(f"pamd: warning: {note}", file=sys.stderr)
         return 0
     return compact.run(args, mode="defrag")

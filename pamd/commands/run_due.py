@@ -23,10 +23,10 @@ def run(args) -> int:
     done = run_due(brain, args.now)
     if not done:
         print("nothing due")
-    for mode, sha, spent in done:
+    for mode, sha, warnings in done:
         print(f"{mode}: {sha[:8] if sha else 'nothing to do'}")
-        if spent:
-            print(f"pamd: warning: {spent}", file=sys.stderr)
+        for warning in warnings:
+            print(f"pamd: warning: {warning}", file=sys.stderr)
     if any(sha for _, sha, _ in done):
         from pamd.recall.refresh import after_commit
 

@@ -368,6 +368,13 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         return out
 
 
+def summarizer_notes(out: Outcome) -> list[str]:
+    """What the summarizer said of a run: a fallback to extractive and why, trimmed answers,
+    a model without a price. The commit body has them; the terminal and the daemon's log
+    say them too, or an endpoint that is down goes unnoticed behind extractive summaries."""
+    return list(out.usage.notes) if out.usage else []
+
+
 def unrecorded_spend(out: Outcome) -> str | None:
     """A line for LLM work a run paid for and then committed nothing with.
 

@@ -149,16 +149,18 @@ def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
     return out
 
 
-def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, str | None]]:
-    """Each due run: its mode, its commit, and a line on LLM work it paid for in vain."""
-    from pamd.consolidate.compaction import run, unrecorded_spend
+def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, list[str]]]:
+    """Each due run: its mode, its commit, and its warnings (the summarizer's notes, such as
+    a fallback to extractive, and a line on LLM work it paid for in vain)."""
+    from pamd.consolidate.compaction import run, summarizer_notes, unrecorded_spend
 
     done = []
     for mode in due(brain, now):
         out = run(brain, now, mode)
         if out.sha is None:
             note_idle_run(brain, mode, now)
-        done.append((mode, out.sha, unrecorded_spend(out)))
+        warnings = [n for n in (*summarizer_notes(out), unrecorded_spend(out)) if n]
+        done.append((mode, out.sha, warnings))
     return done
 
 
@@ -169,7 +171,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     `clock()` is the UTC time (default: the real one; tests move it)."""
     import schedule
 
-    from pamd.consolidate.compaction import run, unrecorded_spend
+    from pamd.consolidate.compaction import run, summarizer_notes, unrecorded_spend
 
     stop = stop or threading.Event()
     cfg = brain.config["schedule"]
@@ -181,8 +183,11 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     clock = clock or (lambda: datetime.now(UTC))
 
-    def job(mode: str) -> None:
+    def job(mode: str) -> bool:
+        """One run, logged in one line; whether it went through (committed or had nothing to do)."""
         now = clock().replace(microsecond=0)
+        # A failed defrag is not left to the next night: the compact job asks due() again.
+        again = f"; trying again with the next compact run, in {minutes:g} min" if mode == "defrag" else ""
         try:
             # A fresh Brain per run: it reads pamd.toml again, so a committed change of author,
             # budgets or summarizer applies from the next run on (the schedule itself is fixed at start).
@@ -201,15 +206,26 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             # the commit's subject says the mode ("pamd compact: 1 entry into 1 summary"), and
             # the log format starts "pamd ": said once, as the lines of an idle run read
             subject = out.message.split("\n", 1)[0].removeprefix("pamd ")
-            log.info("%s", subject if out.sha else f"{mode}: nothing to do")
+            line = subject if out.sha else f"{mode}: nothing to do"
+            # a fallback (the LLM down, its key refused…) is said in the run's own line
+            notes = summarizer_notes(out)
+            log.log(logging.WARNING if notes else logging.INFO, "%s",
+                    "; ".join([line, *(f"warning: {n}" for n in notes)]))
         except PamdError as exc:
-            log.warning("%s failed: %s", mode, exc)
+            log.warning("%s failed: %s%s", mode, exc, again)
+            return False
         except Exception:  # a bug or the OS (a full disk): said in full; the next run tries again
-            log.exception("%s failed unexpectedly", mode)
+            log.exception("%s failed unexpectedly%s", mode, again)
+            return False
+        return True
+
+    retry_defrag = False  # the last defrag failed: the compact job runs what is due instead
 
     def run_what_is_due() -> None:
         """What `pamd run-due` would run now, from the brain's history: so a defrag (or a
-        compact) missed while the machine was off or asleep runs at start or on waking."""
+        compact) missed while the machine was off or asleep runs at start or on waking,
+        and a failed one with the next compact job (at the compact interval, no sooner)."""
+        nonlocal retry_defrag
         try:
             modes = due(Brain(brain.root), clock().replace(microsecond=0), minutes, at)
         except PamdError as exc:
@@ -218,11 +234,19 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         except Exception:  # noqa: BLE001 - as for a run: said in full, the daemon goes on
             log.exception("cannot tell what is due")
             return
+        retry_defrag = False
         for mode in modes:
-            job(mode)
+            if not job(mode) and mode == "defrag":
+                retry_defrag = True
+
+    def compact_job() -> None:
+        if retry_defrag:
+            run_what_is_due()  # the defrag if still due (cron or CI may have run it meanwhile)
+        else:
+            job("compact")
 
     sched = schedule.Scheduler()
-    sched.every(max(1, round(minutes * 60))).seconds.do(job, "compact")
+    sched.every(max(1, round(minutes * 60))).seconds.do(compact_job)
     # defrag_at is UTC, and so is this clock: `schedule`'s daily .at() counts in local
     # time, computed once, which an hour's DST change would shift for half the year.
     # Each time a new slot passes (also across a suspend: the clock jumps past it),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,10 @@ class Reply:
     # What the reply reported as usage (filled for generated answers).
     prompt_tokens: int = 0
     output_tokens: int = 0
+    # A server dying mid-answer: Content-Length promises this many bytes more than are sent.
+    cut: int = 0
+    # Bytes sent instead of an HTTP response (a garbled status line), then the socket closes.
+    raw: bytes = b""
 
 
 def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20) -> Reply:
@@ -147,17 +152,26 @@ class GeminiStub:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
+                if reply.raw:
+                    self.wfile.write(reply.raw)
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 data = (
                     reply.body.encode() if isinstance(reply.body, str)
                     else json.dumps(reply.body).encode()
                 )
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(len(data) + reply.cut))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
+                if reply.cut:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass

@@ -141,6 +141,22 @@ def test_unreachable_endpoint_is_retried_then_falls_back(sleeps):
 
 
 @pytest.mark.parametrize(
+    "reply,name",
+    [
+        (Reply(200, '{"choices": [{"mess', cut=4000), "IncompleteRead"),  # the server died mid-answer
+        (Reply(raw=b"garbage\r\n\r\n"), "BadStatusLine"),
+    ],
+)
+def test_a_connection_cut_mid_answer_is_retried_then_falls_back(stub, sleeps, reply, name):
+    stub.script += [reply, reply]
+    texts, usage = make(stub, sleeps, max_retries=1).summarize([group(0)])
+    assert len(stub.requests) == 2 and sleeps == [0.01]
+    assert texts == ExtractiveSummarizer().summarize([group(0)])[0]
+    assert usage.notes == [f"openai: network error ({name}) after 1 retries; "
+                           "fell back to extractive for 1 group"]
+
+
+@pytest.mark.parametrize(
     "reply,message",
     [
         (chat_error(401, "Incorrect API key provided"), "rejected the API key"),

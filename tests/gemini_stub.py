@@ -54,7 +54,7 @@ class Reply:
 
 def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20) -> Reply:
     """A 200 generateContent response whose text is `texts` (a list is sent as JSON)."""
-    text = texts if isinstance(texts, str) else json.dumps(texts, ensure_ascii=False)
+    text = texts if isinstance(texts, str) else json.dumps(numbered(texts), ensure_ascii=False)
     body = {
         "candidates": [
             {
@@ -73,6 +73,11 @@ def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int 
     return Reply(200, body, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
 
 
+def numbered(texts: list[str]) -> list[dict[str, Any]]:
+    """Summaries as pamd asks for them: each with its group's index."""
+    return [{"i": i, "summary": text} for i, text in enumerate(texts)]
+
+
 def error(status: int, api_status: str, message: str = "stub error", details=None) -> Reply:
     payload = {"error": {"code": status, "message": message, "status": api_status}}
     if details is not None:
@@ -89,12 +94,14 @@ def echo(request: StubRequest) -> Reply:
 
 def chat_answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20,
                 wrap: bool = True) -> Reply:
-    """A 200 chat-completions response whose content is `texts` ({"summaries": [...]}
-    when `wrap`, else a bare JSON array; a str is sent as it is)."""
+    """A 200 chat-completions response whose content is `texts`, numbered
+    ({"summaries": [{"i": 0, "summary": ...}, ...]} when `wrap`, else the bare array; a str
+    is sent as it is)."""
     if isinstance(texts, str):
         content = texts
     else:
-        content = json.dumps({"summaries": texts} if wrap else texts, ensure_ascii=False)
+        items = numbered(texts)
+        content = json.dumps({"summaries": items} if wrap else items, ensure_ascii=False)
     body = {
         "id": "chatcmpl-stub", "object": "chat.completion", "model": "stub",
         "choices": [{"index": 0, "finish_reason": "stop",

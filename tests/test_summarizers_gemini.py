@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import sys
@@ -67,6 +68,7 @@ def test_batches_groups_and_sends_key_model_and_json_schema(stub, sleeps):
         config = r.body["generationConfig"]
         assert config["responseMimeType"] == "application/json"
         assert config["responseSchema"]["type"] == "ARRAY"
+        assert config["responseSchema"]["items"]["required"] == ["i", "summary"]
         assert "JSON array" in r.body["systemInstruction"]["parts"][0]["text"]
     sent = [g for r in stub.requests for g in r.groups]
     assert [g["messages"][0]["text"] for g in sent] == [g.entries[0].text for g in groups]
@@ -140,6 +142,11 @@ def test_persistent_errors_fall_back_to_extractive_and_say_so(stub, sleeps):
         (answer(["fine", "  "]), "empty"),
         (answer('{"a": 1}'), "not a JSON array"),
         (answer([]), "0 summaries"),
+        # matched by position alone, a reordered answer would sit under the wrong entries
+        (answer('["first", "second"]'), "without its group's index"),
+        (answer('[{"i": 1, "summary": "b"}, {"i": 1, "summary": "b"}]'), "two summaries for group i = 1"),
+        (answer('[{"i": 0, "summary": "a"}, {"i": 2, "summary": "c"}]'), "for no group (i = 2)"),
+        (answer('[{"i": 0, "summary": "a"}, {"summary": "b"}]'), "without its group's index"),
     ],
 )
 def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, why):
@@ -152,6 +159,14 @@ def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, wh
     assert usage.fallbacks == 2
     assert len(usage.notes) == 1 and why in usage.notes[0] and "malformed" in usage.notes[0]
     assert usage.input_tokens > 0  # a malformed answer was still billed
+
+
+def test_a_reordered_answer_is_matched_by_its_indices(stub, sleeps):
+    groups = [group(i) for i in range(3)]
+    stub.script.append(answer(json.dumps([{"i": 2, "summary": "about two"}, {"i": "0", "summary": "about zero"},
+                                          {"i": 1, "summary": "about one"}])))
+    texts, usage = make(stub, sleeps, batch_size=3).summarize(groups)
+    assert texts == ["about zero", "about one", "about two"] and usage.fallbacks == 0
 
 
 def test_broken_http_body_falls_back(stub, sleeps):

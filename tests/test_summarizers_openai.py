@@ -48,7 +48,7 @@ def test_batches_groups_in_order_with_key_model_and_json_mode(stub, sleeps):
     assert first.body["model"] == "gpt-4.1-mini" and first.body["temperature"] == 0.2
     assert first.body["response_format"] == {"type": "json_object"}
     system, user = first.body["messages"]
-    assert system["role"] == "system" and '{"summaries": [...]}' in system["content"]
+    assert system["role"] == "system" and '{"summaries": [{"i": <the group\'s i>' in system["content"]
     assert user["role"] == "user" and json.loads(user["content"])["groups"][1]["tier"] == "L1"
     assert [t.split(":")[0] for t in texts] == [f"summary of group {i} message 0" for i in range(3)]
     assert usage.backend == "openai" and usage.requests == 2 and usage.fallbacks == 0
@@ -75,7 +75,8 @@ def test_json_mode_off_asks_for_a_bare_array_and_reads_one(stub, sleeps):
 
 
 def test_a_fenced_json_answer_is_read(stub, sleeps):
-    stub.script.append(chat_answer('```json\n{"summaries": ["one", "two"]}\n```'))
+    stub.script.append(chat_answer('```json\n{"summaries": [{"i": 0, "summary": "one"}, '
+                                   '{"i": 1, "summary": "two"}]}\n```'))
     texts, usage = make(stub, sleeps).summarize([group(0), group(1)])
     assert texts == ["one", "two"] and usage.fallbacks == 0
 

@@ -124,7 +124,16 @@ class GeminiSummarizer(LLMSummarizer):
             "system_instruction": prompts.SYSTEM,
             "response_mime_type": "application/json",
             "response_schema": types.Schema(
-                type=types.Type.ARRAY, items=types.Schema(type=types.Type.STRING)
+                type=types.Type.ARRAY,
+                items=types.Schema(
+                    type=types.Type.OBJECT,
+                    properties={
+                        "i": types.Schema(type=types.Type.INTEGER),
+                        "summary": types.Schema(type=types.Type.STRING),
+                    },
+                    required=["i", "summary"],
+                    property_ordering=["i", "summary"],
+                ),
             ),
         }
         if self.temperature is not None:

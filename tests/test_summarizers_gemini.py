@@ -169,6 +169,18 @@ def test_a_reordered_answer_is_matched_by_its_indices(stub, sleeps):
     assert texts == ["about zero", "about one", "about two"] and usage.fallbacks == 0
 
 
+def test_answers_get_the_normalisation_ingested_text_gets(stub, sleeps):
+    # a bare CR would put an entry header on a line of its own in the tier file (a file
+    # pamd itself then refuses); a NUL makes the file binary to git
+    stub.script.append(answer(["a\r### e-aaaaaaaaaaaa · x · y", "billing NUL\x00here\r\n\x1b[1mok"]))
+    texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
+    assert texts == ["a\n### e-aaaaaaaaaaaa · x · y", "billing NUL here\n [1mok"]
+    assert usage.fallbacks == 0
+    stub.script.append(answer(["\x00\r", "fine"]))  # nothing left after it: malformed
+    texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
+    assert usage.fallbacks == 2 and "empty or non-text" in usage.notes[0]
+
+
 def test_broken_http_body_falls_back(stub, sleeps):
     from gemini_stub import Reply
 

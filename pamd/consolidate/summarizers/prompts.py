@@ -7,6 +7,7 @@ import json
 from pamd.consolidate.summarizers import text as tx
 from pamd.consolidate.summarizers.base import Group
 from pamd.core.entry import count_tokens, fmt_time
+from pamd.encode.sources import normalize_text
 
 CHARS_PER_TOKEN = 4
 
@@ -103,9 +104,11 @@ def parse_answer(text: str | None, count: int) -> list[str]:
         if i in found:
             raise ValueError(f"response has two summaries for group i = {i}")
         summary = item.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
+        # the normalisation ingested text gets: a bare CR or a NUL never reaches a tier file
+        summary = normalize_text(summary) if isinstance(summary, str) else ""
+        if not summary:
             raise ValueError("response has an empty or non-text summary")
-        found[i] = summary.strip()
+        found[i] = summary
     # count items, none twice, all in range: every group has its one summary
     return [found[i] for i in range(count)]
 

@@ -280,6 +280,14 @@ def test_missing_key_is_a_clear_error(monkeypatch):
         get_summarizer({"summarizer": {"backend": "gemini"}})
 
 
+@pytest.mark.parametrize("url", ["127.0.0.1:18765", "not a url", "ftp://proxy.example"])
+def test_a_base_url_that_is_not_http_is_a_clear_error(monkeypatch, url):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.delenv("PAMD_GEMINI_BASE_URL", raising=False)
+    with pytest.raises(PamdError, match="base_url .* is not an http"):
+        get_summarizer({"summarizer": {"backend": "gemini", "base_url": url}})
+
+
 def test_bad_fallback_is_a_clear_error():
     with pytest.raises(PamdError, match="fallback 'none'"):
         GeminiSummarizer(api_key=KEY, fallback="none")

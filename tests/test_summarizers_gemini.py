@@ -288,6 +288,13 @@ def test_a_base_url_that_is_not_http_is_a_clear_error(monkeypatch, url):
         get_summarizer({"summarizer": {"backend": "gemini", "base_url": url}})
 
 
+def test_a_timeout_is_above_0_and_never_0_ms():
+    with pytest.raises(PamdError, match="timeout must be a number of seconds above 0"):
+        GeminiSummarizer(api_key=KEY, timeout=0)
+    client = GeminiSummarizer(api_key=KEY, timeout=0.0001)._get_client()
+    assert client._api_client._http_options.timeout == 1  # 0 ms would mean: wait forever
+
+
 def test_bad_fallback_is_a_clear_error():
     with pytest.raises(PamdError, match="fallback 'none'"):
         GeminiSummarizer(api_key=KEY, fallback="none")

@@ -118,7 +118,8 @@ class GeminiSummarizer(LLMSummarizer):
             # v1beta pinned: google-genai 3.x defaults to v1, while structured output
             # (responseSchema) and thinkingConfig are documented on v1beta.
             options = types.HttpOptions(
-                api_version=self.api_version, timeout=int(self.timeout * 1000)
+                # milliseconds; never 0, which google-genai takes as no timeout at all
+                api_version=self.api_version, timeout=max(1, round(self.timeout * 1000))
             )
             if self.base_url:
                 options.base_url = self.base_url

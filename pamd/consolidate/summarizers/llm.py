@@ -71,6 +71,8 @@ class LLMSummarizer:
             raise PamdError(
                 "[summarizer] batch_size must be >= 1 and max_retries >= 0", "fix pamd.toml"
             )
+        if not timeout > 0:  # 0 would mean "wait forever" to one client, "fail at once" to another
+            raise PamdError("[summarizer] timeout must be a number of seconds above 0", "fix pamd.toml")
         self.model = model
         self.batch_size = batch_size
         self.max_retries = max_retries

@@ -119,19 +119,20 @@ def test_retry_info_delay_is_honoured_up_to_the_cap(stub, sleeps):
     assert sleeps == [5.0]
 
 
-def test_persistent_errors_fall_back_to_extractive_and_say_so(stub, sleeps):
-    groups = [group(i) for i in range(4)]
-    # First batch: 500 on every attempt (1 + 2 retries); second batch answers.
+def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sleeps, capsys):
+    groups = [group(i) for i in range(5)]
+    # First batch: 500 on every attempt (1 + 2 retries). The endpoint is down for this
+    # run: the batches left fall back at once, not after their own retries each.
     stub.script += [error(500, "INTERNAL")] * 3
     texts, usage = make(stub, sleeps, batch_size=2, max_retries=2).summarize(groups)
-    assert len(stub.requests) == 3 + 1
-    extractive, _ = ExtractiveSummarizer().summarize(groups[:2])
-    assert texts[:2] == extractive
-    assert texts[2].startswith("summary of group 2")
-    assert usage.fallbacks == 2 and usage.requests == 4
+    assert len(stub.requests) == 3 and usage.requests == 3 and sleeps == [0.01, 0.02]
+    assert texts == ExtractiveSummarizer().summarize(groups)[0]
+    assert usage.fallbacks == 5
     assert usage.notes == [
-        "gemini: 500 INTERNAL after 2 retries; fell back to extractive for 2 groups"
+        "gemini: 500 INTERNAL after 2 retries; fell back to extractive for 5 groups"
     ]
+    assert capsys.readouterr().err.splitlines() == [
+        "pamd: gemini: 500 INTERNAL, retrying in 0.01 s", "pamd: gemini: 500 INTERNAL, retrying in 0.02 s"]
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ the run before anything is written.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -61,6 +62,7 @@ class LLMSummarizer:
         prices: Mapping[str, Any] | None = None,
         fallback: str = "extractive",
         sleep: Callable[[float], None] = time.sleep,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if fallback not in FALLBACKS:
             raise PamdError(
@@ -83,6 +85,7 @@ class LLMSummarizer:
         self.prices = dict(prices or {})
         self.fallback = fallback
         self.sleep = sleep
+        self.warn = warn or _stderr
 
     # ------------------------------------------------------------------ public
 
@@ -91,9 +94,15 @@ class LLMSummarizer:
         texts: list[str] = []
         failures: Counter[str] = Counter()
         trimmed = longer = 0
+        # A batch that failed after all its retries with a transient error (refused,
+        # timeout, 429, 5xx) says the endpoint is down for this run: the batches left
+        # fall back at once instead of each paying the whole retry schedule again.
+        down = ""
         for start in range(0, len(groups), self.batch_size):
             batch = groups[start : start + self.batch_size]
-            answer, reason = self._ask(batch, usage)
+            answer, reason, exhausted = (None, down, True) if down else self._ask(batch, usage)
+            if exhausted:
+                down = reason
             if answer is None:
                 if self.fallback == "fail":
                     raise PamdError(
@@ -133,8 +142,9 @@ class LLMSummarizer:
     def _call(self, batch: list[Group], usage: Usage) -> str | None:
         raise NotImplementedError
 
-    def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str]:
-        """The batch's summaries, or (None, why) after retries or a malformed answer."""
+    def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str, bool]:
+        """(the batch's summaries, "", False), or (None, why, exhausted): exhausted when
+        a transient failure outlasted the retries, not for a malformed answer."""
         reason = ""
         hint: float | None = None
         for attempt in range(self.max_retries + 1):
@@ -145,14 +155,16 @@ class LLMSummarizer:
                 text = self._call(batch, usage)
             except Transient as exc:
                 reason, hint = exc.reason, exc.delay
+                if attempt < self.max_retries:
+                    self.warn(f"{self.name}: {reason}, retrying in {self._delay(attempt + 1, hint):g} s")
                 continue
             except Failed as exc:
-                return None, exc.reason
+                return None, exc.reason, False
             try:
-                return prompts.parse_answer(text, len(batch)), ""
+                return prompts.parse_answer(text, len(batch)), "", False
             except ValueError as exc:
-                return None, f"malformed response ({exc})"
-        return None, f"{reason} after {self.max_retries} retries"
+                return None, f"malformed response ({exc})", False
+        return None, f"{reason} after {self.max_retries} retries", True
 
     def _delay(self, attempt: int, hint: float | None) -> float:
         """Exponential backoff, raised to the server's own delay when it sends one."""
@@ -174,6 +186,11 @@ class LLMSummarizer:
             usage.input_tokens * float(price.get("input", 0))
             + usage.output_tokens * float(price.get("output", 0))
         ) / 1_000_000
+
+
+def _stderr(line: str) -> None:
+    """Why a run sits there: a person at `pamd compact` (and the daemon's log) sees it."""
+    print(f"pamd: {line}", file=sys.stderr, flush=True)
 
 
 def common_options(s: Mapping[str, Any]) -> dict[str, Any]:

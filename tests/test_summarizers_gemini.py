@@ -296,6 +296,49 @@ def test_a_timeout_is_above_0_and_never_0_ms():
     assert client._api_client._http_options.timeout == 1  # 0 ms would mean: wait forever
 
 
+def blocked(why: str = "SAFETY", prompt: bool = False):
+    reply = answer([], prompt_tokens=70, output_tokens=0)
+    if prompt:  # the prompt itself is blocked: no candidates, a promptFeedback
+        reply.body["candidates"] = []
+        reply.body["promptFeedback"] = {"blockReason": why}
+    else:
+        reply.body["candidates"] = [{"finishReason": why, "index": 0}]
+    return reply
+
+
+def test_fallback_fail_after_paid_batches_reports_the_spend_and_the_block(stub, sleeps):
+    # The model blocks one batch each time: "retry later" would never help, and the first
+    # batch's tokens (no commit is made) would be reported nowhere.
+    stub.script += [answer(["a", "b"], prompt_tokens=200, output_tokens=40), blocked()]
+    with pytest.raises(PamdError) as caught:
+        make(stub, sleeps, batch_size=2, fallback="fail").summarize([group(i) for i in range(4)])
+    err = str(caught.value)
+    assert "gemini summarizer failed: malformed response (empty response, finishReason SAFETY)" in err
+    assert "spent 270 LLM tokens in and 40 out (2 requests, $0.0002) that no commit records" in err
+    assert ('set fallback = "extractive", or look at the entries it sends '
+            "(e-000002000000, e-000002000001, e-000002000002 and 3 more)") in err
+    assert "retry later" not in err and len(stub.requests) == 2
+
+
+def test_a_rejected_key_after_a_paid_batch_reports_the_spend(stub, sleeps):
+    stub.script += [answer(["a", "b"], prompt_tokens=200, output_tokens=40), error(403, "PERMISSION_DENIED")]
+    with pytest.raises(PamdError, match="rejected the API key .*; spent 200 LLM tokens in and 40 out"):
+        make(stub, sleeps, batch_size=2).summarize([group(i) for i in range(4)])
+
+
+@pytest.mark.parametrize("reply,why", [
+    (blocked("RECITATION"), "empty response, finishReason RECITATION"),
+    (blocked("SAFETY", prompt=True), "empty response, blockReason SAFETY"),
+    (answer('[{"i": 0, "summary": "cut he'), "response is not JSON, finishReason MAX_TOKENS"),
+])
+def test_a_blocked_or_cut_answer_names_the_reason(stub, sleeps, reply, why):
+    if reply.body["candidates"] and "content" in reply.body["candidates"][0]:
+        reply.body["candidates"][0]["finishReason"] = "MAX_TOKENS"
+    stub.script.append(reply)
+    texts, usage = make(stub, sleeps).summarize([group(0)])
+    assert usage.fallbacks == 1 and usage.notes[0].startswith(f"gemini: malformed response ({why})")
+
+
 def test_bad_fallback_is_a_clear_error():
     with pytest.raises(PamdError, match="fallback 'none'"):
         GeminiSummarizer(api_key=KEY, fallback="none")

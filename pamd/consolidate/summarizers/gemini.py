@@ -103,7 +103,16 @@ class GeminiSummarizer(LLMSummarizer):
                 raise Transient(f"network error ({type(exc).__name__})") from None
             raise Failed(f"malformed response ({type(exc).__name__})") from None
         _record_tokens(response, usage)
-        return _response_text(response)
+        text = _response_text(response)
+        why = _stop_reason(response)
+        if why and text is None:  # blocked, or cut before a word: say which
+            raise Failed(f"malformed response (empty response, {why})")
+        if why:  # cut short (MAX_TOKENS) or stopped for a reason: usable only if it parses
+            try:
+                prompts.parse_answer(text, len(batch))
+            except ValueError as exc:
+                raise Failed(f"malformed response ({exc}, {why})") from None
+        return text
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -188,6 +197,21 @@ def _response_text(response: Any) -> str | None:
                 parts.append(part.text)
         break
     return "".join(parts) or None
+
+
+def _stop_reason(response: Any) -> str:
+    """Why the model stopped, when not a normal end: "blockReason SAFETY" for a blocked
+    prompt, "finishReason SAFETY" / "RECITATION" / "MAX_TOKENS" for a cut answer."""
+    feedback = getattr(response, "prompt_feedback", None)
+    block = getattr(feedback, "block_reason", None)
+    if block:
+        return f"blockReason {getattr(block, 'value', block)}"
+    for candidate in response.candidates or []:
+        finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
+        if finish and finish not in ("STOP", "FINISH_REASON_UNSPECIFIED"):
+            return f"finishReason {finish}"
+        break
+    return ""
 
 
 def _retry_delay(exc: Any) -> float | None:

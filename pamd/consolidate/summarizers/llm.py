@@ -100,15 +100,16 @@ class LLMSummarizer:
         down = ""
         for start in range(0, len(groups), self.batch_size):
             batch = groups[start : start + self.batch_size]
-            answer, reason, exhausted = (None, down, True) if down else self._ask(batch, usage)
+            try:
+                answer, reason, exhausted = (None, down, True) if down else self._ask(batch, usage)
+            except PamdError as exc:  # a rejected key after batches were answered and billed
+                exc.message += self._spent(usage)
+                raise
             if exhausted:
                 down = reason
             if answer is None:
                 if self.fallback == "fail":
-                    raise PamdError(
-                        f"{self.name} summarizer failed: {reason}",
-                        'nothing was written; retry later or set fallback = "extractive"',
-                    )
+                    raise self._failure(reason, exhausted, batch, usage)
                 failures[reason] += len(batch)
                 usage.fallbacks += len(batch)
                 texts.extend(ExtractiveSummarizer().summarize(batch)[0])
@@ -136,6 +137,29 @@ class LLMSummarizer:
             usage.notes.append(f"{self.name}: trimmed {cut}")
         usage.cost_usd = self._cost(usage)
         return texts, usage
+
+    def _failure(self, reason: str, transient: bool, batch: list[Group], usage: Usage) -> PamdError:
+        """fallback = "fail": the run stops, with what was already paid for (no commit will
+        record it) and, for an answer the model refuses, advice that is not "retry later"."""
+        message = f"{self.name} summarizer failed: {reason}{self._spent(usage)}"
+        if transient:
+            return PamdError(message, 'nothing was written; retry later or set fallback = "extractive"')
+        ids = [e.id for g in batch for e in g.entries]
+        more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+        return PamdError(
+            message,
+            "nothing was written; the same request fails the same way on every run: set "
+            f'fallback = "extractive", or look at the entries it sends ({", ".join(ids[:3])}{more})',
+        )
+
+    def _spent(self, usage: Usage) -> str:
+        """"; spent ..." for tokens a run that stops now was billed for, else ""."""
+        if not (usage.input_tokens or usage.output_tokens):
+            return ""
+        cost = self._cost(usage)
+        price = f", ${cost:.4f}" if cost else ""
+        return (f"; spent {usage.input_tokens:,} LLM tokens in and {usage.output_tokens:,} out"
+                f" ({plural(usage.requests, 'request')}{price}) that no commit records")
 
     # ------------------------------------------------------------------ one batch
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,11 +46,15 @@ class Reply:
     # What the reply reported as usage (filled for generated answers).
     prompt_tokens: int = 0
     output_tokens: int = 0
+    # A server dying mid-answer: Content-Length promises this many bytes more than are sent.
+    cut: int = 0
+    # Bytes sent instead of an HTTP response (a garbled status line), then the socket closes.
+    raw: bytes = b""
 
 
 def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20) -> Reply:
     """A 200 generateContent response whose text is `texts` (a list is sent as JSON)."""
-    text = texts if isinstance(texts, str) else json.dumps(texts, ensure_ascii=False)
+    text = texts if isinstance(texts, str) else json.dumps(numbered(texts), ensure_ascii=False)
     body = {
         "candidates": [
             {
@@ -68,6 +73,11 @@ def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int 
     return Reply(200, body, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
 
 
+def numbered(texts: list[str]) -> list[dict[str, Any]]:
+    """Summaries as pamd asks for them: each with its group's index."""
+    return [{"i": i, "summary": text} for i, text in enumerate(texts)]
+
+
 def error(status: int, api_status: str, message: str = "stub error", details=None) -> Reply:
     payload = {"error": {"code": status, "message": message, "status": api_status}}
     if details is not None:
@@ -84,12 +94,14 @@ def echo(request: StubRequest) -> Reply:
 
 def chat_answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int = 20,
                 wrap: bool = True) -> Reply:
-    """A 200 chat-completions response whose content is `texts` ({"summaries": [...]}
-    when `wrap`, else a bare JSON array; a str is sent as it is)."""
+    """A 200 chat-completions response whose content is `texts`, numbered
+    ({"summaries": [{"i": 0, "summary": ...}, ...]} when `wrap`, else the bare array; a str
+    is sent as it is)."""
     if isinstance(texts, str):
         content = texts
     else:
-        content = json.dumps({"summaries": texts} if wrap else texts, ensure_ascii=False)
+        items = numbered(texts)
+        content = json.dumps({"summaries": items} if wrap else items, ensure_ascii=False)
     body = {
         "id": "chatcmpl-stub", "object": "chat.completion", "model": "stub",
         "choices": [{"index": 0, "finish_reason": "stop",
@@ -147,17 +159,26 @@ class GeminiStub:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
+                if reply.raw:
+                    self.wfile.write(reply.raw)
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 data = (
                     reply.body.encode() if isinstance(reply.body, str)
                     else json.dumps(reply.body).encode()
                 )
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(len(data) + reply.cut))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
+                if reply.cut:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass

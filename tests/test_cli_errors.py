@@ -26,6 +26,7 @@ def set_config(root, key: str, value: str) -> None:
     ("compact_every_minutes", "0", "[schedule] compact_every_minutes: expected a number above 0, got 0"),
     ("keep_hot", "1.5", "[hippocampus.retention] keep_hot: expected a number from 0 to 1, got 1.5"),
     ("batch_size", "0", "[summarizer] batch_size: expected a number above 0, got 0"),
+    ("timeout", "0", "[summarizer] timeout: expected a number above 0, got 0"),  # no timeout, or none at all
     ("deep", '"yes"', '[index] deep: expected true or false, got "yes"'),
     ("author_name", "7", "[git] author_name: expected a string, got 7"),
     ("budget", "inf", "[boot] budget: expected a number, got Infinity"),

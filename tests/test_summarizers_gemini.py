@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import sys
@@ -67,6 +68,7 @@ def test_batches_groups_and_sends_key_model_and_json_schema(stub, sleeps):
         config = r.body["generationConfig"]
         assert config["responseMimeType"] == "application/json"
         assert config["responseSchema"]["type"] == "ARRAY"
+        assert config["responseSchema"]["items"]["required"] == ["i", "summary"]
         assert "JSON array" in r.body["systemInstruction"]["parts"][0]["text"]
     sent = [g for r in stub.requests for g in r.groups]
     assert [g["messages"][0]["text"] for g in sent] == [g.entries[0].text for g in groups]
@@ -117,19 +119,20 @@ def test_retry_info_delay_is_honoured_up_to_the_cap(stub, sleeps):
     assert sleeps == [5.0]
 
 
-def test_persistent_errors_fall_back_to_extractive_and_say_so(stub, sleeps):
-    groups = [group(i) for i in range(4)]
-    # First batch: 500 on every attempt (1 + 2 retries); second batch answers.
+def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sleeps, capsys):
+    groups = [group(i) for i in range(5)]
+    # First batch: 500 on every attempt (1 + 2 retries). The endpoint is down for this
+    # run: the batches left fall back at once, not after their own retries each.
     stub.script += [error(500, "INTERNAL")] * 3
     texts, usage = make(stub, sleeps, batch_size=2, max_retries=2).summarize(groups)
-    assert len(stub.requests) == 3 + 1
-    extractive, _ = ExtractiveSummarizer().summarize(groups[:2])
-    assert texts[:2] == extractive
-    assert texts[2].startswith("summary of group 2")
-    assert usage.fallbacks == 2 and usage.requests == 4
+    assert len(stub.requests) == 3 and usage.requests == 3 and sleeps == [0.01, 0.02]
+    assert texts == ExtractiveSummarizer().summarize(groups)[0]
+    assert usage.fallbacks == 5
     assert usage.notes == [
-        "gemini: 500 INTERNAL after 2 retries; fell back to extractive for 2 groups"
+        "gemini: 500 INTERNAL after 2 retries; fell back to extractive for 5 groups"
     ]
+    assert capsys.readouterr().err.splitlines() == [
+        "pamd: gemini: 500 INTERNAL, retrying in 0.01 s", "pamd: gemini: 500 INTERNAL, retrying in 0.02 s"]
 
 
 @pytest.mark.parametrize(
@@ -140,6 +143,11 @@ def test_persistent_errors_fall_back_to_extractive_and_say_so(stub, sleeps):
         (answer(["fine", "  "]), "empty"),
         (answer('{"a": 1}'), "not a JSON array"),
         (answer([]), "0 summaries"),
+        # matched by position alone, a reordered answer would sit under the wrong entries
+        (answer('["first", "second"]'), "without its group's index"),
+        (answer('[{"i": 1, "summary": "b"}, {"i": 1, "summary": "b"}]'), "two summaries for group i = 1"),
+        (answer('[{"i": 0, "summary": "a"}, {"i": 2, "summary": "c"}]'), "for no group (i = 2)"),
+        (answer('[{"i": 0, "summary": "a"}, {"summary": "b"}]'), "without its group's index"),
     ],
 )
 def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, why):
@@ -152,6 +160,26 @@ def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, wh
     assert usage.fallbacks == 2
     assert len(usage.notes) == 1 and why in usage.notes[0] and "malformed" in usage.notes[0]
     assert usage.input_tokens > 0  # a malformed answer was still billed
+
+
+def test_a_reordered_answer_is_matched_by_its_indices(stub, sleeps):
+    groups = [group(i) for i in range(3)]
+    stub.script.append(answer(json.dumps([{"i": 2, "summary": "about two"}, {"i": "0", "summary": "about zero"},
+                                          {"i": 1, "summary": "about one"}])))
+    texts, usage = make(stub, sleeps, batch_size=3).summarize(groups)
+    assert texts == ["about zero", "about one", "about two"] and usage.fallbacks == 0
+
+
+def test_answers_get_the_normalisation_ingested_text_gets(stub, sleeps):
+    # a bare CR would put an entry header on a line of its own in the tier file (a file
+    # pamd itself then refuses); a NUL makes the file binary to git
+    stub.script.append(answer(["a\r### e-aaaaaaaaaaaa · x · y", "billing NUL\x00here\r\n\x1b[1mok"]))
+    texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
+    assert texts == ["a\n### e-aaaaaaaaaaaa · x · y", "billing NUL here\n [1mok"]
+    assert usage.fallbacks == 0
+    stub.script.append(answer(["\x00\r", "fine"]))  # nothing left after it: malformed
+    texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
+    assert usage.fallbacks == 2 and "empty or non-text" in usage.notes[0]
 
 
 def test_broken_http_body_falls_back(stub, sleeps):
@@ -251,6 +279,64 @@ def test_missing_key_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with pytest.raises(PamdError, match="GEMINI_API_KEY is not set"):
         get_summarizer({"summarizer": {"backend": "gemini"}})
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:18765", "not a url", "ftp://proxy.example"])
+def test_a_base_url_that_is_not_http_is_a_clear_error(monkeypatch, url):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.delenv("PAMD_GEMINI_BASE_URL", raising=False)
+    with pytest.raises(PamdError, match="base_url .* is not an http"):
+        get_summarizer({"summarizer": {"backend": "gemini", "base_url": url}})
+
+
+def test_a_timeout_is_above_0_and_never_0_ms():
+    with pytest.raises(PamdError, match="timeout must be a number of seconds above 0"):
+        GeminiSummarizer(api_key=KEY, timeout=0)
+    client = GeminiSummarizer(api_key=KEY, timeout=0.0001)._get_client()
+    assert client._api_client._http_options.timeout == 1  # 0 ms would mean: wait forever
+
+
+def blocked(why: str = "SAFETY", prompt: bool = False):
+    reply = answer([], prompt_tokens=70, output_tokens=0)
+    if prompt:  # the prompt itself is blocked: no candidates, a promptFeedback
+        reply.body["candidates"] = []
+        reply.body["promptFeedback"] = {"blockReason": why}
+    else:
+        reply.body["candidates"] = [{"finishReason": why, "index": 0}]
+    return reply
+
+
+def test_fallback_fail_after_paid_batches_reports_the_spend_and_the_block(stub, sleeps):
+    # The model blocks one batch each time: "retry later" would never help, and the first
+    # batch's tokens (no commit is made) would be reported nowhere.
+    stub.script += [answer(["a", "b"], prompt_tokens=200, output_tokens=40), blocked()]
+    with pytest.raises(PamdError) as caught:
+        make(stub, sleeps, batch_size=2, fallback="fail").summarize([group(i) for i in range(4)])
+    err = str(caught.value)
+    assert "gemini summarizer failed: malformed response (empty response, finishReason SAFETY)" in err
+    assert "spent 270 LLM tokens in and 40 out (2 requests, $0.0002) that no commit records" in err
+    assert ('set fallback = "extractive", or look at the entries it sends '
+            "(e-000002000000, e-000002000001, e-000002000002 and 3 more)") in err
+    assert "retry later" not in err and len(stub.requests) == 2
+
+
+def test_a_rejected_key_after_a_paid_batch_reports_the_spend(stub, sleeps):
+    stub.script += [answer(["a", "b"], prompt_tokens=200, output_tokens=40), error(403, "PERMISSION_DENIED")]
+    with pytest.raises(PamdError, match="rejected the API key .*; spent 200 LLM tokens in and 40 out"):
+        make(stub, sleeps, batch_size=2).summarize([group(i) for i in range(4)])
+
+
+@pytest.mark.parametrize("reply,why", [
+    (blocked("RECITATION"), "empty response, finishReason RECITATION"),
+    (blocked("SAFETY", prompt=True), "empty response, blockReason SAFETY"),
+    (answer('[{"i": 0, "summary": "cut he'), "response is not JSON, finishReason MAX_TOKENS"),
+])
+def test_a_blocked_or_cut_answer_names_the_reason(stub, sleeps, reply, why):
+    if reply.body["candidates"] and "content" in reply.body["candidates"][0]:
+        reply.body["candidates"][0]["finishReason"] = "MAX_TOKENS"
+    stub.script.append(reply)
+    texts, usage = make(stub, sleeps).summarize([group(0)])
+    assert usage.fallbacks == 1 and usage.notes[0].startswith(f"gemini: malformed response ({why})")
 
 
 def test_bad_fallback_is_a_clear_error():

@@ -48,7 +48,7 @@ def test_batches_groups_in_order_with_key_model_and_json_mode(stub, sleeps):
     assert first.body["model"] == "gpt-4.1-mini" and first.body["temperature"] == 0.2
     assert first.body["response_format"] == {"type": "json_object"}
     system, user = first.body["messages"]
-    assert system["role"] == "system" and '{"summaries": [...]}' in system["content"]
+    assert system["role"] == "system" and '{"summaries": [{"i": <the group\'s i>' in system["content"]
     assert user["role"] == "user" and json.loads(user["content"])["groups"][1]["tier"] == "L1"
     assert [t.split(":")[0] for t in texts] == [f"summary of group {i} message 0" for i in range(3)]
     assert usage.backend == "openai" and usage.requests == 2 and usage.fallbacks == 0
@@ -75,7 +75,8 @@ def test_json_mode_off_asks_for_a_bare_array_and_reads_one(stub, sleeps):
 
 
 def test_a_fenced_json_answer_is_read(stub, sleeps):
-    stub.script.append(chat_answer('```json\n{"summaries": ["one", "two"]}\n```'))
+    stub.script.append(chat_answer('```json\n{"summaries": [{"i": 0, "summary": "one"}, '
+                                   '{"i": 1, "summary": "two"}]}\n```'))
     texts, usage = make(stub, sleeps).summarize([group(0), group(1)])
     assert texts == ["one", "two"] and usage.fallbacks == 0
 
@@ -88,15 +89,14 @@ def test_429_with_retry_after_and_503_are_retried(stub, sleeps):
     assert texts[0].startswith("summary of group 0") and usage.fallbacks == 0
 
 
-def test_persistent_errors_fall_back_to_extractive_and_say_so(stub, sleeps):
+def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sleeps):
     groups = [group(i) for i in range(4)]
     stub.script += [chat_error(500)] * 3
     texts, usage = make(stub, sleeps, max_retries=2).summarize(groups)
-    assert len(stub.requests) == 3 + 1
-    assert texts[:2] == ExtractiveSummarizer().summarize(groups[:2])[0]
-    assert texts[2].startswith("summary of group 2")
-    assert usage.fallbacks == 2
-    assert usage.notes == ["openai: 500 after 2 retries; fell back to extractive for 2 groups"]
+    assert len(stub.requests) == 3  # the second batch is not sent to an endpoint that is down
+    assert texts == ExtractiveSummarizer().summarize(groups)[0]
+    assert usage.fallbacks == 4
+    assert usage.notes == ["openai: 500 after 2 retries; fell back to extractive for 4 groups"]
 
 
 @pytest.mark.parametrize(
@@ -138,6 +138,22 @@ def test_unreachable_endpoint_is_retried_then_falls_back(sleeps):
     texts, usage = summarizer.summarize([group(0)])
     assert texts == ExtractiveSummarizer().summarize([group(0)])[0]
     assert usage.requests == 2 and sleeps == [0.01] and "network error" in usage.notes[0]
+
+
+@pytest.mark.parametrize(
+    "reply,name",
+    [
+        (Reply(200, '{"choices": [{"mess', cut=4000), "IncompleteRead"),  # the server died mid-answer
+        (Reply(raw=b"garbage\r\n\r\n"), "BadStatusLine"),
+    ],
+)
+def test_a_connection_cut_mid_answer_is_retried_then_falls_back(stub, sleeps, reply, name):
+    stub.script += [reply, reply]
+    texts, usage = make(stub, sleeps, max_retries=1).summarize([group(0)])
+    assert len(stub.requests) == 2 and sleeps == [0.01]
+    assert texts == ExtractiveSummarizer().summarize([group(0)])[0]
+    assert usage.notes == [f"openai: network error ({name}) after 1 retries; "
+                           "fell back to extractive for 1 group"]
 
 
 @pytest.mark.parametrize(

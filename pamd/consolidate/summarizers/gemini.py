@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage, section
@@ -46,6 +47,14 @@ class GeminiSummarizer(LLMSummarizer):
             raise PamdError(
                 "GEMINI_API_KEY is not set but [summarizer] backend is \"gemini\"",
                 'export GEMINI_API_KEY=..., or set backend = "extractive" in pamd.toml',
+            )
+        parts = urlsplit(base_url)
+        if base_url and (parts.scheme not in ("http", "https") or not parts.hostname):
+            # httpx would call it an UnsupportedProtocol, a transport error: retried and
+            # fallen back on every run, for a mistake no retry can mend
+            raise PamdError(
+                f"[summarizer] base_url {base_url!r} is not an http(s) URL",
+                'e.g. base_url = "http://127.0.0.1:8080" for a proxy, or leave it empty',
             )
         super().__init__(model=model, **kw)
         self.api_key = api_key
@@ -94,7 +103,16 @@ class GeminiSummarizer(LLMSummarizer):
                 raise Transient(f"network error ({type(exc).__name__})") from None
             raise Failed(f"malformed response ({type(exc).__name__})") from None
         _record_tokens(response, usage)
-        return _response_text(response)
+        text = _response_text(response)
+        why = _stop_reason(response)
+        if why and text is None:  # blocked, or cut before a word: say which
+            raise Failed(f"malformed response (empty response, {why})")
+        if why:  # cut short (MAX_TOKENS) or stopped for a reason: usable only if it parses
+            try:
+                prompts.parse_answer(text, len(batch))
+            except ValueError as exc:
+                raise Failed(f"malformed response ({exc}, {why})") from None
+        return text
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -109,7 +127,8 @@ class GeminiSummarizer(LLMSummarizer):
             # v1beta pinned: google-genai 3.x defaults to v1, while structured output
             # (responseSchema) and thinkingConfig are documented on v1beta.
             options = types.HttpOptions(
-                api_version=self.api_version, timeout=int(self.timeout * 1000)
+                # milliseconds; never 0, which google-genai takes as no timeout at all
+                api_version=self.api_version, timeout=max(1, round(self.timeout * 1000))
             )
             if self.base_url:
                 options.base_url = self.base_url
@@ -124,7 +143,16 @@ class GeminiSummarizer(LLMSummarizer):
             "system_instruction": prompts.SYSTEM,
             "response_mime_type": "application/json",
             "response_schema": types.Schema(
-                type=types.Type.ARRAY, items=types.Schema(type=types.Type.STRING)
+                type=types.Type.ARRAY,
+                items=types.Schema(
+                    type=types.Type.OBJECT,
+                    properties={
+                        "i": types.Schema(type=types.Type.INTEGER),
+                        "summary": types.Schema(type=types.Type.STRING),
+                    },
+                    required=["i", "summary"],
+                    property_ordering=["i", "summary"],
+                ),
             ),
         }
         if self.temperature is not None:
@@ -169,6 +197,21 @@ def _response_text(response: Any) -> str | None:
                 parts.append(part.text)
         break
     return "".join(parts) or None
+
+
+def _stop_reason(response: Any) -> str:
+    """Why the model stopped, when not a normal end: "blockReason SAFETY" for a blocked
+    prompt, "finishReason SAFETY" / "RECITATION" / "MAX_TOKENS" for a cut answer."""
+    feedback = getattr(response, "prompt_feedback", None)
+    block = getattr(feedback, "block_reason", None)
+    if block:
+        return f"blockReason {getattr(block, 'value', block)}"
+    for candidate in response.candidates or []:
+        finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
+        if finish and finish not in ("STOP", "FINISH_REASON_UNSPECIFIED"):
+            return f"finishReason {finish}"
+        break
+    return ""
 
 
 def _retry_delay(exc: Any) -> float | None:

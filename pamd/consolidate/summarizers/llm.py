@@ -10,6 +10,7 @@ the run before anything is written.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -61,6 +62,7 @@ class LLMSummarizer:
         prices: Mapping[str, Any] | None = None,
         fallback: str = "extractive",
         sleep: Callable[[float], None] = time.sleep,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if fallback not in FALLBACKS:
             raise PamdError(
@@ -71,6 +73,8 @@ class LLMSummarizer:
             raise PamdError(
                 "[summarizer] batch_size must be >= 1 and max_retries >= 0", "fix pamd.toml"
             )
+        if not timeout > 0:  # 0 would mean "wait forever" to one client, "fail at once" to another
+            raise PamdError("[summarizer] timeout must be a number of seconds above 0", "fix pamd.toml")
         self.model = model
         self.batch_size = batch_size
         self.max_retries = max_retries
@@ -81,6 +85,7 @@ class LLMSummarizer:
         self.prices = dict(prices or {})
         self.fallback = fallback
         self.sleep = sleep
+        self.warn = warn or _stderr
 
     # ------------------------------------------------------------------ public
 
@@ -89,15 +94,22 @@ class LLMSummarizer:
         texts: list[str] = []
         failures: Counter[str] = Counter()
         trimmed = longer = 0
+        # A batch that failed after all its retries with a transient error (refused,
+        # timeout, 429, 5xx) says the endpoint is down for this run: the batches left
+        # fall back at once instead of each paying the whole retry schedule again.
+        down = ""
         for start in range(0, len(groups), self.batch_size):
             batch = groups[start : start + self.batch_size]
-            answer, reason = self._ask(batch, usage)
+            try:
+                answer, reason, exhausted = (None, down, True) if down else self._ask(batch, usage)
+            except PamdError as exc:  # a rejected key after batches were answered and billed
+                exc.message += self._spent(usage)
+                raise
+            if exhausted:
+                down = reason
             if answer is None:
                 if self.fallback == "fail":
-                    raise PamdError(
-                        f"{self.name} summarizer failed: {reason}",
-                        'nothing was written; retry later or set fallback = "extractive"',
-                    )
+                    raise self._failure(reason, exhausted, batch, usage)
                 failures[reason] += len(batch)
                 usage.fallbacks += len(batch)
                 texts.extend(ExtractiveSummarizer().summarize(batch)[0])
@@ -126,13 +138,37 @@ class LLMSummarizer:
         usage.cost_usd = self._cost(usage)
         return texts, usage
 
+    def _failure(self, reason: str, transient: bool, batch: list[Group], usage: Usage) -> PamdError:
+        """fallback = "fail": the run stops, with what was already paid for (no commit will
+        record it) and, for an answer the model refuses, advice that is not "retry later"."""
+        message = f"{self.name} summarizer failed: {reason}{self._spent(usage)}"
+        if transient:
+            return PamdError(message, 'nothing was written; retry later or set fallback = "extractive"')
+        ids = [e.id for g in batch for e in g.entries]
+        more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+        return PamdError(
+            message,
+            "nothing was written; the same request fails the same way on every run: set "
+            f'fallback = "extractive", or look at the entries it sends ({", ".join(ids[:3])}{more})',
+        )
+
+    def _spent(self, usage: Usage) -> str:
+        """"; spent ..." for tokens a run that stops now was billed for, else ""."""
+        if not (usage.input_tokens or usage.output_tokens):
+            return ""
+        cost = self._cost(usage)
+        price = f", ${cost:.4f}" if cost else ""
+        return (f"; spent {usage.input_tokens:,} LLM tokens in and {usage.output_tokens:,} out"
+                f" ({plural(usage.requests, 'request')}{price}) that no commit records")
+
     # ------------------------------------------------------------------ one batch
 
     def _call(self, batch: list[Group], usage: Usage) -> str | None:
         raise NotImplementedError
 
-    def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str]:
-        """The batch's summaries, or (None, why) after retries or a malformed answer."""
+    def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str, bool]:
+        """(the batch's summaries, "", False), or (None, why, exhausted): exhausted when
+        a transient failure outlasted the retries, not for a malformed answer."""
         reason = ""
         hint: float | None = None
         for attempt in range(self.max_retries + 1):
@@ -143,14 +179,16 @@ class LLMSummarizer:
                 text = self._call(batch, usage)
             except Transient as exc:
                 reason, hint = exc.reason, exc.delay
+                if attempt < self.max_retries:
+                    self.warn(f"{self.name}: {reason}, retrying in {self._delay(attempt + 1, hint):g} s")
                 continue
             except Failed as exc:
-                return None, exc.reason
+                return None, exc.reason, False
             try:
-                return prompts.parse_answer(text, len(batch)), ""
+                return prompts.parse_answer(text, len(batch)), "", False
             except ValueError as exc:
-                return None, f"malformed response ({exc})"
-        return None, f"{reason} after {self.max_retries} retries"
+                return None, f"malformed response ({exc})", False
+        return None, f"{reason} after {self.max_retries} retries", True
 
     def _delay(self, attempt: int, hint: float | None) -> float:
         """Exponential backoff, raised to the server's own delay when it sends one."""
@@ -172,6 +210,11 @@ class LLMSummarizer:
             usage.input_tokens * float(price.get("input", 0))
             + usage.output_tokens * float(price.get("output", 0))
         ) / 1_000_000
+
+
+def _stderr(line: str) -> None:
+    """Why a run sits there: a person at `pamd compact` (and the daemon's log) sees it."""
+    print(f"pamd: {line}", file=sys.stderr, flush=True)
 
 
 def common_options(s: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ Configuration (`[summarizer]` in pamd.toml; environment wins for key and base UR
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -125,7 +126,9 @@ class OpenAISummarizer(LLMSummarizer):
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             self._http_error(exc)
-        except (urllib.error.URLError, OSError) as exc:  # refused, reset, DNS, timeout
+        # refused, reset, DNS, timeout; a server dying mid-answer (IncompleteRead) or
+        # garbage on the socket (BadStatusLine, RemoteDisconnected) as well
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             cause = getattr(exc, "reason", exc)
             name = "timeout" if isinstance(cause, (TimeoutError, socket.timeout)) \
                 else type(cause).__name__

@@ -7,6 +7,7 @@ import json
 from pamd.consolidate.summarizers import text as tx
 from pamd.consolidate.summarizers.base import Group
 from pamd.core.entry import count_tokens, fmt_time
+from pamd.encode.sources import normalize_text
 
 CHARS_PER_TOKEN = 4
 
@@ -30,12 +31,14 @@ Rules:
   from that message.
 - A summary must not exceed its group's max_chars characters.
 """
-SYSTEM = SYSTEM_RULES + """- Answer with a JSON array of strings only: exactly one string per group, in the same
-  order as the groups."""
+# Each summary comes back with its group's index: an answer matched to the groups by
+# position alone would put a reordered summary under another group's entries.
+SYSTEM = SYSTEM_RULES + """- Answer with a JSON array only: one object {"i": <the group's i>, "summary": "<text>"}
+  for each group, exactly one per group."""
 # For endpoints whose JSON mode returns an object (OpenAI's response_format json_object);
 # parse_answer takes the object's one list.
-SYSTEM_OBJECT = SYSTEM_RULES + """- Answer with a JSON object {"summaries": [...]} only: exactly one string per group
-  in the list, in the same order as the groups."""
+SYSTEM_OBJECT = SYSTEM_RULES + """- Answer with a JSON object only: {"summaries": [{"i": <the group's i>, "summary":
+  "<text>"}, ...]}, exactly one object per group."""
 
 
 def source_tokens(group: Group) -> int:
@@ -71,7 +74,8 @@ def request_payload(groups: list[Group]) -> str:
 
 
 def parse_answer(text: str | None, count: int) -> list[str]:
-    """The JSON array of summaries; ValueError says what is wrong with a bad answer."""
+    """The summaries in the groups' order, each placed by its index `i`; ValueError says
+    what is wrong with a bad answer (a wrong, missing or repeated index among them)."""
     if not text or not text.strip():
         raise ValueError("empty response")
     text = text.strip()
@@ -90,12 +94,32 @@ def parse_answer(text: str | None, count: int) -> list[str]:
         raise ValueError("response is not a JSON array")
     if len(data) != count:
         raise ValueError(f"response has {len(data)} summaries for {count} groups")
-    out = []
+    found: dict[int, str] = {}
     for item in data:
-        if not isinstance(item, str) or not item.strip():
+        if not isinstance(item, dict) or "i" not in item:
+            raise ValueError("response has a summary without its group's index i")
+        i = _index(item["i"])
+        if i is None or not 0 <= i < count:
+            raise ValueError(f"response has a summary for no group (i = {json.dumps(item['i'])})")
+        if i in found:
+            raise ValueError(f"response has two summaries for group i = {i}")
+        summary = item.get("summary")
+        # the normalisation ingested text gets: a bare CR or a NUL never reaches a tier file
+        summary = normalize_text(summary) if isinstance(summary, str) else ""
+        if not summary:
             raise ValueError("response has an empty or non-text summary")
-        out.append(item.strip())
-    return out
+        found[i] = summary
+    # count items, none twice, all in range: every group has its one summary
+    return [found[i] for i in range(count)]
+
+
+def _index(value: object) -> int | None:
+    """A group index as sent (0, 1, ...); a local model may quote it ("0")."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
 
 
 def fit(text: str, group: Group) -> tuple[str, bool]:

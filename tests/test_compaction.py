@@ -546,7 +546,8 @@ def test_a_failing_gemini_falls_back_to_extractive_and_the_commit_says_so(week, 
     assert "Pamd-Fallback:" in body and "fell back to extractive" in body
     assert all(e.text for e in tier_entries(week.cwd) if e.tier == "L1")
     # and the terminal says it too, not only the commit body (before: stderr was empty)
-    assert re.fullmatch(r"pamd: warning: gemini: 500 INTERNAL.*fell back to extractive for \d+ groups?\n", err)
+    assert re.fullmatch(r"(?:pamd: gemini: 500 INTERNAL, retrying in .* s\n)+"
+                        r"pamd: warning: gemini: 500 INTERNAL.*fell back to extractive for \d+ groups?\n", err)
 
 
 @pytest.mark.parametrize("command", ["run-due", "defrag"])
@@ -559,7 +560,22 @@ def test_run_due_and_defrag_warn_of_a_fallback_on_stderr(week, monkeypatch, comm
         code, out, err = week(command, now=iso(START + timedelta(days=8)))
     assert code == 0, err
     assert "Pamd-Fallback:" in git(week.cwd, "log", "-1", "--format=%B")
-    assert re.fullmatch(r"pamd: warning: gemini: 503 UNAVAILABLE.*fell back to extractive for \d+ groups?\n", err)
+    assert re.fullmatch(r"(?:pamd: gemini: 503 UNAVAILABLE, retrying in .* s\n)+"
+                        r"pamd: warning: gemini: 503 UNAVAILABLE.*fell back to extractive for \d+ groups?\n", err)
+
+
+def test_a_note_that_is_no_fallback_stays_in_the_commit_and_off_stderr(week, monkeypatch):
+    """Only a fallback is said on stderr: a note that would come every run (a model without
+    a price) stays in the commit body, or cron would mail every 30 minutes."""
+    from gemini_stub import GeminiStub
+
+    monkeypatch.setenv("GEMINI_API_KEY", "stub-key")
+    with GeminiStub() as stub:
+        _use_gemini(week.cwd, stub.base_url, model="gemma-local-7b")
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    assert code == 0 and stub.requests, err
+    assert "no price for gemma-local-7b" in git(week.cwd, "log", "-1", "--format=%B")
+    assert "warning" not in err and "no price" not in err, err
 
 
 def test_the_daemon_logs_a_fallback_in_the_runs_line_and_not_the_http_clients_chatter(week, monkeypatch):

@@ -369,10 +369,11 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
 
 
 def summarizer_notes(out: Outcome) -> list[str]:
-    """What the summarizer said of a run: a fallback to extractive and why, trimmed answers,
-    a model without a price. The commit body has them; the terminal and the daemon's log
-    say them too, or an endpoint that is down goes unnoticed behind extractive summaries."""
-    return list(out.usage.notes) if out.usage else []
+    """The summarizer's fallbacks to extractive in a run, and why. The commit body has them
+    and every other note (trimmed answers, a model without a price); the terminal and the
+    daemon's log say the fallbacks too, or an endpoint that is down goes unnoticed behind
+    extractive summaries. The other notes would be said every run: cron mails any stderr."""
+    return [n for n in out.usage.notes if "fell back" in n] if out.usage else []
 
 
 def unrecorded_spend(out: Outcome) -> str | None:

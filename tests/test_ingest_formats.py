@@ -338,6 +338,56 @@ def test_a_note_dated_out_of_range_is_refused(brain, tmp_path, day):
     assert brain("status")[0] == 0 and brain("check")[0] == 0
 
 
+NOTE = """# 2026-11-28
+
+## Decided: we ship billing v2 on Friday
+
+- Fixed the migration; how to rerun it:
+
+```bash
+# drop the stale lock first
+psql -c "delete from locks"
+mix ecto.migrate
+```
+
+- and the helper:
+
+  ```python
+  def rerun():
+      # twice if the lock is back
+      return migrate()
+  ```
+#billing
+- done
+"""
+
+
+def test_a_note_keeps_its_headings_and_code_blocks_whole(brain, tmp_path):
+    note = tmp_path / "2026-11-28.md"
+    note.write_text(NOTE)
+    code, _, err = brain("ingest", str(note))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == [
+        "## Decided: we ship billing v2 on Friday",
+        "Fixed the migration; how to rerun it:",
+        '```bash\n# drop the stale lock first\npsql -c "delete from locks"\nmix ecto.migrate\n```',
+        "and the helper:",
+        "```python\ndef rerun():\n    # twice if the lock is back\n    return migrate()\n```",
+        "#billing",
+        "done",
+    ]  # the title that only repeats the note's date is not an entry: it is the entries' day
+
+
+def test_a_note_from_before_keeps_its_item_ids(brain, tmp_path):
+    # the older reader dropped headings and # lines: items around them keep their ids
+    note = tmp_path / "2026-11-28.md"
+    note.write_text("- alpha\n- beta\n")
+    assert brain("ingest", str(note))[0] == 0
+    note.write_text("# 2026-11-28\n## Plans\n- alpha\n#tag\n- beta\n")
+    code, out, _ = brain("ingest", str(note))
+    assert code == 0 and "2 new entries, 2 already known" in out
+
+
 # Windows editors start a UTF-8 file with a BOM: ingest takes it in every shape (not a fix:
 # sources.decode reads utf-8-sig; this keeps it so, beside probes and eval's questions)
 

@@ -14,7 +14,8 @@ Formats (auto-detected, or forced with --format):
   user message at the time it was queued, whether or not the user record that later
   hands it over is in the file yet, so a file read while it grows gives it one id).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
-  message, ``HH:MM`` at its start sets its time.
+  message, ``HH:MM`` at its start sets its time; a heading (or any line starting
+  with ``#``) is a message of its own, a fenced code block one message as written.
 
 A message's id (see ingest.make_entries) comes from its session, its time (or
 `key`, or its position when it has neither), role and text, and `dup`: how many
@@ -45,6 +46,8 @@ _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
 # Lone surrogates (JSON "\ud800") cannot be written as UTF-8.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})")
+# A fenced code block's opening line: its indentation and its fence (``` or ~~~, 3 or more).
+_FENCE = re.compile(r"^( *)(`{3,}(?=[^`]*$)|~{3,})")
 _TIME = re.compile(r"^(?:\*\*)?(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\*\*)?\s*[-–—:]?\s*")
 
 
@@ -511,10 +514,34 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
                         body = body[tm.end():]
                 out.append(Message("note", body, ts, session, len(out), key=k))
 
+    fence: re.Match | None = None  # the open code fence, if inside one
     for ln in lines:
         s = ln.strip()
-        if not s or s.startswith("#"):
+        if fence is not None:
+            # a fenced block is one message, kept as written (its indentation too)
+            indent = len(fence.group(1))
+            para.append(ln[min(indent, len(ln) - len(ln.lstrip(" "))):])
+            if s.startswith(fence.group(2)) and not s.lstrip(fence.group(2)[0]):
+                fence = None
+                flush()
+            continue
+        f = _FENCE.match(ln)
+        if f:
             flush()
+            fence = f
+            para.append(s)
+            continue
+        if not s:
+            flush()
+            continue
+        if s.startswith("#"):
+            # a heading (or a #tag line) is a note of its own, so the items around
+            # it keep the ids an older pamd, which dropped these lines, gave them;
+            # the title that only repeats the note's date is the entries' day already
+            flush()
+            if day is None or s.lstrip("#").strip() != day:
+                para.append(s)
+                flush()
             continue
         if re.match(r"^([-*+]|\d+[.)])\s+", s):
             flush()

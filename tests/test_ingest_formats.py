@@ -406,3 +406,22 @@ def test_a_transcript_saved_with_a_bom_is_ingested(brain, tmp_path, name, body):
         r = brain.proc("ingest", str(tmp_path / name))
     assert r.returncode == 0, r.stderr.decode()
     assert [e.text for e in entries(brain.cwd)] == ["Billing runs on Postgres 16."]
+
+
+# PowerShell's `>` and Out-File write UTF-16 with a byte order mark: read, not "a binary file"
+
+@pytest.mark.parametrize("bom, enc", [
+    (b"", "utf-16"), (b"\xfe\xff", "utf-16-be"), (b"", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+])
+def test_a_utf16_or_utf32_transcript_with_a_bom_is_ingested(brain, tmp_path, bom, enc):
+    note = tmp_path / "2026-11-30.md"
+    note.write_bytes(bom + "# 2026-11-30\r\n\r\n- Billing runs on Postgres 16 — «ok».\r\n".encode(enc))
+    code, _, err = brain("ingest", str(note))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == ["Billing runs on Postgres 16 — «ok»."]
+
+
+def test_utf16_without_a_bom_is_named_not_called_binary(brain, tmp_path):
+    f = tmp_path / "a.json"
+    f.write_bytes('[{"role": "user", "content": "hi"}]'.encode("utf-16-le"))
+    refused(brain, f, needle="looks like UTF-16LE text without a byte order mark (convert it to UTF-8: iconv")

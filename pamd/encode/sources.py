@@ -25,6 +25,7 @@ in one second stay two.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections import Counter
@@ -79,8 +80,26 @@ def normalize_text(text: str) -> str:
     return "\n".join(ln.rstrip() for ln in text.strip("\n").split("\n")).strip()
 
 
+# Byte order marks of the wider Unicode encodings (PowerShell's `>` writes UTF-16 LE),
+# UTF-32 first: its LE mark begins with UTF-16 LE's.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
 def decode(data: bytes, name: str) -> str:
-    if b"\0" in data[:8192]:
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(enc)
+            except UnicodeDecodeError as exc:
+                raise PamdError(f"{name}: starts as {enc.upper()} but is not valid {enc.upper()} at byte {exc.start}",
+                                f"convert it to UTF-8: iconv -f {enc.upper()} -t UTF-8") from None
+    head = data[:8192]
+    for enc, zeros, text in (("UTF-16LE", head[1::2], head[0::2]), ("UTF-16BE", head[0::2], head[1::2])):
+        if len(head) >= 2 and not zeros.strip(b"\0") and b"\0" not in text:
+            raise PamdError(f"{name}: looks like {enc} text without a byte order mark",
+                            f"convert it to UTF-8: iconv -f {enc} -t UTF-8")
+    if b"\0" in head:
         raise PamdError(f"{name}: looks like a binary file", "pass a transcript (JSON, JSONL or Markdown)")
     try:
         return data.decode("utf-8-sig")

@@ -425,3 +425,54 @@ def test_utf16_without_a_bom_is_named_not_called_binary(brain, tmp_path):
     f = tmp_path / "a.json"
     f.write_bytes('[{"role": "user", "content": "hi"}]'.encode("utf-16-le"))
     refused(brain, f, needle="looks like UTF-16LE text without a byte order mark (convert it to UTF-8: iconv")
+
+
+# The OpenAI shapes people hold besides chat-completions messages
+
+def _node(i, role, text, parent, children, t=None, **msg):
+    return {"id": i, "parent": parent, "children": children,
+            "message": {"id": i, "author": {"role": role}, "create_time": t,
+                        "content": {"content_type": "text", "parts": [text]}, **msg}}
+
+
+def test_a_chatgpt_export_is_read_along_the_branch_shown(brain, tmp_path):
+    first = {"title": "Deploy plan", "id": "conv-1", "current_node": "d", "mapping": {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["a"]},
+        "a": _node("a", "user", "We decided to use Postgres 16", "root", ["b", "c"], 1700000001.5),
+        "b": _node("b", "assistant", "an answer regenerated away", "a", [], 1700000002),
+        "c": _node("c", "assistant", "", "a", ["d"], 1700000003, recipient="python"),
+        "d": _node("d", "tool", "16.1", "c", [], 1700000004)}}
+    first["mapping"]["c"]["message"]["content"] = {"content_type": "code", "text": "print(pg_version())"}
+    second = {"title": "Groceries", "current_node": "x", "mapping": {
+        "x": _node("x", "user", "buy milk", None, [], 1700000100)}}
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps([first, second]))
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    got = [(e.role, e.text, e.session) for e in entries(brain.cwd)]
+    assert got == [("user", "We decided to use Postgres 16", "conv-1"),
+                   ("assistant", "[tool python] print(pg_version())", "conv-1"),
+                   ("tool", "[tool result] 16.1", "conv-1"),
+                   ("user", "buy milk", "Groceries")]
+    assert entries(brain.cwd)[0].ts.isoformat() == "2023-11-14T22:13:21+00:00"
+    assert "nothing new" in brain("ingest", str(f))[1]
+
+
+def test_responses_api_items_are_read(brain, tmp_path):
+    f = tmp_path / "responses.jsonl"
+    jsonl(f, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
+          {"type": "reasoning", "id": "r1", "summary": []},
+          {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+          {"type": "function_call_output", "call_id": "c1", "output": '{"temp":18}'},
+          {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "18C."}]})
+    code, _, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert sorted((e.role, e.text) for e in entries(brain.cwd)) == [
+        ("assistant", "18C."), ("assistant", '[tool get_weather] {"city": "Paris"}'),
+        ("tool", '[tool result] {"temp":18}'), ("user", "Weather in Paris?")]
+
+
+def test_an_item_pamd_does_not_know_is_refused_by_name(brain, tmp_path):
+    f = tmp_path / "items.json"
+    f.write_text(json.dumps([{"type": "message", "role": "user", "content": "hi"}, {"type": "weird_thing"}]))
+    refused(brain, f, needle="items.json:1: Responses-API item type 'weird_thing' is not one pamd reads")

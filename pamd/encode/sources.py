@@ -5,7 +5,10 @@ Formats (auto-detected, or forced with --format):
 - ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``, or
   one message), or JSONL of such messages or of ``{"messages": [...]}`` lines (the
   fine-tuning format); content may be a string or a list of parts. pamd-style
-  objects (``text`` instead of ``content``) are read too.
+  objects (``text`` instead of ``content``) are read too; so are Responses-API items
+  (``function_call`` and other ``*_call`` items as ``[tool NAME] args``, their
+  ``*_call_output`` as tool results, ``reasoning`` skipped) and ChatGPT's data export
+  (``conversations.json``: each conversation's ``mapping`` from ``current_node`` up).
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
@@ -34,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pamd.core.entry import clean_token, fmt_time, parse_time
+from pamd.core.toolcall import is_call
 from pamd.core.words import plural
 from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
@@ -126,13 +130,13 @@ def detect(text: str, name: str) -> str:
                 obj = json.loads(stripped)
             except (ValueError, RecursionError):
                 raise PamdError(f"{name}:1: malformed JSON", "fix the line or pass --format") from None
-            if isinstance(obj, dict) and "messages" in obj:
+            if isinstance(obj, dict) and ("messages" in obj or "mapping" in obj):
                 return "openai"
         if stripped.startswith("#") or _DAILY.search(PurePath(name).name):
             return "markdown"
         raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})") from None
     if isinstance(obj, dict):
-        if "messages" in obj:
+        if "messages" in obj or "mapping" in obj or obj.get("type") in _ITEMS or _item_kind(obj.get("type")):
             return "openai"
         if "sessionId" in obj or obj.get("type") in ("user", "assistant", "progress", "summary",
                                                      "file-history-snapshot", "system"):
@@ -264,6 +268,14 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         pairs = [p for line, obj in _jsonl(text, name) for p in _expand(line, obj, name)]
     out = []
     for line, m in pairs:
+        if isinstance(m, _Said):  # already read: a ChatGPT export's or a Responses item's
+            body = m.text
+            if m.role == "tool":
+                body = _truncate(body, TOOL_RESULT_CHARS, redactor)
+            elif m.role == "assistant" and is_call(body):
+                body = _truncate(body, 600, redactor)
+            out.append(Message(m.role, body, m.ts, m.session or session, len(out)))
+            continue
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
         sess = session
@@ -290,18 +302,131 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     return out
 
 
+@dataclass(frozen=True)
+class _Said:
+    """A message of the OpenAI shapes that are not chat messages, already read."""
+    role: str
+    text: str
+    ts: datetime | None = None
+    session: str | None = None
+
+
+# Responses-API items that are no message: the model's private reasoning (not remembered,
+# like Claude Code's thinking) and a reference to an earlier item (said where it was).
+_SKIPPED_ITEMS = ("reasoning", "item_reference")
+_ITEMS = ("message", *_SKIPPED_ITEMS)
+
+
+def _item_kind(kind) -> str | None:
+    """'call' or 'output' for a Responses-API tool item (`function_call`, `web_search_call`,
+    `function_call_output`, ...), else None."""
+    if not isinstance(kind, str):
+        return None
+    return "output" if kind.endswith("_call_output") else "call" if kind.endswith("_call") else None
+
+
 def _expand(line: int, obj, name: str) -> list[tuple[int, object]]:
     """One JSON value of an openai input as (line, message) pairs: a list, a message,
-    or an object holding ``messages`` (the fine-tuning format has one per line)."""
+    an object holding ``messages`` (the fine-tuning format has one per line), a
+    ChatGPT export's conversation (``mapping``) or Responses-API items."""
     if isinstance(obj, dict) and "messages" in obj and "role" not in obj:
         obj = obj["messages"]
         if not isinstance(obj, list):
             raise PamdError(f"{name}:{line}: field 'messages' must be a list")
     if isinstance(obj, list):
-        return [(line, m) for m in obj]
+        return [p for m in obj for p in _expand_one(line, m, name)]
+    return _expand_one(line, obj, name)
+
+
+def _expand_one(line: int, obj, name: str) -> list[tuple[int, object]]:
+    if isinstance(obj, dict) and "mapping" in obj and "role" not in obj:
+        return [(line, m) for m in _chatgpt(obj, name, line)]
+    if isinstance(obj, dict) and "role" not in obj and "type" in obj:
+        return [(line, m) for m in _responses_item(obj, name, line)]
     if isinstance(obj, dict) and "role" in obj:
         return [(line, obj)]
-    raise PamdError(f"{name}:{line}: expected a message with role and content, or a list of them")
+    raise PamdError(f"{name}:{line}: expected a message with role and content, or a list of them",
+                    "pamd reads chat-completions messages, Responses-API items and ChatGPT's "
+                    "conversations.json")
+
+
+def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
+    """A Responses-API item without a role: a tool call (`[tool NAME] args`, as Claude Code's
+    are stored), its output (a tool result), or reasoning (skipped)."""
+    kind = item.get("type")
+    if kind in _SKIPPED_ITEMS:
+        return []
+    if kind == "message":
+        raise PamdError(f"{name}:{line}: a Responses-API message item without a role")
+    which = _item_kind(kind)
+    if which is None:
+        raise PamdError(f"{name}:{line}: Responses-API item type {str(kind)[:40]!r} is not one pamd reads",
+                        "pamd reads message, *_call and *_call_output items; reasoning is skipped")
+    out = []
+    if which == "call":
+        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind[: -len("_call")]
+        args = next((item[k] for k in ("arguments", "input", "action", "code", "query", "queries")
+                     if item.get(k) not in (None, "")), {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except (ValueError, RecursionError):
+                pass
+        shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        out.append(_Said("assistant", f"[tool {tool}] {shown}"))
+    output = item.get("output")
+    if which == "output" or output not in (None, ""):  # an mcp_call carries its output too
+        text = output if isinstance(output, str) else _content_text(output, name, line) \
+            if isinstance(output, list) else json.dumps(output, ensure_ascii=False)
+        error = item.get("error") if which == "call" else None
+        out.append(_Said("tool", ("[tool error] " if error else "[tool result] ") + (text or str(error or ""))))
+    return out
+
+
+def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
+    """One conversation of a ChatGPT data export (conversations.json): the branch shown
+    last, from `current_node` up its parents, as one session (its id, else its title)."""
+    mapping = conv["mapping"]
+    if not isinstance(mapping, dict):
+        raise PamdError(f"{name}:{line}: a ChatGPT conversation's 'mapping' must be an object")
+    sess = next((str(conv[k]) for k in ("conversation_id", "id", "title")
+                 if isinstance(conv.get(k), str) and conv[k].strip()), None)
+    node = conv.get("current_node")
+    if node not in mapping:  # no branch chosen: follow the last child from the root
+        node = next((k for k, v in mapping.items() if isinstance(v, dict) and not v.get("parent")), None)
+        while node in mapping and isinstance(mapping[node], dict) and mapping[node].get("children"):
+            node = mapping[node]["children"][-1]
+    chain, seen = [], set()
+    while node in mapping and node not in seen and isinstance(mapping[node], dict):
+        seen.add(node)
+        chain.append(mapping[node])
+        node = mapping[node].get("parent")
+    out = []
+    for n in reversed(chain):
+        msg = n.get("message")
+        if not isinstance(msg, dict):
+            continue
+        author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
+        meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+        if meta.get("is_visually_hidden_from_conversation"):
+            continue
+        content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
+        kind = content.get("content_type")
+        if kind in ("thoughts", "reasoning_recap"):  # the model's reasoning: not remembered
+            continue
+        parts = [p if isinstance(p, str) else p.get("text") for p in content.get("parts") or []
+                 if isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))]
+        text = "\n".join(parts) if parts else next(
+            (content[k] for k in ("text", "result") if isinstance(content.get(k), str)), "")
+        role = author.get("role") if isinstance(author.get("role"), str) and author["role"] else "user"
+        recipient = msg.get("recipient")
+        if role == "assistant" and isinstance(recipient, str) and recipient not in ("", "all"):
+            text = f"[tool {recipient}] {text}"
+        elif role == "tool":
+            text = "[tool result] " + text
+        ts = msg.get("create_time")
+        out.append(_Said(role, text, _time(ts, name, line) if isinstance(ts, int | float) else None, sess))
+    return out
 
 
 def _looks_jsonl(text: str) -> bool:

@@ -90,9 +90,17 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
+def _plausible(text: str) -> bool:
+    return len(text) < 2 or any(c < "\x80" for c in text[1:201])
+
+
 def decode(data: bytes, name: str) -> str:
     for bom, enc in _BOMS:
         if data.startswith(bom):
+            # Text in any script has ASCII in it (newlines, spaces, JSON's braces); bytes that
+            # only happen to start like a mark (not UTF-8 at all) decode to none.
+            if not _plausible(data[:1024].decode(enc, "replace")):
+                break
             try:
                 return data.decode(enc)
             except UnicodeDecodeError as exc:

@@ -338,6 +338,56 @@ def test_a_note_dated_out_of_range_is_refused(brain, tmp_path, day):
     assert brain("status")[0] == 0 and brain("check")[0] == 0
 
 
+NOTE = """# 2026-11-28
+
+## Decided: we ship billing v2 on Friday
+
+- Fixed the migration; how to rerun it:
+
+```bash
+# drop the stale lock first
+psql -c "delete from locks"
+mix ecto.migrate
+```
+
+- and the helper:
+
+  ```python
+  def rerun():
+      # twice if the lock is back
+      return migrate()
+  ```
+#billing
+- done
+"""
+
+
+def test_a_note_keeps_its_headings_and_code_blocks_whole(brain, tmp_path):
+    note = tmp_path / "2026-11-28.md"
+    note.write_text(NOTE)
+    code, _, err = brain("ingest", str(note))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == [
+        "## Decided: we ship billing v2 on Friday",
+        "Fixed the migration; how to rerun it:",
+        '```bash\n# drop the stale lock first\npsql -c "delete from locks"\nmix ecto.migrate\n```',
+        "and the helper:",
+        "```python\ndef rerun():\n    # twice if the lock is back\n    return migrate()\n```",
+        "#billing",
+        "done",
+    ]  # the title that only repeats the note's date is not an entry: it is the entries' day
+
+
+def test_a_note_from_before_keeps_its_item_ids(brain, tmp_path):
+    # the older reader dropped headings and # lines: items around them keep their ids
+    note = tmp_path / "2026-11-28.md"
+    note.write_text("- alpha\n- beta\n")
+    assert brain("ingest", str(note))[0] == 0
+    note.write_text("# 2026-11-28\n## Plans\n- alpha\n#tag\n- beta\n")
+    code, out, _ = brain("ingest", str(note))
+    assert code == 0 and "2 new entries, 2 already known" in out
+
+
 # Windows editors start a UTF-8 file with a BOM: ingest takes it in every shape (not a fix:
 # sources.decode reads utf-8-sig; this keeps it so, beside probes and eval's questions)
 
@@ -356,3 +406,73 @@ def test_a_transcript_saved_with_a_bom_is_ingested(brain, tmp_path, name, body):
         r = brain.proc("ingest", str(tmp_path / name))
     assert r.returncode == 0, r.stderr.decode()
     assert [e.text for e in entries(brain.cwd)] == ["Billing runs on Postgres 16."]
+
+
+# PowerShell's `>` and Out-File write UTF-16 with a byte order mark: read, not "a binary file"
+
+@pytest.mark.parametrize("bom, enc", [
+    (b"", "utf-16"), (b"\xfe\xff", "utf-16-be"), (b"", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+])
+def test_a_utf16_or_utf32_transcript_with_a_bom_is_ingested(brain, tmp_path, bom, enc):
+    note = tmp_path / "2026-11-30.md"
+    note.write_bytes(bom + "# 2026-11-30\r\n\r\n- Billing runs on Postgres 16 — «ok».\r\n".encode(enc))
+    code, _, err = brain("ingest", str(note))
+    assert code == 0, err
+    assert [e.text for e in entries(brain.cwd)] == ["Billing runs on Postgres 16 — «ok»."]
+
+
+def test_utf16_without_a_bom_is_named_not_called_binary(brain, tmp_path):
+    f = tmp_path / "a.json"
+    f.write_bytes('[{"role": "user", "content": "hi"}]'.encode("utf-16-le"))
+    refused(brain, f, needle="looks like UTF-16LE text without a byte order mark (convert it to UTF-8: iconv")
+
+
+# The OpenAI shapes people hold besides chat-completions messages
+
+def _node(i, role, text, parent, children, t=None, **msg):
+    return {"id": i, "parent": parent, "children": children,
+            "message": {"id": i, "author": {"role": role}, "create_time": t,
+                        "content": {"content_type": "text", "parts": [text]}, **msg}}
+
+
+def test_a_chatgpt_export_is_read_along_the_branch_shown(brain, tmp_path):
+    first = {"title": "Deploy plan", "id": "conv-1", "current_node": "d", "mapping": {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["a"]},
+        "a": _node("a", "user", "We decided to use Postgres 16", "root", ["b", "c"], 1700000001.5),
+        "b": _node("b", "assistant", "an answer regenerated away", "a", [], 1700000002),
+        "c": _node("c", "assistant", "", "a", ["d"], 1700000003, recipient="python"),
+        "d": _node("d", "tool", "16.1", "c", [], 1700000004)}}
+    first["mapping"]["c"]["message"]["content"] = {"content_type": "code", "text": "print(pg_version())"}
+    second = {"title": "Groceries", "current_node": "x", "mapping": {
+        "x": _node("x", "user", "buy milk", None, [], 1700000100)}}
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps([first, second]))
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    got = [(e.role, e.text, e.session) for e in entries(brain.cwd)]
+    assert got == [("user", "We decided to use Postgres 16", "conv-1"),
+                   ("assistant", "[tool python] print(pg_version())", "conv-1"),
+                   ("tool", "[tool result] 16.1", "conv-1"),
+                   ("user", "buy milk", "Groceries")]
+    assert entries(brain.cwd)[0].ts.isoformat() == "2023-11-14T22:13:21+00:00"
+    assert "nothing new" in brain("ingest", str(f))[1]
+
+
+def test_responses_api_items_are_read(brain, tmp_path):
+    f = tmp_path / "responses.jsonl"
+    jsonl(f, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
+          {"type": "reasoning", "id": "r1", "summary": []},
+          {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+          {"type": "function_call_output", "call_id": "c1", "output": '{"temp":18}'},
+          {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "18C."}]})
+    code, _, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert sorted((e.role, e.text) for e in entries(brain.cwd)) == [
+        ("assistant", "18C."), ("assistant", '[tool get_weather] {"city": "Paris"}'),
+        ("tool", '[tool result] {"temp":18}'), ("user", "Weather in Paris?")]
+
+
+def test_an_item_pamd_does_not_know_is_refused_by_name(brain, tmp_path):
+    f = tmp_path / "items.json"
+    f.write_text(json.dumps([{"type": "message", "role": "user", "content": "hi"}, {"type": "weird_thing"}]))
+    refused(brain, f, needle="items.json:1: Responses-API item type 'weird_thing' is not one pamd reads")

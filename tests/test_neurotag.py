@@ -227,6 +227,21 @@ def test_failing_tool_output_outranks_routine_output(tagger: Tagger) -> None:
     assert failing.importance >= 0.3
 
 
+def test_one_weak_word_in_tool_output_gives_no_tag(tagger: Tagger) -> None:
+    # A file read that says "error" or "bug" in passing is a quiet tool result (trash);
+    # in prose the same weak word tags, and tool output with a strong rule still does.
+    read = '  1\u2192defmodule Foo do\n  2\u2192  # handle a bug in the parser\n  3\u2192  {:error, reason} -> reason'
+    quiet = tagger.tag(read, "tool")
+    assert quiet.neuro == () and quiet.importance == 0.1  # tool_result 0.30, no tag: -0.20 (trash)
+    assert tagger.tag("there was an error", "user").neuro == ("cortisol",)
+    assert tagger.tag("[tool result] 3 tests failed", "tool").neuro == ("cortisol",)
+    # pamd's own mark of a failed (or refused) call is a failure in any language
+    refused = "[tool error] The user doesn't want to proceed with this tool use."
+    assert tagger.tag(refused, "tool").neuro == ("cortisol",)
+    ru_only = Tagger.from_config({**defaults(), "neurotag": {"rules_file": "", "languages": ["ru"]}})
+    assert ru_only.tag(refused, "tool").neuro == ("cortisol",)
+
+
 def test_long_substantive_message_gains(tagger: Tagger) -> None:
     short = tagger.tag("The index is rebuilt from the tree.", "assistant").importance
     long = tagger.tag("The index is rebuilt from the tree. " * 10, "assistant").importance

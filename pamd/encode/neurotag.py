@@ -38,6 +38,7 @@ _ROLE_ALIASES = {
 }
 _SCORING_DEFAULTS: dict[str, float] = {
     "tag_threshold": 0.5,
+    "tool_tag_threshold": 1.0,
     "neuro_cap": 0.30,
     "short_chars": 20,
     "short_delta": -0.05,
@@ -312,6 +313,7 @@ class Tagger:
     ) -> None:
         s = {**_SCORING_DEFAULTS, **rules.scoring}
         self._threshold = float(s["tag_threshold"])
+        self._tool_threshold = float(s["tool_tag_threshold"])
         self._cap = float(s["neuro_cap"])
         self._short = int(s["short_chars"])
         self._short_d = float(s["short_delta"])
@@ -444,7 +446,10 @@ class Tagger:
             else:  # types: the strongest single rule decides
                 type_score[kind] = max(type_score[kind], self._weight[i])
 
-        neuro = tuple(t for t in NEURO if tag_score[t] >= self._threshold)
+        # Tool output (a file read, a log) says "error" or "bug" in passing: there
+        # a weak rule alone gives no tag, it needs a second rule of the same tag.
+        bar = self._tool_threshold if normalize_role(role) == "tool" else self._threshold
+        neuro = tuple(t for t in NEURO if tag_score[t] >= bar)
         lift = sum(self._boost[t] * min(1.0, tag_score[t]) for t in neuro)
         best, best_w = "context", 0.0
         for t in TYPE_PRIORITY:  # ties keep the earlier type

@@ -5,7 +5,10 @@ Formats (auto-detected, or forced with --format):
 - ``openai``: a JSON list of ``{"role", "content"}`` (or ``{"messages": [...]}``, or
   one message), or JSONL of such messages or of ``{"messages": [...]}`` lines (the
   fine-tuning format); content may be a string or a list of parts. pamd-style
-  objects (``text`` instead of ``content``) are read too.
+  objects (``text`` instead of ``content``) are read too; so are Responses-API items
+  (``function_call`` and other ``*_call`` items as ``[tool NAME] args``, their
+  ``*_call_output`` as tool results, ``reasoning`` skipped) and ChatGPT's data export
+  (``conversations.json``: each conversation's ``mapping`` from ``current_node`` up).
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
@@ -14,7 +17,8 @@ Formats (auto-detected, or forced with --format):
   user message at the time it was queued, whether or not the user record that later
   hands it over is in the file yet, so a file read while it grows gives it one id).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
-  message, ``HH:MM`` at its start sets its time.
+  message, ``HH:MM`` at its start sets its time; a heading (or any line starting
+  with ``#``) is a message of its own, a fenced code block one message as written.
 
 A message's id (see ingest.make_entries) comes from its session, its time (or
 `key`, or its position when it has neither), role and text, and `dup`: how many
@@ -24,6 +28,7 @@ in one second stay two.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections import Counter
@@ -32,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pamd.core.entry import clean_token, fmt_time, parse_time
+from pamd.core.toolcall import is_call
 from pamd.core.words import plural
 from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
@@ -45,6 +51,8 @@ _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
 # Lone surrogates (JSON "\ud800") cannot be written as UTF-8.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})")
+# A fenced code block's opening line: its indentation and its fence (``` or ~~~, 3 or more).
+_FENCE = re.compile(r"^( *)(`{3,}(?=[^`]*$)|~{3,})")
 _TIME = re.compile(r"^(?:\*\*)?(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\*\*)?\s*[-–—:]?\s*")
 
 
@@ -77,8 +85,34 @@ def normalize_text(text: str) -> str:
     return "\n".join(ln.rstrip() for ln in text.strip("\n").split("\n")).strip()
 
 
+# Byte order marks of the wider Unicode encodings (PowerShell's `>` writes UTF-16 LE),
+# UTF-32 first: its LE mark begins with UTF-16 LE's.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def _plausible(text: str) -> bool:
+    return len(text) < 2 or any(c < "\x80" for c in text[1:201])
+
+
 def decode(data: bytes, name: str) -> str:
-    if b"\0" in data[:8192]:
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            # Text in any script has ASCII in it (newlines, spaces, JSON's braces); bytes that
+            # only happen to start like a mark (not UTF-8 at all) decode to none.
+            if not _plausible(data[:1024].decode(enc, "replace")):
+                break
+            try:
+                return data.decode(enc)
+            except UnicodeDecodeError as exc:
+                raise PamdError(f"{name}: starts as {enc.upper()} but is not valid {enc.upper()} at byte {exc.start}",
+                                f"convert it to UTF-8: iconv -f {enc.upper()} -t UTF-8") from None
+    head = data[:8192]
+    for enc, zeros, text in (("UTF-16LE", head[1::2], head[0::2]), ("UTF-16BE", head[0::2], head[1::2])):
+        if len(head) >= 2 and not zeros.strip(b"\0") and b"\0" not in text:
+            raise PamdError(f"{name}: looks like {enc} text without a byte order mark",
+                            f"convert it to UTF-8: iconv -f {enc} -t UTF-8")
+    if b"\0" in head:
         raise PamdError(f"{name}: looks like a binary file", "pass a transcript (JSON, JSONL or Markdown)")
     try:
         return data.decode("utf-8-sig")
@@ -105,13 +139,13 @@ def detect(text: str, name: str) -> str:
                 obj = json.loads(stripped)
             except (ValueError, RecursionError):
                 raise PamdError(f"{name}:1: malformed JSON", "fix the line or pass --format") from None
-            if isinstance(obj, dict) and "messages" in obj:
+            if isinstance(obj, dict) and ("messages" in obj or "mapping" in obj):
                 return "openai"
         if stripped.startswith("#") or _DAILY.search(PurePath(name).name):
             return "markdown"
         raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})") from None
     if isinstance(obj, dict):
-        if "messages" in obj:
+        if "messages" in obj or "mapping" in obj or obj.get("type") in _ITEMS or _item_kind(obj.get("type")):
             return "openai"
         if "sessionId" in obj or obj.get("type") in ("user", "assistant", "progress", "summary",
                                                      "file-history-snapshot", "system"):
@@ -244,6 +278,14 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         pairs = [p for line, obj in _jsonl(text, name) for p in _expand(line, obj, name)]
     out = []
     for line, m in pairs:
+        if isinstance(m, _Said):  # already read: a ChatGPT export's or a Responses item's
+            body = m.text
+            if m.role == "tool":
+                body = _truncate(body, TOOL_RESULT_CHARS, redactor)
+            elif m.role == "assistant" and is_call(body):
+                body = _truncate(body, 600, redactor)
+            out.append(Message(m.role, body, m.ts, m.session or session, len(out)))
+            continue
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
         sess, named = session, False
@@ -270,18 +312,131 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     return out
 
 
+@dataclass(frozen=True)
+class _Said:
+    """A message of the OpenAI shapes that are not chat messages, already read."""
+    role: str
+    text: str
+    ts: datetime | None = None
+    session: str | None = None
+
+
+# Responses-API items that are no message: the model's private reasoning (not remembered,
+# like Claude Code's thinking) and a reference to an earlier item (said where it was).
+_SKIPPED_ITEMS = ("reasoning", "item_reference")
+_ITEMS = ("message", *_SKIPPED_ITEMS)
+
+
+def _item_kind(kind) -> str | None:
+    """'call' or 'output' for a Responses-API tool item (`function_call`, `web_search_call`,
+    `function_call_output`, ...), else None."""
+    if not isinstance(kind, str):
+        return None
+    return "output" if kind.endswith("_call_output") else "call" if kind.endswith("_call") else None
+
+
 def _expand(line: int, obj, name: str) -> list[tuple[int, object]]:
     """One JSON value of an openai input as (line, message) pairs: a list, a message,
-    or an object holding ``messages`` (the fine-tuning format has one per line)."""
+    an object holding ``messages`` (the fine-tuning format has one per line), a
+    ChatGPT export's conversation (``mapping``) or Responses-API items."""
     if isinstance(obj, dict) and "messages" in obj and "role" not in obj:
         obj = obj["messages"]
         if not isinstance(obj, list):
             raise PamdError(f"{name}:{line}: field 'messages' must be a list")
     if isinstance(obj, list):
-        return [(line, m) for m in obj]
+        return [p for m in obj for p in _expand_one(line, m, name)]
+    return _expand_one(line, obj, name)
+
+
+def _expand_one(line: int, obj, name: str) -> list[tuple[int, object]]:
+    if isinstance(obj, dict) and "mapping" in obj and "role" not in obj:
+        return [(line, m) for m in _chatgpt(obj, name, line)]
+    if isinstance(obj, dict) and "role" not in obj and "type" in obj:
+        return [(line, m) for m in _responses_item(obj, name, line)]
     if isinstance(obj, dict) and "role" in obj:
         return [(line, obj)]
-    raise PamdError(f"{name}:{line}: expected a message with role and content, or a list of them")
+    raise PamdError(f"{name}:{line}: expected a message with role and content, or a list of them",
+                    "pamd reads chat-completions messages, Responses-API items and ChatGPT's "
+                    "conversations.json")
+
+
+def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
+    """A Responses-API item without a role: a tool call (`[tool NAME] args`, as Claude Code's
+    are stored), its output (a tool result), or reasoning (skipped)."""
+    kind = item.get("type")
+    if kind in _SKIPPED_ITEMS:
+        return []
+    if kind == "message":
+        raise PamdError(f"{name}:{line}: a Responses-API message item without a role")
+    which = _item_kind(kind)
+    if which is None:
+        raise PamdError(f"{name}:{line}: Responses-API item type {str(kind)[:40]!r} is not one pamd reads",
+                        "pamd reads message, *_call and *_call_output items; reasoning is skipped")
+    out = []
+    if which == "call":
+        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind[: -len("_call")]
+        args = next((item[k] for k in ("arguments", "input", "action", "code", "query", "queries")
+                     if item.get(k) not in (None, "")), {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except (ValueError, RecursionError):
+                pass
+        shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        out.append(_Said("assistant", f"[tool {tool}] {shown}"))
+    output = item.get("output")
+    if which == "output" or output not in (None, ""):  # an mcp_call carries its output too
+        text = output if isinstance(output, str) else _content_text(output, name, line) \
+            if isinstance(output, list) else json.dumps(output, ensure_ascii=False)
+        error = item.get("error") if which == "call" else None
+        out.append(_Said("tool", ("[tool error] " if error else "[tool result] ") + (text or str(error or ""))))
+    return out
+
+
+def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
+    """One conversation of a ChatGPT data export (conversations.json): the branch shown
+    last, from `current_node` up its parents, as one session (its id, else its title)."""
+    mapping = conv["mapping"]
+    if not isinstance(mapping, dict):
+        raise PamdError(f"{name}:{line}: a ChatGPT conversation's 'mapping' must be an object")
+    sess = next((str(conv[k]) for k in ("conversation_id", "id", "title")
+                 if isinstance(conv.get(k), str) and conv[k].strip()), None)
+    node = conv.get("current_node")
+    if node not in mapping:  # no branch chosen: follow the last child from the root
+        node = next((k for k, v in mapping.items() if isinstance(v, dict) and not v.get("parent")), None)
+        while node in mapping and isinstance(mapping[node], dict) and mapping[node].get("children"):
+            node = mapping[node]["children"][-1]
+    chain, seen = [], set()
+    while node in mapping and node not in seen and isinstance(mapping[node], dict):
+        seen.add(node)
+        chain.append(mapping[node])
+        node = mapping[node].get("parent")
+    out = []
+    for n in reversed(chain):
+        msg = n.get("message")
+        if not isinstance(msg, dict):
+            continue
+        author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
+        meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+        if meta.get("is_visually_hidden_from_conversation"):
+            continue
+        content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
+        kind = content.get("content_type")
+        if kind in ("thoughts", "reasoning_recap"):  # the model's reasoning: not remembered
+            continue
+        parts = [p if isinstance(p, str) else p.get("text") for p in content.get("parts") or []
+                 if isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))]
+        text = "\n".join(parts) if parts else next(
+            (content[k] for k in ("text", "result") if isinstance(content.get(k), str)), "")
+        role = author.get("role") if isinstance(author.get("role"), str) and author["role"] else "user"
+        recipient = msg.get("recipient")
+        if role == "assistant" and isinstance(recipient, str) and recipient not in ("", "all"):
+            text = f"[tool {recipient}] {text}"
+        elif role == "tool":
+            text = "[tool result] " + text
+        ts = msg.get("create_time")
+        out.append(_Said(role, text, _time(ts, name, line) if isinstance(ts, int | float) else None, sess))
+    return out
 
 
 def _looks_jsonl(text: str) -> bool:
@@ -513,10 +668,34 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
                         body = body[tm.end():]
                 out.append(Message("note", body, ts, session, len(out), key=k))
 
+    fence: re.Match | None = None  # the open code fence, if inside one
     for ln in lines:
         s = ln.strip()
-        if not s or s.startswith("#"):
+        if fence is not None:
+            # a fenced block is one message, kept as written (its indentation too)
+            indent = len(fence.group(1))
+            para.append(ln[min(indent, len(ln) - len(ln.lstrip(" "))):])
+            if s.startswith(fence.group(2)) and not s.lstrip(fence.group(2)[0]):
+                fence = None
+                flush()
+            continue
+        f = _FENCE.match(ln)
+        if f:
             flush()
+            fence = f
+            para.append(s)
+            continue
+        if not s:
+            flush()
+            continue
+        if s.startswith("#"):
+            # a heading (or a #tag line) is a note of its own, so the items around
+            # it keep the ids an older pamd, which dropped these lines, gave them;
+            # the title that only repeats the note's date is the entries' day already
+            flush()
+            if day is None or s.lstrip("#").strip() != day:
+                para.append(s)
+                flush()
             continue
         if re.match(r"^([-*+]|\d+[.)])\s+", s):
             flush()

@@ -24,6 +24,25 @@ def test_status_reports_tiers_commits_and_index_freshness(brain):
 
 
 
+def test_status_shows_what_boot_starts_from_and_warns_when_it_outgrows_the_budget(brain):
+    """Review 9 (a year-long brain): DNA.md and MEMORY.md grow by a lesson and a fact a day
+    and boot never cuts DNA.md; status shows their tokens, and warns past half the budget."""
+    from pamd.core.entry import count_tokens
+
+    code, out, err = brain("status", "--json")
+    bt = json.loads(out)["boot"]
+    dna = (brain.cwd / "DNA.md").read_text()
+    assert bt["tokens"]["DNA.md"] == count_tokens(dna) > 0 and bt["budget"] == 500000
+    assert bt["warning"] is None and "warning" not in err
+    code, out, err = brain("status")
+    assert code == 0 and f"boot: DNA.md {count_tokens(dna):,}, PRELOAD.md" in out
+    cfg = brain.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace("budget = 500000", "budget = 600", 1))
+    code, out, err = brain("status")
+    assert code == 0 and "pamd: warning: DNA.md, PRELOAD.md and STATE.md, which boot never cuts, hold" in err
+    assert "over half of [boot] budget = 600" in err
+
+
 def test_status_calls_the_index_fresh_after_a_touch_that_changes_no_byte(brain):
     """Review 7 #7: status compared stat only, the refresh sha256: after a touch or a
     checkout status said "stale: 1 file changed" and `pamd index` then changed 0 files."""

@@ -27,6 +27,11 @@ def run(args) -> int:
         flag = "  OVER" if t["budget"] and t["tokens"] > t["budget"] else ""
         print(f"{t['tier']:<5}{t['entries']:>9}{t['tokens']:>10,}{budget:>10}  {t['neuro']}{flag}")
     print(f"index: {st['index']}")
+    bt = st["boot"]
+    print("boot: " + ", ".join(f"{rel} {n:,}" for rel, n in bt["tokens"].items())
+          + f" tokens (budget {bt['budget']:,})")
+    if bt["warning"]:
+        print(f"pamd: warning: {bt['warning']}", file=sys.stderr)
     sc = st["schedule"]
     defrag = ("defrag off (left to the nightly pull-request workflow or a person)" if sc["defrag_at"] == "off"
               else f"defrag daily at {sc['defrag_at']} UTC")

@@ -6,8 +6,12 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from pamd.core.entry import NEURO, TIERS
+from pamd.core.entry import NEURO, TIERS, count_tokens
 from pamd.edge.brain import Brain
+
+# The files every boot context holds whole (docs/format.md): DNA.md, PRELOAD.md and
+# STATE.md are never cut; MEMORY.md's entries are, lowest retention first, its notes not.
+BOOT_FILES = ("DNA.md", "PRELOAD.md", "STATE.md", "MEMORY.md")
 
 
 def index_freshness(brain: Brain) -> str:
@@ -38,7 +42,23 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
         commits.append({"sha": sha, "date": date, "subject": subject})
     return {"brain": str(brain.root), "name": brain.config["brain"].get("name", ""),
             "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain),
-            "schedule": schedule(brain, now)}
+            "schedule": schedule(brain, now), "boot": boot_files(brain)}
+
+
+def boot_files(brain: Brain) -> dict[str, Any]:
+    """Tokens of the files boot starts from, against `[boot] budget`. They grow with the
+    brain's age (a lesson or a MEMORY.md fact a day) and nothing but the budget bounds them,
+    so a person sees them here; past half the budget, a warning (boot cuts only entries)."""
+    sizes = {}
+    for rel in BOOT_FILES:
+        path = brain.root / rel
+        sizes[rel] = count_tokens(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else 0
+    budget = int(brain.config.get("boot", {}).get("budget", 500_000))
+    uncut = sum(sizes[rel] for rel in BOOT_FILES[:3])
+    warning = (f"DNA.md, PRELOAD.md and STATE.md, which boot never cuts, hold {uncut:,} tokens, "
+               f"over half of [boot] budget = {budget:,}: prune DNA.md's reflexes by hand"
+               if uncut > budget / 2 else None)
+    return {"tokens": sizes, "budget": budget, "warning": warning}
 
 
 def schedule(brain: Brain, now: datetime) -> dict[str, Any]:

@@ -150,11 +150,15 @@ class Pattern:
     # Match against the lowercased text (same positions) instead of IGNORECASE,
     # which would also cost `re` its fast literal search.
     lower: bool = False
+    # A literal every match holds (in the lowercased text when `lower`): a message without
+    # it is skipped by one `in` test. `re` finds a literal prefix fast by itself, but not a
+    # pattern that starts with a group of alternatives, like the `key = value` rules.
+    needs: str = ""
 
 
 def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
-       not_after: str = r"\w", lower: bool = False) -> Pattern:
-    return Pattern(name, re.compile(regex), group, check, not_after, lower)
+       not_after: str = r"\w", lower: bool = False, needs: str = "") -> Pattern:
+    return Pattern(name, re.compile(regex), group, check, not_after, lower, needs)
 
 
 # A backslash inside a value: an escaped backslash, or one that does not end the
@@ -162,7 +166,7 @@ def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
 _ESCAPED = r"\\\\|\\(?![\"'nrt\\])"
 
 
-def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
+def _assignment(name: str, keys: str, needs: str, bare_min: int = 12) -> Pattern:
     """`key = value`, `key: value`, `"key": "value"` with a long, secret-looking value.
 
     `keys` should start with a literal (see `Pattern.not_after`); `db_password`,
@@ -184,6 +188,7 @@ def _assignment(name: str, keys: str, bare_min: int = 12) -> Pattern:
         # (camelCase `clientSecret`, run-together capitals `SLACKTOKEN`).
         not_after="[A-Za-z0-9](?![A-Z])",
         lower=True,
+        needs=needs,
     )
 
 
@@ -208,7 +213,7 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
        r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*\\?[\"']?"
-       r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[A-Za-z0-9]", lower=True),
+       r"([a-z0-9/+=]{40})(?![a-z0-9/+=])", 1, not_after="[A-Za-z0-9]", lower=True, needs="secret"),
     _p("github-token",
        r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])|github_pat_[A-Za-z0-9_]{22,255}"),
     _p("anthropic-key", r"sk-ant-(?:[a-z0-9]+-)?[A-Za-z0-9_\-]{20,}"),
@@ -242,13 +247,13 @@ BUILTIN: tuple[Pattern, ...] = (
        check=_url_password, not_after=""),
     # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
     # the shell's working directory).
-    _assignment("password", "pass(?:word|wd|phrase)", 8),
-    _assignment("password", "pwd"),
-    _assignment("api-key", r"api[_\-]?key|apikey"),
-    _assignment("api-key", r"access[_\-]?key"),
-    _assignment("token", "token"),
-    _assignment("secret", r"secret(?:[_\-]?key(?:[_\-]?base)?)?"),
-    _assignment("secret", r"private[_\-]?key"),
+    _assignment("password", "pass(?:word|wd|phrase)", "pass", 8),
+    _assignment("password", "pwd", "pwd"),
+    _assignment("api-key", r"api[_\-]?key|apikey", "api"),
+    _assignment("api-key", r"access[_\-]?key", "access"),
+    _assignment("token", "token", "token"),
+    _assignment("secret", r"secret(?:[_\-]?key(?:[_\-]?base)?)?", "secret"),
+    _assignment("secret", r"private[_\-]?key", "private"),
     _p("secret", r"_KEY(?:_BASE)?(?:\\?[\"'])?\s*[=:]\s*(\\?[\"']?)([A-Za-z0-9+/=_.\-]{20,})"
        r"(?![A-Za-z0-9+/=_.\-])", 2, check=_env_key, not_after=""),
     # docker's config.json: `"auths": {"ghcr.io": {"auth": "<base64 of user:password>"}}`.
@@ -309,6 +314,8 @@ class Redactor:
                     subject = low
                 else:  # lowercasing moved positions (rare: İ); fall back to IGNORECASE
                     regex = re.compile(regex.pattern, re.IGNORECASE)
+            if pat.needs and pat.needs not in subject and subject is not text:
+                continue
             for m in regex.finditer(subject):
                 start, end = m.span(pat.group)
                 if end <= start or text.startswith("[REDACTED:", start):

@@ -306,3 +306,41 @@ def test_a_probe_worktree_starts_from_the_brains_leaf_and_vector_caches(brain, t
     with checkout_of(b.repo, "HEAD", b.state_dir) as wt:
         assert rows(wt / ".pamd" / "deep.sqlite") == mine
         assert (wt / ".pamd" / "vectors.sqlite").is_file()
+
+
+def test_a_fresh_clone_reads_every_summarys_leaves_in_one_pass_over_history(brain, tmp_path, monkeypatch):
+    """A clone (a second machine, CI) has no .pamd/deep.sqlite: its first index read each summary's
+    leaves with a `git log -S` walk per id, summaries x history (minutes for a brain months old).
+    Now one `git log` serves them all, and the leaves equal those compaction recorded."""
+    from pamd.edge.git import Repo
+
+    for day in range(3):  # a summary per day and kind, compressed again at the next defrag
+        rows = [{"ts": f"2026-11-{10 + day}T08:{i:02d}:00Z", "role": "assistant", "session": f"s{day}",
+                 "text": f"Day {day} fact {i}: the service on port {5000 + 10 * day + i} answers health checks."}
+                for i in range(6)]
+        f = tmp_path / f"s{day}.jsonl"
+        f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        assert brain("ingest", str(f), now=f"2026-11-{10 + day}T09:00:00Z")[0] == 0
+        assert brain("compact", now=f"2026-11-{10 + day}T15:00:00Z")[0] == 0
+    assert brain("defrag", now="2026-12-20T06:00:00Z")[0] == 0
+    assert brain("index")[0] == 0
+    cached = _deep_rows(brain.cwd)
+    assert len({r[0] for r in cached}) >= 4
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(brain.cwd), str(clone))
+    brain.cwd = clone
+    logs = []
+    real = Repo._exec
+
+    def counting(self, args, **kw):
+        logs.extend(a for a in args[:3] if a == "log")
+        return real(self, args, **kw)
+
+    monkeypatch.setattr(Repo, "_exec", counting)
+    assert brain("index")[0] == 0
+    got = _deep_rows(clone)
+    tree = {ln.split()[1] for p in [clone / "MEMORY.md", *(clone / "memory").glob("L*/*.md")]
+            for ln in p.read_text().split("\n") if ln.startswith("### s-")}
+    assert {r[0] for r in got} == tree and len(tree) >= 2
+    assert got == [r for r in cached if r[0] in tree]
+    assert len(logs) == 1

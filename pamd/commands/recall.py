@@ -116,17 +116,18 @@ def _time(value: str | None, flag: str, end_of_day: bool = False):
 
 def _expand(brain, hits, now) -> dict[int, Expanded]:
     """The raw messages behind each summary hit, walked back through git history."""
-    from pamd.consolidate.provenance import expand_ids
+    from pamd.consolidate.provenance import History, expand_ids
     from pamd.errors import PamdError
 
     out: dict[int, Expanded] = {}
+    history = History(brain)  # one pass over history for every hit
     for h in hits:
         summaries = [i for i in h.ids if i.startswith("s-")]
         if not summaries:
             continue
         raw = {}
         try:
-            found = expand_ids(brain, summaries)
+            found = expand_ids(brain, summaries, hist=history)
         except PamdError as exc:  # history lacks them (a shallow clone): the hit still counts
             out[h.label] = Expanded([], [], summaries, str(exc))
             continue

@@ -2,15 +2,23 @@
 
 A summary lists its direct sources (`from=`). The commit that added the
 summary is the one that removed those sources from the tree, so they are in
-its parent: one `git log -S` and one `git grep` per level, L3 → L2 → L1 → L0.
-A summary added more than once (compacted, reverted, compacted again after a
-raw entry was corrected) stands for the sources of its *last* adding commit
-before the version being expanded, as that is what the tree's summary was made from.
-Dropped entries are found the same way (the last commit that touched them).
+its parent, level by level, L3 → L2 → L1 → L0. A summary added more than once
+(compacted, reverted, compacted again after a raw entry was corrected) stands
+for the sources of its *last* adding commit before the version being expanded,
+as that is what the tree's summary was made from. Dropped entries are found the
+same way (the last commit that touched them).
+
+Which commits changed how often an entry's header occurs (what `git log -S`
+finds) is read for every id at once, in one `git log -p` of the brain's history
+(`History`), and the files of past trees through one `git cat-file --batch`:
+a fresh clone indexing a few hundred summaries pays one pass over history,
+not one pickaxe walk per id.
 """
 
 from __future__ import annotations
 
+import codecs
+import re
 from dataclasses import dataclass
 
 from pamd.core.entry import Entry
@@ -20,6 +28,7 @@ from pamd.edge.lineage import added_entry
 from pamd.errors import PamdError
 
 MAX_DEPTH = 8
+HEADER_AT = re.compile(r"### (\S+) · ")  # where `_header(id)` occurs in a line, for any id
 SHALLOW_HINT = "fetch the rest of its history with `git fetch --unshallow`"
 
 
@@ -37,12 +46,177 @@ def _header(eid: str) -> str:
     return f"### {eid} · "
 
 
-def find_in_tree(brain: Brain, ids: set[str]) -> dict[str, Entry]:
-    out = {}
-    for e in brain.load().entries:
-        if e.id in ids:
-            out[e.id] = e
-    return out
+class History:
+    """What `git log -S` and `git grep` would say about any entry id, from one pass.
+
+    Read on first need: one `git log -p --unified=0` of the brain's history (all files,
+    as a pickaxe walk sees them) gives, per id, each commit and file whose diff changes
+    how many times the id's header occurs, and where it was added; a past tree's files
+    are read through git's one `cat-file --batch` process. The work tree is read once:
+    a History is for one reading of the brain (an index build, an expand, a probe run).
+    """
+
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
+        self._tree: dict[str, Entry] | None = None
+        self._lines: list[str] | None = None
+        self.order: list[str] = []  # commits, newest first (git log's order)
+        self.pos: dict[str, int] = {}
+        self.parents: dict[str, list[str]] = {}
+        # id -> [commit position, path, count change, indexes of its added header lines]
+        self.touches: dict[str, list[list]] = {}
+        self.linear = True
+        self._ancestors: dict[str, set[str]] = {}
+        self._docs: dict[tuple[str, str], tuple[str, list[Entry]]] = {}  # by (blob, path)
+        self._at: dict[tuple[str, str], tuple[str, str] | None] = {}  # (rev, path) -> its key in _docs
+        self._head: str | None = None
+
+    def in_tree(self, ids: set[str]) -> dict[str, Entry]:
+        if self._tree is None:
+            self._tree = {e.id: e for e in self.brain.load().entries}
+        return {eid: self._tree[eid] for eid in ids if eid in self._tree}
+
+    def _scan(self) -> list[str]:
+        if self._lines is not None:
+            return self._lines
+        self._lines = []
+        self._head = self.brain.repo.rev_parse("HEAD")
+        if self._head is None:
+            return self._lines
+        text = self.brain.repo.run("-c", "core.quotePath=false", "log", "-p", "--unified=0", "--no-color",
+                                   "--no-renames", "--no-ext-diff", "--format=%x00%H %P",
+                                   *self.brain.repo.history())
+        lines = self._lines = text.split("\n")
+        pos, path, header = -1, None, False
+        for i, line in enumerate(lines):
+            if line.startswith("\0"):
+                sha, *parents = line[1:].split()
+                pos += 1
+                self.order.append(sha)
+                self.pos[sha] = pos
+                self.parents[sha] = parents
+                path = None
+            elif line.startswith("diff --git "):
+                path, header = None, True
+            elif header:
+                if line.startswith("@@"):
+                    header = False
+                elif line.startswith(("--- ", "+++ ")) and line[4:] != "/dev/null":
+                    # a name with a space ends in a tab there (for patch)
+                    path = _unquote(line[4:].removesuffix("\t"))[2:]
+            elif path is not None and line[:1] in "+-" and "### " in line:
+                for m in HEADER_AT.finditer(line, 1):
+                    recs = self.touches.setdefault(m.group(1), [])
+                    if not recs or recs[-1][0] != pos or recs[-1][1] != path:
+                        recs.append([pos, path, 0, []])
+                    recs[-1][2] += 1 if line[0] == "+" else -1
+                    if line[0] == "+" and m.start() == 1:
+                        recs[-1][3].append(i)
+        for sha, ps in self.parents.items():  # a parent history lacks: a shallow clone's edge
+            self.parents[sha] = [p for p in ps if p in self.pos] if ps and ps[0] in self.pos else []
+        self.linear = all(self.parents[sha] == self.order[n + 1:n + 2] for n, sha in enumerate(self.order))
+        return self._lines
+
+    def touching(self, eid: str) -> list[str]:
+        """Commits of history whose diff changes the count of `eid`'s header, newest first (`git log -S`)."""
+        self._scan()
+        out: list[str] = []
+        for pos, _path, delta, _added in self.touches.get(eid, ()):
+            if delta and (not out or out[-1] != self.order[pos]):
+                out.append(self.order[pos])
+        return out
+
+    def parent(self, sha: str) -> str | None:
+        self._scan()
+        ps = self.parents.get(sha)
+        return ps[0] if ps else None
+
+    def _reaches(self, start: str, sha: str) -> bool:
+        """`sha` is `start` or one of its ancestors."""
+        if self.linear:
+            return self.pos[sha] >= self.pos[start]
+        if start not in self._ancestors:
+            seen, todo = {start}, [start]
+            while todo:
+                for p in self.parents.get(todo.pop(), ()):
+                    if p not in seen:
+                        seen.add(p)
+                        todo.append(p)
+            self._ancestors[start] = seen
+        return sha in self._ancestors[start]
+
+    def adder(self, eid: str, rev: str = "WORKTREE", made: bool = False) -> tuple[str | None, str | None]:
+        """The parent of the commit that last added the version of `eid` that `rev` holds,
+        and (with `made`) the text that commit gave it.
+
+        The newest commit at or before `rev` whose diff changes the count of the
+        summary's header is the one that put it in `rev`'s tree: a summary made
+        again after a revert (from a raw entry corrected in between) reads the
+        corrected sources, not those of the first, undone compaction. When that
+        commit did not make the summary (a revert that brings it back), its parent
+        lacks the sources and `locate` finds each where history last had it.
+        """
+        lines = self._scan()
+        if rev == "WORKTREE":
+            start = self._head
+        else:
+            start = rev if rev in self.pos else self.brain.repo.rev_parse(rev)
+        if start is None or start not in self.pos:
+            return None, None
+        recs = self.touches.get(eid, ())
+        hit = next((r[0] for r in recs if r[2] and self._reaches(start, self.order[r[0]])), None)
+        if hit is None:
+            return None, None
+        text = None
+        if made:
+            head = "+" + _header(eid)
+            # as `git log -S -p` shows it: the files whose count changed, in diff order
+            for i in (i for r in recs if r[0] == hit and r[2] for i in r[3]):
+                if lines[i].startswith(head):
+                    e, _ = added_entry(lines, i)
+                    if e is not None and e.id == eid:
+                        text = e.text
+                        break
+        return self.parent(self.order[hit]), text
+
+    def entries_at(self, rev: str, ids: set[str]) -> dict[str, Entry]:
+        """Entries with these ids in the tree of `rev` (as `git grep` then parsing the files would)."""
+        self._scan()
+        paths = sorted({r[1] for eid in ids for r in self.touches.get(eid, ()) if tier_of(r[1])})
+        heads = [_header(eid) for eid in ids]
+        out: dict[str, Entry] = {}
+        for rel in paths:
+            got = self._doc(rev, rel)
+            if got is None or not any(h in got[0] for h in heads):
+                continue
+            for e in got[1]:
+                if e.id in ids:
+                    out[e.id] = e
+        return out
+
+    def _doc(self, rev: str, rel: str) -> tuple[str, list[Entry]] | None:
+        if (rev, rel) in self._at:
+            key = self._at[(rev, rel)]
+            return None if key is None else self._docs[key]
+        blob = self.brain.repo.blob(rev, rel)
+        self._at[(rev, rel)] = None if blob is None else (blob[0], rel)
+        if blob is None:
+            return None
+        sha, text = blob
+        if (sha, rel) not in self._docs:
+            try:
+                entries = parse_doc(text, rel, tier_of(rel) or "L0").entries
+            except FormatError:
+                entries = []
+            self._docs[(sha, rel)] = (text, entries)
+        return self._docs[(sha, rel)]
+
+
+def _unquote(name: str) -> str:
+    """A path as `git diff` prints it: C-quoted when it holds a quote, a backslash or a control character."""
+    if not name.startswith('"'):
+        return name
+    return codecs.escape_decode(name[1:-1].encode("utf-8"))[0].decode("utf-8", "surrogateescape")
 
 
 def holders(tree: list[Entry], ids: set[str], sources: dict[str, tuple[str, ...]]) -> dict[str, str]:
@@ -80,73 +254,49 @@ def held_by(brain: Brain, ids: set[str]) -> dict[str, str]:
     return out
 
 
-def _entries_at(brain: Brain, rev: str, ids: set[str]) -> dict[str, Entry]:
-    """Entries with these ids in the tree of `rev` (git grep, then parse the files)."""
-    # -z: names as they are, not C-quoted (core.quotePath) like "memory/L0/\303\274.md".
-    args = ["grep", "-l", "-z", "-F"]
-    for eid in sorted(ids):
-        args += ["-e", _header(eid)]
-    try:
-        listing = brain.repo.run(*args, rev, "--")
-    except PamdError:
-        return {}
-    out: dict[str, Entry] = {}
-    for name in filter(None, listing.split("\0")):
-        rel = name[len(rev) + 1:] if name.startswith(rev + ":") else name
-        text = brain.repo.show(rev, rel)
-        if text is None or tier_of(rel) is None:
-            continue
-        try:
-            doc = parse_doc(text, rel, tier_of(rel) or "L0")
-        except FormatError:
-            continue
-        for e in doc.entries:
-            if e.id in ids:
-                out[e.id] = e
-    return out
-
-
 def locate(brain: Brain, ids: set[str], hint_rev: str | None = None,
-           tree: bool = True) -> dict[str, tuple[Entry, str]]:
+           tree: bool = True, hist: History | None = None) -> dict[str, tuple[Entry, str]]:
     """Find entries by id: in the work tree, in `hint_rev`, else where history last had them.
 
     `tree=False`: the caller has looked in the work tree already (fsck, which reads only
     the files that parse: a conflicted one is the `conflicts` check's finding)."""
+    hist = hist or History(brain)
     found: dict[str, tuple[Entry, str]] = {}
     if tree:
-        found = {eid: (e, "WORKTREE") for eid, e in find_in_tree(brain, ids).items()}
+        found = {eid: (e, "WORKTREE") for eid, e in hist.in_tree(ids).items()}
     missing = ids - set(found)
     if missing and hint_rev:
-        for eid, e in _entries_at(brain, hint_rev, missing).items():
+        for eid, e in hist.entries_at(hint_rev, missing).items():
             found[eid] = (e, hint_rev)
         missing = ids - set(found)
     for eid in sorted(missing):
-        commits = brain.repo.log("--format=%H", "-F", "-S", _header(eid), *brain.repo.history()).split()
-        for c in commits:  # newest first: the commit that removed it, then the one that added it
-            for rev in (f"{c}^", c):
-                if brain.repo.rev_parse(rev) is None:
+        for c in hist.touching(eid):  # newest first: the commit that removed it, then the one that added it
+            for rev in (hist.parent(c), c):
+                if rev is None:
                     continue
-                hit = _entries_at(brain, rev, {eid})
+                hit = hist.entries_at(rev, {eid})
                 if eid in hit:
-                    found[eid] = (hit[eid], brain.repo.rev_parse(rev) or rev)
+                    found[eid] = (hit[eid], rev)
                     break
             if eid in found:
                 break
     return found
 
 
-def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
+def expand_ids(brain: Brain, ids: list[str], made: bool = False, hist: History | None = None) -> list[Found]:
     """Every entry reachable from `ids` through provenance, raw ones last at each level.
 
     With `made`, each summary's Found also carries the text its adding commit gave it
-    (read from the same `git log`, with the patch)."""
+    (read from the same `git log`, with the patch). `hist`: a History shared by many
+    calls over one unchanged brain (an index build reads history once)."""
+    hist = hist or History(brain)
     out: list[Found] = []
     seen: set[str] = set()
     frontier = {eid: None for eid in ids}
     depth = 0
     while frontier and depth <= MAX_DEPTH:
         hint = next((r for r in frontier.values() if r), None)
-        located = locate(brain, set(frontier), hint)
+        located = locate(brain, set(frontier), hint, hist=hist)
         nxt: dict[str, str | None] = {}
         for eid in frontier:
             if eid not in located:
@@ -162,7 +312,7 @@ def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
             text = None
             if e.sources:
                 # Sources left the tree in the commit that added this summary.
-                where, text = _adder(brain, e.id, rev, made)
+                where, text = hist.adder(e.id, rev, made)
                 for src in e.sources:
                     if src not in seen:
                         nxt[src] = where
@@ -170,37 +320,6 @@ def expand_ids(brain: Brain, ids: list[str], made: bool = False) -> list[Found]:
         frontier = nxt
         depth += 1
     return out
-
-
-def _adder(brain: Brain, eid: str, rev: str = "WORKTREE", made: bool = False) -> tuple[str | None, str | None]:
-    """The parent of the commit that last added the version of `eid` that `rev` holds,
-    and (with `made`) the text that commit gave it.
-
-    The newest commit at or before `rev` whose diff changes the count of the
-    summary's header is the one that put it in `rev`'s tree: a summary made
-    again after a revert (from a raw entry corrected in between) reads the
-    corrected sources, not those of the first, undone compaction. When that
-    commit did not make the summary (a revert that brings it back), its parent
-    lacks the sources and `locate` finds each where history last had it.
-    """
-    start = "HEAD" if rev == "WORKTREE" else rev
-    patch = ["-p", "--unified=0", "--no-color", "--no-renames", "--no-ext-diff"] if made else []
-    try:
-        out = brain.repo.log("-1", "--format=%H", *patch, "-F", "-S", _header(eid), start, "--")
-    except PamdError:  # no commit yet
-        return None, None
-    lines = out.split("\n")
-    if not lines[0].strip():
-        return None, None
-    text = None
-    head = "+" + _header(eid)
-    for i, line in enumerate(lines):
-        if line.startswith(head):
-            e, _ = added_entry(lines, i)
-            if e is not None and e.id == eid:
-                text = e.text
-                break
-    return brain.repo.rev_parse(f"{lines[0].strip()}^"), text
 
 
 def pulled_from(brain: Brain, eid: str) -> str | None:

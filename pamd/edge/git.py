@@ -203,6 +203,18 @@ class Repo:
             pos = eol + 1 + size + 1
         return texts
 
+    def blob(self, rev: str, path: str) -> tuple[str, str] | None:
+        """(object id, text) of a file at a revision, or None if absent there: read through
+        the one `git cat-file --batch` process GitPython keeps, not a `git show` each."""
+        try:
+            sha, kind, _size, data = self.git.get_object_data(f"{rev}:{path}")
+        except (ValueError, git.GitCommandError):
+            return None
+        if kind != b"blob":
+            return None
+        # as `show` reads it: bytes that are not UTF-8 survive as surrogate escapes
+        return sha.decode("ascii"), data.decode("utf-8", "surrogateescape")
+
     def log(self, *args: str) -> str:
         return self._run("log", *args)
 

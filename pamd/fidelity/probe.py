@@ -73,7 +73,7 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
 
 
 def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) -> list[Result]:
-    from pamd.consolidate.provenance import expand_ids
+    from pamd.consolidate.provenance import History, expand_ids
     from pamd.recall import api
 
     results = []
@@ -81,6 +81,7 @@ def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) ->
     # Each summary's sources as the tree names them (`from=`): provenance that needs no
     # history, so a shallow clone or a rewritten history still resolves what it names.
     named = {e.id: e.sources for e in brain.load().entries if e.sources}
+    history = History(brain)  # read once (on first need) for every probe
 
     def behind(eid: str) -> set[str]:
         out: set[str] = set()
@@ -91,7 +92,7 @@ def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) ->
                     out.add(src)
                     todo.append(src)
         try:
-            out |= {f.entry.id for f in expand_ids(brain, [eid])}
+            out |= {f.entry.id for f in expand_ids(brain, [eid], hist=history)}
         except PamdError:  # a source history lacks: this hit only has the lineage the tree names
             pass
         return out

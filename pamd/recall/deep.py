@@ -20,8 +20,8 @@ compaction records them as it writes summaries (it holds the sources in
 memory; a summary made again after a revert and a corrected raw entry
 replaces its row), before its commit so that a recall while the brain's git hooks
 run finds them, and anything missing — a fresh clone, a deleted .pamd/ — is read back
-from git history (pamd.consolidate.provenance), so `pamd index` on a clone
-reproduces the same index.
+from git history (pamd.consolidate.provenance: one `git log -p` for all of
+them), so `pamd index` on a clone reproduces the same index.
 """
 
 from __future__ import annotations
@@ -141,6 +141,7 @@ class Lookup:
         self.root = root
         self.db = _connect(state_dir)
         self._brain = None
+        self._history = None  # read once, for every summary the cache lacks
         self.shallow = 0  # summaries whose leaves a shallow clone's history lacks
         self._shallow: bool | None = None
 
@@ -155,14 +156,15 @@ class Lookup:
 
     def _from_history(self, sid: str) -> list[Leaf] | None:
         """The leaves of `sid` read from history; None (not cached) when a shallow clone lacks them."""
-        from pamd.consolidate.provenance import expand_ids
+        from pamd.consolidate.provenance import History, expand_ids
         from pamd.edge.brain import Brain
         from pamd.errors import PamdError
 
         if self._brain is None:
             self._brain = Brain(self.root)
+            self._history = History(self._brain)
         try:
-            found = expand_ids(self._brain, [sid], made=True)
+            found = expand_ids(self._brain, [sid], made=True, hist=self._history)
         except PamdError:
             if self._shallow is None:
                 self._shallow = self._brain.repo.is_shallow()
@@ -170,10 +172,9 @@ class Lookup:
                 self.shallow += 1  # the history is missing, not broken: try again once it is fetched
                 return None
             return []  # provenance broken (pamd fsck says where): the summary is still searchable itself
-        with self.db:
-            for f in found:
-                if f.made is not None:
-                    _put_made(self.db, f.entry.id, f.made)
+        for f in found:  # committed with the leaves (__call__): one transaction a summary
+            if f.made is not None:
+                _put_made(self.db, f.entry.id, f.made)
         return [_leaf(f.entry) for f in found
                 if not f.entry.sources or (f.depth and f.made is not None and corrected(f.entry.text, f.made))]
 

@@ -119,7 +119,8 @@ def test_retry_info_delay_is_honoured_up_to_the_cap(stub, sleeps):
     assert sleeps == [5.0]
 
 
-def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sleeps, capsys):
+def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sleeps, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a person at a terminal
     groups = [group(i) for i in range(5)]
     # First batch: 500 on every attempt (1 + 2 retries). The endpoint is down for this
     # run: the batches left fall back at once, not after their own retries each.
@@ -133,6 +134,15 @@ def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sl
     ]
     assert capsys.readouterr().err.splitlines() == [
         "pamd: gemini: 500 INTERNAL, retrying in 0.01 s", "pamd: gemini: 500 INTERNAL, retrying in 0.02 s"]
+
+
+def test_a_retry_is_said_only_to_a_terminal_not_to_cron(stub, sleeps, capsys):
+    """Review 9: a 503 the retry cured printed a line on stderr, and cron mails stderr; only
+    a person at a terminal is told why the run sits there (a fallback is said everywhere)."""
+    stub.script += [error(503, "UNAVAILABLE"), answer(["fine"])]
+    texts, usage = make(stub, sleeps).summarize([group(0)])
+    assert texts == ["fine"] and usage.fallbacks == 0 and sleeps
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(

@@ -213,8 +213,11 @@ class LLMSummarizer:
 
 
 def _stderr(line: str) -> None:
-    """Why a run sits there: a person at `pamd compact` (and the daemon's log) sees it."""
-    print(f"pamd: {line}", file=sys.stderr, flush=True)
+    """Why a run sits there, for a person at `pamd compact` in a terminal. Not for cron, CI
+    or the daemon's log: a retry that cures a 503 is no news, and cron mails any stderr;
+    a retry that does not cure it ends in a fallback, which is said everywhere."""
+    if sys.stderr.isatty():
+        print(f"pamd: {line}", file=sys.stderr, flush=True)
 
 
 def common_options(s: Mapping[str, Any]) -> dict[str, Any]:

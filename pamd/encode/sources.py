@@ -66,7 +66,7 @@ class Message:
     key: str | None = None  # anchors the id instead of ts/seq: an untimed note item's day; stdin: now
     dup: int = 0  # earlier messages in the same source with the same anchor, role and text
     was: Message | None = None  # the message an older pamd read from the same record, when it differs
-    named: bool = True  # False: no session in the source, so the input's name; see ingest.nameless_id
+    named: bool = True  # False: no session in the source, so the input's name; see ingest.nameless_ids
 
     def anchor(self) -> str:
         if self.key is not None:

@@ -458,6 +458,35 @@ def test_a_chatgpt_export_is_read_along_the_branch_shown(brain, tmp_path):
     assert "nothing new" in brain("ingest", str(f))[1]
 
 
+def test_an_untimed_chatgpt_message_keeps_its_conversations_day_and_id_in_a_later_export(brain, tmp_path):
+    """A tool's message has `create_time: null`: it took the run's time (filed under that
+    day) and its place in the whole file as anchor, so the next export (more conversations
+    before it) stored it again. It takes the time of the message before it now."""
+    chat = {"title": "Second chat", "conversation_id": "conv-2", "current_node": "z", "mapping": {
+        "r": {"id": "r", "parent": None, "children": ["x"], "message": None},
+        "x": _node("x", "user", "the deploy failed with exit code 1", "r", ["y"], 1764600001.0),
+        "y": _node("y", "assistant", "Let me look", "x", ["z"], 1764600002.0),
+        "z": _node("z", "tool", "search results: pamd docs", "y", [])}}
+    newer = {"title": "Newest", "conversation_id": "conv-3", "current_node": "n", "mapping": {
+        "n": _node("n", "user", "a new question", None, [], 1764700000.0)}}
+    (tmp_path / "export1.json").write_text(json.dumps([chat]))
+    (tmp_path / "export2.json").write_text(json.dumps([newer, chat]))
+    code, out, err = brain("ingest", str(tmp_path / "export1.json"), now="2026-12-01T05:00:00Z")
+    assert code == 0 and "3 new entries" in out, err
+    tool = next(e for e in entries(brain.cwd) if e.role == "tool")
+    assert tool.ts.isoformat() == "2025-12-01T14:40:02+00:00"  # the assistant's turn before it
+    code, out, err = brain("ingest", str(tmp_path / "export2.json"), now="2026-12-02T05:00:00Z")
+    assert code == 0 and "1 new entry, 3 already known" in out, (out, err)
+    assert [e.text for e in entries(brain.cwd)].count("[tool result] search results: pamd docs") == 1
+    # nothing timed in its conversation: anchored by its node, still not by its place in the file
+    del chat["mapping"]["x"]["message"]["create_time"], chat["mapping"]["y"]["message"]["create_time"]
+    chat["conversation_id"] = "conv-4"
+    (tmp_path / "export3.json").write_text(json.dumps([chat]))
+    (tmp_path / "export4.json").write_text(json.dumps([newer, chat]))
+    assert "3 new entries" in brain("ingest", str(tmp_path / "export3.json"), now="2026-12-03T05:00:00Z")[1]
+    assert "nothing new" in brain("ingest", str(tmp_path / "export4.json"), now="2026-12-04T05:00:00Z")[1]
+
+
 def test_responses_api_items_are_read(brain, tmp_path):
     f = tmp_path / "responses.jsonl"
     jsonl(f, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},

@@ -284,7 +284,7 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
                 body = _truncate(body, TOOL_RESULT_CHARS, redactor)
             elif m.role == "assistant" and is_call(body):
                 body = _truncate(body, 600, redactor)
-            out.append(Message(m.role, body, m.ts, m.session or session, len(out)))
+            out.append(Message(m.role, body, m.ts, m.session or session, len(out), key=m.key))
             continue
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
@@ -319,6 +319,7 @@ class _Said:
     text: str
     ts: datetime | None = None
     session: str | None = None
+    key: str | None = None  # anchors the id instead of the time (see Message.key)
 
 
 # Responses-API items that are no message: the model's private reasoning (not remembered,
@@ -409,10 +410,12 @@ def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
     chain, seen = [], set()
     while node in mapping and node not in seen and isinstance(mapping[node], dict):
         seen.add(node)
-        chain.append(mapping[node])
+        chain.append((node, mapping[node]))
         node = mapping[node].get("parent")
     out = []
-    for n in reversed(chain):
+    started = conv.get("create_time")
+    last = _time(started, name, line) if isinstance(started, int | float) else None
+    for node, n in reversed(chain):
         msg = n.get("message")
         if not isinstance(msg, dict):
             continue
@@ -435,7 +438,14 @@ def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
         elif role == "tool":
             text = "[tool result] " + text
         ts = msg.get("create_time")
-        out.append(_Said(role, text, _time(ts, name, line) if isinstance(ts, int | float) else None, sess))
+        if isinstance(ts, int | float):
+            last = _time(ts, name, line)
+            out.append(_Said(role, text, last, sess))
+        else:
+            # A tool's or an old chat's system message has no time: the one before it in its
+            # conversation (or the conversation's), else its node (never its place in the file,
+            # which a later export with more conversations moves).
+            out.append(_Said(role, text, last, sess, None if last else f"{sess or ''}/{node}"))
     return out
 
 

@@ -501,6 +501,30 @@ def test_responses_api_items_are_read(brain, tmp_path):
         ("tool", '[tool result] {"temp":18}'), ("user", "Weather in Paris?")]
 
 
+def test_responses_items_of_an_mcp_server_are_read(brain, tmp_path):
+    """A conversation with a remote MCP server holds `mcp_list_tools` (and, with approvals,
+    `mcp_approval_request` / `mcp_approval_response`): the whole file was refused."""
+    f = tmp_path / "mcp.json"
+    f.write_text(json.dumps([
+        {"role": "user", "content": "what does deepwiki say?"},
+        {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "deepwiki", "tools": [{"name": "ask_question"}]},
+        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "deepwiki", "name": "ask_question",
+         "arguments": '{"q": "pamd"}'},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+        {"type": "mcp_call", "id": "mcp_1", "name": "ask_question", "arguments": '{"q": "pamd"}',
+         "output": "an answer"},
+        {"type": "mcp_approval_request", "id": "mcpr_2", "name": "delete_wiki", "arguments": "{}"},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_2", "approve": False,
+         "reason": "not that one"}]))
+    code, _, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert [(e.role, e.text) for e in entries(brain.cwd)] == [
+        ("user", "what does deepwiki say?"),
+        ("assistant", '[tool ask_question] {"q": "pamd"}'), ("tool", "[tool result] approved"),
+        ("assistant", '[tool ask_question] {"q": "pamd"}'), ("tool", "[tool result] an answer"),
+        ("assistant", "[tool delete_wiki] {}"), ("tool", "[tool result] not approved: not that one")]
+
+
 def test_an_item_pamd_does_not_know_is_refused_by_name(brain, tmp_path):
     f = tmp_path / "items.json"
     f.write_text(json.dumps([{"type": "message", "role": "user", "content": "hi"}, {"type": "weird_thing"}]))

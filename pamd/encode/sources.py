@@ -323,16 +323,20 @@ class _Said:
 
 
 # Responses-API items that are no message: the model's private reasoning (not remembered,
-# like Claude Code's thinking) and a reference to an earlier item (said where it was).
-_SKIPPED_ITEMS = ("reasoning", "item_reference")
+# like Claude Code's thinking), a reference to an earlier item (said where it was) and
+# the list of tools an MCP server offers (a catalogue, nothing said in the conversation).
+_SKIPPED_ITEMS = ("reasoning", "item_reference", "mcp_list_tools")
 _ITEMS = ("message", *_SKIPPED_ITEMS)
 
 
 def _item_kind(kind) -> str | None:
     """'call' or 'output' for a Responses-API tool item (`function_call`, `web_search_call`,
-    `function_call_output`, ...), else None."""
+    `function_call_output`, ...; an MCP approval request is the call the model asked to
+    make, its approval response the answer), else None."""
     if not isinstance(kind, str):
         return None
+    if kind in ("mcp_approval_request", "mcp_approval_response"):
+        return "call" if kind.endswith("request") else "approval"
     return "output" if kind.endswith("_call_output") else "call" if kind.endswith("_call") else None
 
 
@@ -363,7 +367,9 @@ def _expand_one(line: int, obj, name: str) -> list[tuple[int, object]]:
 
 def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
     """A Responses-API item without a role: a tool call (`[tool NAME] args`, as Claude Code's
-    are stored), its output (a tool result), or reasoning (skipped)."""
+    are stored), its output (a tool result), an MCP approval request (a call) and response
+    (`[tool result] approved` / `not approved: REASON`), or reasoning and an MCP server's
+    tool list (skipped)."""
     kind = item.get("type")
     if kind in _SKIPPED_ITEMS:
         return []
@@ -372,10 +378,15 @@ def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
     which = _item_kind(kind)
     if which is None:
         raise PamdError(f"{name}:{line}: Responses-API item type {str(kind)[:40]!r} is not one pamd reads",
-                        "pamd reads message, *_call and *_call_output items; reasoning is skipped")
+                        "pamd reads message, *_call, *_call_output and MCP approval items; "
+                        "reasoning and tool lists are skipped")
+    if which == "approval":  # a person's yes or no to an MCP call the model asked to make
+        reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
+        said = "approved" if item.get("approve") is True else "not approved"
+        return [_Said("tool", f"[tool result] {said}" + (f": {reason}" if reason else ""))]
     out = []
     if which == "call":
-        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind[: -len("_call")]
+        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind.removesuffix("_call")
         args = next((item[k] for k in ("arguments", "input", "action", "code", "query", "queries")
                      if item.get(k) not in (None, "")), {})
         if isinstance(args, str):

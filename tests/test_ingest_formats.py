@@ -378,8 +378,9 @@ def test_a_note_keeps_its_headings_and_code_blocks_whole(brain, tmp_path):
     ]  # the title that only repeats the note's date is not an entry: it is the entries' day
 
 
-def test_a_note_from_before_keeps_its_item_ids(brain, tmp_path):
-    # the older reader dropped headings and # lines: items around them keep their ids
+def test_a_note_from_before_keeps_the_ids_of_the_items_around_its_headings(brain, tmp_path):
+    # the older reader dropped headings and # lines: items around them keep their ids (code
+    # blocks it split, and the lines against their fences, come in once more: docs/format.md)
     note = tmp_path / "2026-11-28.md"
     note.write_text("- alpha\n- beta\n")
     assert brain("ingest", str(note))[0] == 0
@@ -458,6 +459,35 @@ def test_a_chatgpt_export_is_read_along_the_branch_shown(brain, tmp_path):
     assert "nothing new" in brain("ingest", str(f))[1]
 
 
+def test_an_untimed_chatgpt_message_keeps_its_conversations_day_and_id_in_a_later_export(brain, tmp_path):
+    """A tool's message has `create_time: null`: it took the run's time (filed under that
+    day) and its place in the whole file as anchor, so the next export (more conversations
+    before it) stored it again. It takes the time of the message before it now."""
+    chat = {"title": "Second chat", "conversation_id": "conv-2", "current_node": "z", "mapping": {
+        "r": {"id": "r", "parent": None, "children": ["x"], "message": None},
+        "x": _node("x", "user", "the deploy failed with exit code 1", "r", ["y"], 1764600001.0),
+        "y": _node("y", "assistant", "Let me look", "x", ["z"], 1764600002.0),
+        "z": _node("z", "tool", "search results: pamd docs", "y", [])}}
+    newer = {"title": "Newest", "conversation_id": "conv-3", "current_node": "n", "mapping": {
+        "n": _node("n", "user", "a new question", None, [], 1764700000.0)}}
+    (tmp_path / "export1.json").write_text(json.dumps([chat]))
+    (tmp_path / "export2.json").write_text(json.dumps([newer, chat]))
+    code, out, err = brain("ingest", str(tmp_path / "export1.json"), now="2026-12-01T05:00:00Z")
+    assert code == 0 and "3 new entries" in out, err
+    tool = next(e for e in entries(brain.cwd) if e.role == "tool")
+    assert tool.ts.isoformat() == "2025-12-01T14:40:02+00:00"  # the assistant's turn before it
+    code, out, err = brain("ingest", str(tmp_path / "export2.json"), now="2026-12-02T05:00:00Z")
+    assert code == 0 and "1 new entry, 3 already known" in out, (out, err)
+    assert [e.text for e in entries(brain.cwd)].count("[tool result] search results: pamd docs") == 1
+    # nothing timed in its conversation: anchored by its node, still not by its place in the file
+    del chat["mapping"]["x"]["message"]["create_time"], chat["mapping"]["y"]["message"]["create_time"]
+    chat["conversation_id"] = "conv-4"
+    (tmp_path / "export3.json").write_text(json.dumps([chat]))
+    (tmp_path / "export4.json").write_text(json.dumps([newer, chat]))
+    assert "3 new entries" in brain("ingest", str(tmp_path / "export3.json"), now="2026-12-03T05:00:00Z")[1]
+    assert "nothing new" in brain("ingest", str(tmp_path / "export4.json"), now="2026-12-04T05:00:00Z")[1]
+
+
 def test_responses_api_items_are_read(brain, tmp_path):
     f = tmp_path / "responses.jsonl"
     jsonl(f, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
@@ -470,6 +500,30 @@ def test_responses_api_items_are_read(brain, tmp_path):
     assert sorted((e.role, e.text) for e in entries(brain.cwd)) == [
         ("assistant", "18C."), ("assistant", '[tool get_weather] {"city": "Paris"}'),
         ("tool", '[tool result] {"temp":18}'), ("user", "Weather in Paris?")]
+
+
+def test_responses_items_of_an_mcp_server_are_read(brain, tmp_path):
+    """A conversation with a remote MCP server holds `mcp_list_tools` (and, with approvals,
+    `mcp_approval_request` / `mcp_approval_response`): the whole file was refused."""
+    f = tmp_path / "mcp.json"
+    f.write_text(json.dumps([
+        {"role": "user", "content": "what does deepwiki say?"},
+        {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "deepwiki", "tools": [{"name": "ask_question"}]},
+        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "deepwiki", "name": "ask_question",
+         "arguments": '{"q": "pamd"}'},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+        {"type": "mcp_call", "id": "mcp_1", "name": "ask_question", "arguments": '{"q": "pamd"}',
+         "output": "an answer"},
+        {"type": "mcp_approval_request", "id": "mcpr_2", "name": "delete_wiki", "arguments": "{}"},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_2", "approve": False,
+         "reason": "not that one"}]))
+    code, _, err = brain("ingest", str(f))
+    assert code == 0, err
+    assert [(e.role, e.text) for e in entries(brain.cwd)] == [
+        ("user", "what does deepwiki say?"),
+        ("assistant", '[tool ask_question] {"q": "pamd"}'), ("tool", "[tool result] approved"),
+        ("assistant", '[tool ask_question] {"q": "pamd"}'), ("tool", "[tool result] an answer"),
+        ("assistant", "[tool delete_wiki] {}"), ("tool", "[tool result] not approved: not that one")]
 
 
 def test_an_item_pamd_does_not_know_is_refused_by_name(brain, tmp_path):

@@ -196,6 +196,33 @@ def test_the_same_timed_transcript_under_another_name_adds_nothing(brain, tmp_pa
     assert "nothing new" in brain("ingest", str(tmp_path / "a-copy.jsonl"))[1]
 
 
+def test_two_transcripts_saying_the_same_words_in_the_same_second_keep_both(brain, tmp_path):
+    """The session-free id held only time, role and text, so another agent's "Done." of the
+    same second was taken for a copy and dropped. It names the message before it too now:
+    only a copy (or a copy that has grown since) is known by it."""
+    def write(name, lines):
+        (tmp_path / name).write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return str(tmp_path / name)
+    a = [{"ts": "2026-11-10T10:00:00Z", "role": "user", "text": "agent A: run the migration"},
+         {"ts": "2026-11-10T10:00:05Z", "role": "assistant", "text": "Done."}]
+    b = [{"ts": "2026-11-10T10:00:01Z", "role": "user", "text": "agent B: rotate the logs"},
+         {"ts": "2026-11-10T10:00:05Z", "role": "assistant", "text": "Done."}]
+    code, out, err = brain("ingest", write("agent-a.jsonl", a), write("agent-b.jsonl", b))
+    assert code == 0 and "4 new entries, 0 already known" in out, (out, err)
+    assert sorted(e.session for e in entries(brain.cwd)) == ["agent-a", "agent-a", "agent-b", "agent-b"]
+    # in two runs too
+    assert "2 new entries" in brain("ingest", write("agent-c.jsonl", [{**a[0], "text": "agent C"}, a[1]]))[1]
+    # a copy, a renamed file and stdin add nothing; a copy with more at the end adds only that
+    assert "nothing new: 2" in brain("ingest", write("agent-a (1).jsonl", a))[1]
+    assert "nothing new: 2" in brain("ingest", write("renamed.jsonl", b))[1]
+    r = brain.proc("ingest", "-", input=(tmp_path / "agent-a.jsonl").read_bytes())
+    assert r.returncode == 0 and b"nothing new: 2" in r.stdout, r.stderr
+    grown = [*a, {"ts": "2026-11-10T10:00:09Z", "role": "user", "text": "thanks"}, b[1]]
+    assert "2 new entries, 2 already known" in brain("ingest", write("agent-a-later.jsonl", grown))[1]
+    assert len(entries(brain.cwd)) == 8
+    assert brain("fsck")[0] == 0
+
+
 def test_untimed_stdin_says_on_stderr_that_it_took_the_runs_time(brain, tmp_path):
     chat = json.dumps({"messages": [{"role": "user", "content": "Deploy failed with exit code 1"},
                                     {"role": "assistant", "content": "Looking."}]}).encode()

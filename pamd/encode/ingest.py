@@ -6,8 +6,9 @@ Re-ingesting the same transcript adds nothing: entry ids are content hashes,
 and the ledger (memory/ledger/YYYY-MM.txt) remembers every id ever ingested,
 also after compaction has moved the raw text out of the tree. A timed message
 whose session is only the input's name (pamd and OpenAI formats without a
-`session`) is also remembered by a second id without the session, so the same
-transcript under another name (a copy, stdin) adds nothing either.
+`session`) is also remembered by a second id without the session (chained to the
+message before it), so the same transcript under another name (a copy, stdin)
+adds nothing either.
 """
 
 from __future__ import annotations
@@ -71,12 +72,24 @@ def message_id(m: sources.Message) -> str:
     return entry_id("e", m.session, m.anchor(), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
 
 
-def nameless_id(m: sources.Message) -> str | None:
-    """The id a timed message has whatever the input was called, when its session is only
-    the input's name; None otherwise. The empty session is one no message has."""
-    if m.named or m.ts is None or m.key is not None:
-        return None
-    return entry_id("e", "", fmt_time(m.ts), m.role, m.text, *([f"#{m.dup}"] if m.dup else []))
+def nameless_ids(messages: list[sources.Message]) -> list[str | None]:
+    """The id each timed message of one input has whatever the input was called, when its
+    session is only the input's name; None for the others. The empty session is one no
+    message has. Each id also holds the one of the message before it in the same input
+    (the first: its own fields only), so it names the message in its transcript: a copy
+    (or a copy that has grown since) matches, another transcript's same words in the same
+    second do not."""
+    out: list[str | None] = []
+    prev: dict[str, str] = {}
+    for m in messages:
+        if m.named or m.ts is None or m.key is not None:
+            out.append(None)
+            continue
+        free = entry_id("e", "", fmt_time(m.ts), m.role, m.text, *([f"#{m.dup}"] if m.dup else []),
+                        *([prev[m.session]] if m.session in prev else []))
+        prev[m.session] = free
+        out.append(free)
+    return out
 
 
 # Session and role names kept only ASCII letters before they kept every script's.
@@ -222,6 +235,7 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     secrets = redactor(brain.config)
     messages: list[sources.Message] = []
     legacy: list[str | None] = []
+    free: list[str | None] = []
     for name, data in inputs:
         if name == STDIN:  # no file to be read again: its untimed messages are said now
             msgs = sources.read(data, name, fmt, secrets, untimed=fmt_time(now))
@@ -229,13 +243,14 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
         else:
             msgs = sources.read(data, name, fmt, secrets)
             legacy += [legacy_id(m) for m in msgs]
+        free += nameless_ids(msgs)
         messages += msgs
     if not messages:
         raise PamdError("no messages found in the input", "check the file and --format")
     entries, redacted = make_entries(messages, Tagger.from_config(brain.config, brain.root),
                                      secrets, now)
     aliases = {e.id: old for e, old in zip(entries, legacy, strict=True) if old}
-    nameless = {e.id: free for e, m in zip(entries, messages, strict=True) if (free := nameless_id(m))}
+    nameless = {e.id: f for e, f in zip(entries, free, strict=True) if f}
     said_now = {e.id for e, m in zip(entries, messages, strict=True) if m.ts is None and m.key == fmt_time(now)}
     plan, sha = ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted,
                                aliases, nameless)

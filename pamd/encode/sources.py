@@ -66,7 +66,7 @@ class Message:
     key: str | None = None  # anchors the id instead of ts/seq: an untimed note item's day; stdin: now
     dup: int = 0  # earlier messages in the same source with the same anchor, role and text
     was: Message | None = None  # the message an older pamd read from the same record, when it differs
-    named: bool = True  # False: no session in the source, so the input's name; see ingest.nameless_id
+    named: bool = True  # False: no session in the source, so the input's name; see ingest.nameless_ids
 
     def anchor(self) -> str:
         if self.key is not None:
@@ -284,7 +284,7 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
                 body = _truncate(body, TOOL_RESULT_CHARS, redactor)
             elif m.role == "assistant" and is_call(body):
                 body = _truncate(body, 600, redactor)
-            out.append(Message(m.role, body, m.ts, m.session or session, len(out)))
+            out.append(Message(m.role, body, m.ts, m.session or session, len(out), key=m.key))
             continue
         if not isinstance(m, dict) or "role" not in m:
             raise PamdError(f"{name}:{line}: expected a message with role and content")
@@ -319,19 +319,24 @@ class _Said:
     text: str
     ts: datetime | None = None
     session: str | None = None
+    key: str | None = None  # anchors the id instead of the time (see Message.key)
 
 
 # Responses-API items that are no message: the model's private reasoning (not remembered,
-# like Claude Code's thinking) and a reference to an earlier item (said where it was).
-_SKIPPED_ITEMS = ("reasoning", "item_reference")
+# like Claude Code's thinking), a reference to an earlier item (said where it was) and
+# the list of tools an MCP server offers (a catalogue, nothing said in the conversation).
+_SKIPPED_ITEMS = ("reasoning", "item_reference", "mcp_list_tools")
 _ITEMS = ("message", *_SKIPPED_ITEMS)
 
 
 def _item_kind(kind) -> str | None:
     """'call' or 'output' for a Responses-API tool item (`function_call`, `web_search_call`,
-    `function_call_output`, ...), else None."""
+    `function_call_output`, ...; an MCP approval request is the call the model asked to
+    make, its approval response the answer), else None."""
     if not isinstance(kind, str):
         return None
+    if kind in ("mcp_approval_request", "mcp_approval_response"):
+        return "call" if kind.endswith("request") else "approval"
     return "output" if kind.endswith("_call_output") else "call" if kind.endswith("_call") else None
 
 
@@ -362,7 +367,9 @@ def _expand_one(line: int, obj, name: str) -> list[tuple[int, object]]:
 
 def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
     """A Responses-API item without a role: a tool call (`[tool NAME] args`, as Claude Code's
-    are stored), its output (a tool result), or reasoning (skipped)."""
+    are stored), its output (a tool result), an MCP approval request (a call) and response
+    (`[tool result] approved` / `not approved: REASON`), or reasoning and an MCP server's
+    tool list (skipped)."""
     kind = item.get("type")
     if kind in _SKIPPED_ITEMS:
         return []
@@ -371,10 +378,15 @@ def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
     which = _item_kind(kind)
     if which is None:
         raise PamdError(f"{name}:{line}: Responses-API item type {str(kind)[:40]!r} is not one pamd reads",
-                        "pamd reads message, *_call and *_call_output items; reasoning is skipped")
+                        "pamd reads message, *_call, *_call_output and MCP approval items; "
+                        "reasoning and tool lists are skipped")
+    if which == "approval":  # a person's yes or no to an MCP call the model asked to make
+        reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
+        said = "approved" if item.get("approve") is True else "not approved"
+        return [_Said("tool", f"[tool result] {said}" + (f": {reason}" if reason else ""))]
     out = []
     if which == "call":
-        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind[: -len("_call")]
+        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind.removesuffix("_call")
         args = next((item[k] for k in ("arguments", "input", "action", "code", "query", "queries")
                      if item.get(k) not in (None, "")), {})
         if isinstance(args, str):
@@ -409,10 +421,12 @@ def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
     chain, seen = [], set()
     while node in mapping and node not in seen and isinstance(mapping[node], dict):
         seen.add(node)
-        chain.append(mapping[node])
+        chain.append((node, mapping[node]))
         node = mapping[node].get("parent")
     out = []
-    for n in reversed(chain):
+    started = conv.get("create_time")
+    last = _time(started, name, line) if isinstance(started, int | float) else None
+    for node, n in reversed(chain):
         msg = n.get("message")
         if not isinstance(msg, dict):
             continue
@@ -435,7 +449,14 @@ def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
         elif role == "tool":
             text = "[tool result] " + text
         ts = msg.get("create_time")
-        out.append(_Said(role, text, _time(ts, name, line) if isinstance(ts, int | float) else None, sess))
+        if isinstance(ts, int | float):
+            last = _time(ts, name, line)
+            out.append(_Said(role, text, last, sess))
+        else:
+            # A tool's or an old chat's system message has no time: the one before it in its
+            # conversation (or the conversation's), else its node (never its place in the file,
+            # which a later export with more conversations moves).
+            out.append(_Said(role, text, last, sess, None if last else f"{sess or ''}/{node}"))
     return out
 
 

@@ -814,6 +814,44 @@ def test_a_pinned_name_colon_goal_or_a_date_reads_as_written_everywhere(brain):
         f"STATE.md:{line + 1}: pinned_goals: item is not one line of text (quote it)"]
 
 
+def test_a_person_s_reflex_written_as_a_date_number_or_mapping_does_not_stop_compaction(brain, tmp_path):
+    """Session 9 merged review #2: `- 2026-12-15` pinned in DNA.md's reflexes (check ok, boot
+    showed it) crashed every compact and defrag (AttributeError: 'datetime.date' has no `get`).
+    Such items read as written (as 7616a45 does for STATE and boot); a list is named by check."""
+    import datetime
+
+    root = brain.cwd
+    dna = root / "DNA.md"
+    dna.write_text(dna.read_text().replace("reflexes: []", "reflexes:\n- 2026-12-15\n- 42\n"
+                                           "- Ann: always ask before deleting\n- [a, b]", 1))
+    git(root, "commit", "-qam", "pin")
+    line = dna.read_text().split("\n").index("- [a, b]") + 1
+    assert brain("check")[1].splitlines() == [f"DNA.md:{line}: reflexes: item is not one line of text (quote it)"]
+    (tmp_path / "m.jsonl").write_text(json.dumps({"ts": "2026-11-01T08:00:00Z", "role": "user", "session": "s",
+                                                  "text": "Error: deploy failed, the token expired."}) + "\n")
+    assert brain("ingest", str(tmp_path / "m.jsonl"), now="2026-11-01T09:00:00Z")[0] == 0
+    code, _, err = brain("compact", now="2026-11-03T12:00:00Z")
+    assert code == 0, err
+    items = meta(dna)["reflexes"]
+    assert items[:4] == [datetime.date(2026, 12, 15), 42, {"Ann": "always ask before deleting"}, ["a", "b"]]
+    assert [i["kind"] for i in items[4:]] == ["lesson"]
+    code, _, err = brain("defrag", now="2026-11-04T12:00:00Z")
+    assert code == 0, err
+
+
+def test_a_lesson_a_person_wrote_as_name_colon_text_is_not_added_again():
+    """A person's `- Deploy: check the token first` is the same lesson as pamd's text."""
+    from pamd.myelin.myelin import merge_dna
+
+    dna = "---\nkind: dna\nreflexes:\n- 2026-12-15\n- 'Deploy: check the token first'\n---\n# DNA\n"
+    ann = dna.replace("- 'Deploy: check the token first'", "- Deploy: check the token first")
+    lesson = {"text": "Deploy: check the token first (lesson of 2026-11-01)", "kind": "lesson",
+              "from": ["e-000000000001"]}
+    for text in (dna, ann):
+        out = merge_dna(text, [dict(lesson)], [])
+        assert len(split_frontmatter(out, "DNA.md")[0]["reflexes"]) == 2, out
+
+
 def test_boot_during_a_merge_leaves_conflicted_files_out_and_says_so(brain, tmp_path):
     """Review 8 F3: two clones remembered on the same day; while their merge stops on the
     conflicts, boot pastes neither side with git's markers: the files are left out, named

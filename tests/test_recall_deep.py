@@ -114,6 +114,69 @@ def test_a_corrupt_deep_cache_is_rebuilt_from_history(brain, tmp_path):
     assert json.loads(brain("recall", q, "--json", "-k", "3")[1])[0]["ids"] == first[0]["ids"]
 
 
+def _clone_with_a_duplicate_id(brain, tmp_path):
+    """Session 9 merged review #1: day 1 compacted, day 2 raw, its entry pasted twice and
+    committed by hand; then cloned (no .pamd/: every summary's leaves come from history)."""
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    (tmp_path / "e.jsonl").write_text(json.dumps({"ts": "2026-12-01T08:00:00Z", "role": "user",
+                                                  "session": "t", "text": "Lunch is at noon."}) + "\n")
+    assert brain("ingest", str(tmp_path / "e.jsonl"), now="2026-12-01T09:00:00Z")[0] == 0
+    day = brain.cwd / "memory" / "L0" / "2026-12-01.md"
+    text = day.read_text()
+    day.write_text(text + text[text.rfind("\n### ") + 1:])
+    git(brain.cwd, "commit", "-qam", "a merge resolved by keeping both")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(brain.cwd), str(clone))
+    brain.cwd = clone
+
+
+def test_a_duplicate_id_in_a_clone_leaves_the_deep_lookup_uncached_until_fixed(brain, tmp_path):
+    """It cached "no leaves" for every summary, silently, for good: fixing the duplicate and
+    `pamd index --rebuild` never brought the raw messages back (only rm .pamd/deep.sqlite)."""
+    q = "which bucket does the nightly backup write to"
+    _clone_with_a_duplicate_id(brain, tmp_path)
+    code, _, err = brain("index")
+    assert code == 0 and "duplicate id" in err and "pamd index --rebuild" in err, err
+    hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
+    assert len(hit["ids"]) == 1 and hit["ids"][0].startswith("s-")  # the summary itself, still found
+    git(brain.cwd, "revert", "--no-edit", "HEAD")
+    code, _, err = brain("index", "--rebuild")
+    assert code == 0 and "warning" not in err, err
+    hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
+    assert hit["ids"][1].startswith("e-") and "pamd-archive-eu" in hit["text"]
+
+
+def test_index_rebuild_asks_history_again_for_a_cached_no_leaves_answer(brain, tmp_path):
+    """A cache an older pamd filled with "no leaves" (the duplicate id above) outlived
+    `pamd index --rebuild`; a rebuild asks history again (leaves it read stay)."""
+    import sqlite3
+
+    q = "which bucket does the nightly backup write to"
+    _brain_with_a_compressed_fact(brain, tmp_path)
+    sid = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]["ids"][0]
+    with sqlite3.connect(brain.cwd / ".pamd" / "deep.sqlite") as db:
+        db.execute("DELETE FROM leaves WHERE summary=?", (sid,))
+        db.execute("INSERT INTO leaves VALUES (?, -1, '', '', '', '')", (sid,))
+    db.close()
+    assert brain("index", "--rebuild")[0] == 0
+    hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
+    assert hit["ids"][0] == sid and hit["ids"][1].startswith("e-") and "pamd-archive-eu" in hit["text"]
+
+
+def test_the_no_leaves_marker_is_no_leaf(tmp_path):
+    """deep._get read the pos=-1 marker row back as a leaf: hits showed an empty ": " leaf."""
+    from pamd.recall import deep
+
+    db = deep._connect(tmp_path)
+    with db:
+        deep._put(db, "s-000000000001", [])
+        deep._put(db, "s-000000000002", [("e-000000000003", "2026-12-01T08:00:00Z", "user", "hi")])
+    assert deep._get(db, "s-000000000001") == []
+    assert deep._get(db, "s-000000000002") == [("e-000000000003", "2026-12-01T08:00:00Z", "user", "hi")]
+    assert deep._get(db, "s-000000000004") is None
+    db.close()
+
+
 def test_the_text_output_says_a_hit_matched_words_behind_a_summary(brain, tmp_path):
     _brain_with_a_compressed_fact(brain, tmp_path)
     code, out, _ = brain("recall", "which bucket does the nightly backup write to", "-k", "1")

@@ -8,12 +8,15 @@ import sys
 HELP = "build or refresh the search index (.pamd/index) from the brain's files"
 EXAMPLE = """
 pamd index            # embed only what changed since the last index
-pamd index --rebuild  # start from empty (cached vectors are reused)
+pamd index --rebuild  # start from empty (cached vectors and summaries' leaves are reused;
+                      # summaries cached with no leaves are read from history again)
+rm .pamd/deep.sqlite  # then pamd index --rebuild: every summary's leaves read from history again
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
+    p.add_argument("--rebuild", action="store_true", help="drop the index and build it again; summaries cached with no"
+                   " raw leaves are read from history again")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pamd.consolidate.summarizers.lesson import said, states_failure
 from pamd.core.entry import Entry, add_via
-from pamd.core.fmt import Doc, FormatError, dump_yaml, split_frontmatter
+from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
 from pamd.myelin.recall_log import Pending
 
@@ -176,7 +176,8 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry],
     _follow(learned, tree)
     items = list(meta.get("reflexes") or [])
     have = {tuple(sorted(_ids(i.get("from")))) for i in items if isinstance(i, dict)}
-    have_text = {_same_text(i if isinstance(i, str) else str(i.get("text", ""))) for i in items}
+    # a person's reflex read as written (a bare date, `Ann: text`); a list has no text (check names it)
+    have_text = {_same_text(s) for s in map(item_text, items) if s}
     added = False
     for r in reflexes:
         key = tuple(sorted(r["from"]))

@@ -64,8 +64,9 @@ def _open(path: Path) -> sqlite3.Connection:
 
 
 def _get(db: sqlite3.Connection, sid: str) -> list[Leaf] | None:
-    rows = db.execute("SELECT raw, ts, role, text FROM leaves WHERE summary=? ORDER BY pos", (sid,)).fetchall()
-    if rows:
+    rows = db.execute("SELECT raw, ts, role, text FROM leaves WHERE summary=? AND pos>=0 ORDER BY pos",
+                      (sid,)).fetchall()
+    if rows:  # not the pos=-1 "no leaves" marker (_put): that is no leaf
         return [tuple(r) for r in rows]
     return [] if db.execute("SELECT 1 FROM leaves WHERE summary=? AND pos=-1", (sid,)).fetchone() else None
 
@@ -137,13 +138,19 @@ def texts_of(state_dir: Path, raw_ids: Iterable[str]) -> dict[str, str]:
 class Lookup:
     """Leaves of summaries for the chunker; missing ones are read from history once."""
 
-    def __init__(self, root: Path, state_dir: Path) -> None:
+    def __init__(self, root: Path, state_dir: Path, again: bool = False) -> None:
+        """`again` (pamd index --rebuild): cached "no leaves" answers are asked of history again."""
         self.root = root
         self.db = _connect(state_dir)
+        if again:
+            with self.db:
+                self.db.execute("DELETE FROM leaves WHERE pos=-1")
         self._brain = None
         self._history = None  # read once, for every summary the cache lacks
         self.shallow = 0  # summaries whose leaves a shallow clone's history lacks
         self._shallow: bool | None = None
+        self.unread = 0  # summaries not read because the tree does not load (a person's mistake)
+        self.why = None  # ... and its PamdError
 
     def __call__(self, summary: Entry) -> list[Leaf]:
         got = _get(self.db, summary.id)
@@ -163,6 +170,13 @@ class Lookup:
         if self._brain is None:
             self._brain = Brain(self.root)
             self._history = History(self._brain)
+            try:
+                self._history.in_tree(set())  # the tree loads: no malformed header, no duplicate id
+            except PamdError as exc:
+                self.why = exc
+        if self.why is not None:  # the person can fix it: no answer, so nothing cached
+            self.unread += 1
+            return None
         try:
             found = expand_ids(self._brain, [sid], made=True, hist=self._history)
         except PamdError:
@@ -171,7 +185,10 @@ class Lookup:
             if self._shallow:
                 self.shallow += 1  # the history is missing, not broken: try again once it is fetched
                 return None
-            return []  # provenance broken (pamd fsck says where): the summary is still searchable itself
+            # a source in neither the tree nor history (pamd fsck says where), or pulled from
+            # another brain: history will not change that, so "no leaves" is cached; the
+            # summary is still searchable itself
+            return []
         for f in found:  # committed with the leaves (__call__): one transaction a summary
             if f.made is not None:
                 _put_made(self.db, f.entry.id, f.made)
@@ -184,3 +201,7 @@ class Lookup:
             print(f"pamd: warning: this clone is shallow (cloned with --depth): the raw messages behind"
                   f" {plural(self.shallow, 'summary')} are not in its history, so recall cannot search"
                   " them; run `git fetch --unshallow`, then `pamd index --rebuild`", file=sys.stderr)
+        if self.unread:
+            print(f"pamd: warning: the raw messages behind {plural(self.unread, 'summary')} are not"
+                  f" searchable until the brain loads: {self.why.message}; fix it (pamd check),"
+                  " then run `pamd index --rebuild`", file=sys.stderr)

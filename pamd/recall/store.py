@@ -402,7 +402,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     # 2. which chunks appear and disappear
     new_chunks: list[Chunk] = []
     dead: list[int] = []
-    deep = Lookup(root, state_dir) if config.get("index", {}).get("deep", True) else None
+    deep = Lookup(root, state_dir, again=force) if config.get("index", {}).get("deep", True) else None
     try:
         for rel, tier, text in changed:
             old = {key: label for label, key in

@@ -183,6 +183,34 @@ def test_truncated_private_key_block_keeps_the_text_after_it() -> None:
     assert out.endswith("\n[log truncated]\nthen we rotated it on Monday")
 
 
+@pytest.mark.parametrize(
+    "number",
+    [
+        lambda n: f"{n:>6}\u2192",  # Claude Code's Read tool
+        lambda n: f"{n:>6}\t",  # cat -n, nl
+        lambda n: f"{n}:",  # grep -n
+        lambda n: f"deploy.pem:{n}:",  # grep -rn
+    ],
+)
+def test_private_key_with_line_numbers(number) -> None:
+    lines = ["-----BEGIN RSA PRIVATE KEY-----", *body(3), "AbC1==", "-----END RSA PRIVATE KEY-----"]
+    listing = "\n".join(number(i + 1) + line for i, line in enumerate(lines))
+    out, counts = redact(f"{listing}\n{number(7)}kept after")
+    assert (out, counts) == (f"{number(1)}[REDACTED:private-key]\n{number(7)}kept after",
+                             {"private-key": 1})
+    # cut short (a Read with a limit): the lines it has go, the note after it stays
+    out, counts = redact("\n".join(number(i + 1) + line for i, line in enumerate(lines[:3]))
+                         + "\n\n... (file truncated) kept")
+    assert (out, counts) == (f"{number(1)}[REDACTED:private-key]\n\n... (file truncated) kept",
+                             {"private-key": 1})
+
+
+def test_private_key_with_short_body_lines() -> None:
+    block = ("-----BEGIN PRIVATE KEY-----\n" + "\n".join(body(4, 32))
+             + "\n-----END PRIVATE KEY-----")
+    assert redact(f"{block}\nkept") == ("[REDACTED:private-key]\nkept", {"private-key": 1})
+
+
 def test_assignment_in_json_escaped_text_ends_at_the_escaped_newline() -> None:
     # A file a tool call wrote is one JSON string: its newlines are the two characters `\n`.
     env = ("DB_PASSWORD=abc123xyz789\nDB_HOST=db.prod.internal\tDB_PORT=5432\r\n"

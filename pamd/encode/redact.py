@@ -192,23 +192,29 @@ def _assignment(name: str, keys: str, needs: str, bare_min: int = 12) -> Pattern
     )
 
 
-# Between a key block's lines: newlines (real or JSON-escaped), blank lines, spaces.
+# Between a key block's lines: newlines (real or JSON-escaped), blank lines, spaces;
+# then a line may carry a listing's line number: Claude Code's Read tool (`     3→`),
+# `cat -n`/`nl` (`     3<tab>`), `grep -n` (`3:`, `file:3:`, `file-3-`), blank lines too.
 _PEM_SEP = r"(?:[ \t\r\n]|\\[rn])+"
+_PEM_LINE = rf"{_PEM_SEP}(?:(?:[\w./\-]+[:\-])?\d+(?:→|\\t|[:\- \t])(?:{_PEM_SEP})?)*"
+# A body line: a whole line of base64 with capitals and small letters (not a long word).
+_PEM_BODY = r"(?=[a-z0-9+/=]*[A-Z])(?=[A-Z0-9+/=]*[a-z])[A-Za-z0-9+/=]{16,}(?=[\s\\\"']|$)"
 _AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
 
 # Order is priority: where two patterns claim overlapping text, the earlier
 # one wins, so a specific type beats the generic `key = value` rule.
 BUILTIN: tuple[Pattern, ...] = (
     # A key block: the header, its `Proc-Type:`/`Version:` lines, then base64 lines
-    # (also where newlines are JSON-escaped `\n`, as in a tool call's input) up to the
-    # END line or, in a block cut short, to its last full line. Only a body is a secret:
+    # (also where newlines are JSON-escaped `\n`, as in a tool call's input, and lines
+    # numbered by a listing) up to the END line or, in a block cut short, to its last
+    # full line. Only a body is a secret:
     # a header followed by prose, a quote or nothing (code and greps that mention the
     # markers) matches nothing, and no text after the body is taken.
     _p("private-key",
        rf"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
-       rf"(?:{_PEM_SEP}[A-Za-z][\w-]*:[ \t][^\r\n\\]*)*"
-       rf"(?:{_PEM_SEP}[A-Za-z0-9+/=]{{40,}})+"
-       rf"(?:(?:{_PEM_SEP}[A-Za-z0-9+/=]{{1,39}})?{_PEM_SEP}-----END \1PRIVATE KEY\2-----)?",
+       rf"(?:{_PEM_LINE}[A-Za-z][\w-]*:[ \t][^\r\n\\]*)*"
+       rf"(?:{_PEM_LINE}{_PEM_BODY})+"
+       rf"(?:(?:{_PEM_LINE}[A-Za-z0-9+/=]+)?{_PEM_LINE}-----END \1PRIVATE KEY\2-----)?",
        not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",

@@ -258,6 +258,14 @@ def test_connection_string_keeps_scheme_user_host() -> None:
         ("token: ya29.a0AfH6SMBx3", "token: [REDACTED:token]"),
         ('password: "correct.horse.battery9"', 'password: "[REDACTED:password]"'),
         ("secret = Zx81mQ29aLpQ7/abc", "secret = [REDACTED:secret]"),
+        # base64 that starts with `/` (1 in 64) is no path; in quotes, capitals and
+        # digits joined by `_` are a value, not an env-var name
+        ('DB_PASSWORD="/xK9fj3kLm2"', 'DB_PASSWORD="[REDACTED:password]"'),
+        ('api_key: "/9j4kLmN0pQrStUv8wX"', 'api_key: "[REDACTED:api-key]"'),
+        ("ENCRYPTION_KEY=/9j4kLmN0pQrStUv8wXyZ12345678==", "ENCRYPTION_KEY=[REDACTED:secret]"),
+        ("token: /9j4kLmN0pQ/rStUv8wX+yZ1", "token: [REDACTED:token]"),
+        ('CLIENT_SECRET="ABCD_1234_EFGH_5678"', 'CLIENT_SECRET="[REDACTED:secret]"'),
+        ('token: "X7K2_P9QZ_M3N8_R4T6"', 'token: "[REDACTED:token]"'),
     ],
 )
 def test_generic_assignments(text: str, expected: str) -> None:
@@ -302,6 +310,8 @@ NOT_SECRETS = [
     "token = os.environ.MY_TOKEN_2",
     "access_key=AWS_ACCESS_KEY_ID_2",
     'api_key: "OPENAI_API_KEY_V2"',
+    'password: "/srv/app/secret2.txt", token: "/run/secrets/api_token2"',
+    'access_key: "AWS_ACCESS_KEY_ID_2"',
     "passphrase: op://Private/ssh-key/passphrase1",
     "vault_token: vault:secret/data/ci#token2",
     "sk-learn-compatible-estimators-v2 and sk-1-2-release-notes",

@@ -47,17 +47,26 @@ def _url_password(m: re.Match[str], text: str) -> bool:
 
 # Values that name where a secret is, not the secret: a path (`/etc/ssl/x.key`,
 # `~/.ssh/id_rsa`, `./certs/k.pem`), a URI reference (`op://vault/item`,
-# `vault:secret/db`), an env-var name (`AWS_ACCESS_KEY_ID_2`); unquoted also an
-# `a.b.c` of identifiers (`state.auth.token2`), which is code. Digits only at
-# a part's end, so a dotted token like `ya29.a0AfH6SMBx3` is no such name.
-_REFERENCE = re.compile(r"(?:~|\.{1,2})?/|[A-Za-z][A-Za-z0-9+.\-]*://|(?:vault|env|arn):"
-                        r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+# `vault:secret/db`), unquoted an env-var name (`AWS_ACCESS_KEY_ID_2`; quoted only one
+# of words, `"OPENAI_API_KEY_V2"`, not `"ABCD_1234_EFGH"`) and an `a.b.c` of
+# identifiers (`state.auth.token2`), which is code. Digits only at a part's end, so a
+# dotted token like `ya29.a0AfH6SMBx3` is no such name.
+_REFERENCE = re.compile(r"(?:~|\.{1,2})/|[A-Za-z][A-Za-z0-9+.\-]*://|(?:vault|env|arn):")
+# A path from the root has a second `/` or an extension and no base64 `+`/`=`: a
+# base64 secret starts with `/` once in 64 (`/9j4kLmN0…`).
+_ROOT_PATH = re.compile(r"/[^+=/]*(?:/[^+=]*|\.[A-Za-z0-9]{1,8})")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_WORDS_NAME = re.compile(r"[A-Z]+\d*(?:_(?:[A-Z]+\d*|\d{1,2}))+")
 _NAME_PART = r"[A-Za-z_][a-z_]*(?:[A-Z][a-z_]*)*\d*"
 _MEMBER = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})+")
 
 
 def _reference(value: str, quoted: bool) -> bool:
-    return bool(_REFERENCE.match(value) or not quoted and _MEMBER.fullmatch(value))
+    if _REFERENCE.match(value) or _ROOT_PATH.fullmatch(value):
+        return True
+    if quoted:
+        return bool(_WORDS_NAME.fullmatch(value))
+    return bool(_ENV_NAME.fullmatch(value) or _MEMBER.fullmatch(value))
 
 
 def _assigned(bare_min: int) -> Check:
@@ -122,7 +131,7 @@ def _env_key(m: re.Match[str], text: str) -> bool:
                                  name.group(0)):
         return False
     value = text[m.start(2) : m.end(2)]
-    return _mixed(value) and _real(value) and not _reference(value, True) \
+    return _mixed(value) and _real(value) and not _reference(value, bool(m.group(1))) \
         and not _UUID.fullmatch(value)
 
 

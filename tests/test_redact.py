@@ -339,6 +339,11 @@ NOT_SECRETS = [
     f"CACHE_KEY={hashlib.sha256(b'x').hexdigest()} IDEMPOTENCY_KEY={uuid.UUID(int=99)}",
     f"REQUEST_KEY={uuid.UUID(int=2**120 + 5)} GPG_KEY=E3FF2839C048B25C084DEBE9B26995E310250568",
     "PRIMARY_KEY=user_id SORT_KEY=created_at SSH_KEY=~/.ssh/id_ed25519_2",
+    # names, not generated values: S3 object, routing, i18n and partition keys, paths, fixtures
+    "S3_KEY=uploads/2024/11/report-final.pdf ROUTING_KEY=orders.created.v2.eu-west-1",
+    "I18N_KEY=checkout.summary.total2.label PARTITION_KEY: tenant_id-2024-11-shard3",
+    'export SSH_KEY=keys/deploy/id_ed25519_prod2; TEST_KEY = "test_fixture_2024_case_1"',
+    'OBJECT_KEY="Reports/Q3-2024/Summary.v2.pdf"',
     f"commit {hashlib.sha1(b'y').hexdigest()} sha512 {hashlib.sha512(b'z').hexdigest()}",
     f"blob {base64.b64encode(hashlib.sha512(b'b').digest() * 3).decode()}",
     "cache_key = 'user:42:profile:v2' and partition_key: tenant_a1b2c3d4e5f6",

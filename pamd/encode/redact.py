@@ -119,20 +119,25 @@ def _random(m: re.Match[str], text: str) -> bool:
                 any(c.isdigit() for c in value))) >= 2
 
 
+_HEX = re.compile(r"[0-9a-fA-F]{20,}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 def _env_key(m: re.Match[str], text: str) -> bool:
     """`STRIPE_KEY=…`, `ENCRYPTION_KEY=…`: an UPPER_CASE name ending in _KEY (not a public,
-    GPG, cache or idempotency key) with a long generated value (hex, base64; no UUID)."""
+    GPG, cache or idempotency key) with a long generated value: hex, or base64(url) with
+    capitals, small letters and digits and no `.` (not an S3 object, routing or i18n key,
+    a path or a fixture name; no UUID)."""
     at = m.start()
     name = re.search(r"(?<![\w])[A-Z][A-Z0-9_]*$", text[max(0, at - 64) : at])
     if name is None or re.search(r"PUBLIC|PUBLISHABLE|PUB$|GPG|PGP|CACHE|HASH|CHECKSUM|IDEMPOTENCY",
                                  name.group(0)):
         return False
     value = text[m.start(2) : m.end(2)]
-    return _mixed(value) and _real(value) and not _reference(value, bool(m.group(1))) \
-        and not _UUID.fullmatch(value)
+    generated = _HEX.fullmatch(value) or "." not in value and not value.islower() \
+        and not value.isupper() and any(c.isdigit() for c in value)
+    return bool(generated) and _mixed(value) and _real(value) \
+        and not _reference(value, bool(m.group(1))) and not _UUID.fullmatch(value)
 
 
 def _openai(m: re.Match[str], text: str) -> bool:

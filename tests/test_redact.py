@@ -183,6 +183,34 @@ def test_truncated_private_key_block_keeps_the_text_after_it() -> None:
     assert out.endswith("\n[log truncated]\nthen we rotated it on Monday")
 
 
+@pytest.mark.parametrize(
+    "number",
+    [
+        lambda n: f"{n:>6}\u2192",  # Claude Code's Read tool
+        lambda n: f"{n:>6}\t",  # cat -n, nl
+        lambda n: f"{n}:",  # grep -n
+        lambda n: f"deploy.pem:{n}:",  # grep -rn
+    ],
+)
+def test_private_key_with_line_numbers(number) -> None:
+    lines = ["-----BEGIN RSA PRIVATE KEY-----", *body(3), "AbC1==", "-----END RSA PRIVATE KEY-----"]
+    listing = "\n".join(number(i + 1) + line for i, line in enumerate(lines))
+    out, counts = redact(f"{listing}\n{number(7)}kept after")
+    assert (out, counts) == (f"{number(1)}[REDACTED:private-key]\n{number(7)}kept after",
+                             {"private-key": 1})
+    # cut short (a Read with a limit): the lines it has go, the note after it stays
+    out, counts = redact("\n".join(number(i + 1) + line for i, line in enumerate(lines[:3]))
+                         + "\n\n... (file truncated) kept")
+    assert (out, counts) == (f"{number(1)}[REDACTED:private-key]\n\n... (file truncated) kept",
+                             {"private-key": 1})
+
+
+def test_private_key_with_short_body_lines() -> None:
+    block = ("-----BEGIN PRIVATE KEY-----\n" + "\n".join(body(4, 32))
+             + "\n-----END PRIVATE KEY-----")
+    assert redact(f"{block}\nkept") == ("[REDACTED:private-key]\nkept", {"private-key": 1})
+
+
 def test_assignment_in_json_escaped_text_ends_at_the_escaped_newline() -> None:
     # A file a tool call wrote is one JSON string: its newlines are the two characters `\n`.
     env = ("DB_PASSWORD=abc123xyz789\nDB_HOST=db.prod.internal\tDB_PORT=5432\r\n"
@@ -230,6 +258,14 @@ def test_connection_string_keeps_scheme_user_host() -> None:
         ("token: ya29.a0AfH6SMBx3", "token: [REDACTED:token]"),
         ('password: "correct.horse.battery9"', 'password: "[REDACTED:password]"'),
         ("secret = Zx81mQ29aLpQ7/abc", "secret = [REDACTED:secret]"),
+        # base64 that starts with `/` (1 in 64) is no path; in quotes, capitals and
+        # digits joined by `_` are a value, not an env-var name
+        ('DB_PASSWORD="/xK9fj3kLm2"', 'DB_PASSWORD="[REDACTED:password]"'),
+        ('api_key: "/9j4kLmN0pQrStUv8wX"', 'api_key: "[REDACTED:api-key]"'),
+        ("ENCRYPTION_KEY=/9j4kLmN0pQrStUv8wXyZ12345678==", "ENCRYPTION_KEY=[REDACTED:secret]"),
+        ("token: /9j4kLmN0pQ/rStUv8wX+yZ1", "token: [REDACTED:token]"),
+        ('CLIENT_SECRET="ABCD_1234_EFGH_5678"', 'CLIENT_SECRET="[REDACTED:secret]"'),
+        ('token: "X7K2_P9QZ_M3N8_R4T6"', 'token: "[REDACTED:token]"'),
     ],
 )
 def test_generic_assignments(text: str, expected: str) -> None:
@@ -274,6 +310,8 @@ NOT_SECRETS = [
     "token = os.environ.MY_TOKEN_2",
     "access_key=AWS_ACCESS_KEY_ID_2",
     'api_key: "OPENAI_API_KEY_V2"',
+    'password: "/srv/app/secret2.txt", token: "/run/secrets/api_token2"',
+    'access_key: "AWS_ACCESS_KEY_ID_2"',
     "passphrase: op://Private/ssh-key/passphrase1",
     "vault_token: vault:secret/data/ci#token2",
     "sk-learn-compatible-estimators-v2 and sk-1-2-release-notes",
@@ -301,6 +339,11 @@ NOT_SECRETS = [
     f"CACHE_KEY={hashlib.sha256(b'x').hexdigest()} IDEMPOTENCY_KEY={uuid.UUID(int=99)}",
     f"REQUEST_KEY={uuid.UUID(int=2**120 + 5)} GPG_KEY=E3FF2839C048B25C084DEBE9B26995E310250568",
     "PRIMARY_KEY=user_id SORT_KEY=created_at SSH_KEY=~/.ssh/id_ed25519_2",
+    # names, not generated values: S3 object, routing, i18n and partition keys, paths, fixtures
+    "S3_KEY=uploads/2024/11/report-final.pdf ROUTING_KEY=orders.created.v2.eu-west-1",
+    "I18N_KEY=checkout.summary.total2.label PARTITION_KEY: tenant_id-2024-11-shard3",
+    'export SSH_KEY=keys/deploy/id_ed25519_prod2; TEST_KEY = "test_fixture_2024_case_1"',
+    'OBJECT_KEY="Reports/Q3-2024/Summary.v2.pdf"',
     f"commit {hashlib.sha1(b'y').hexdigest()} sha512 {hashlib.sha512(b'z').hexdigest()}",
     f"blob {base64.b64encode(hashlib.sha512(b'b').digest() * 3).decode()}",
     "cache_key = 'user:42:profile:v2' and partition_key: tenant_a1b2c3d4e5f6",

@@ -47,17 +47,26 @@ def _url_password(m: re.Match[str], text: str) -> bool:
 
 # Values that name where a secret is, not the secret: a path (`/etc/ssl/x.key`,
 # `~/.ssh/id_rsa`, `./certs/k.pem`), a URI reference (`op://vault/item`,
-# `vault:secret/db`), an env-var name (`AWS_ACCESS_KEY_ID_2`); unquoted also an
-# `a.b.c` of identifiers (`state.auth.token2`), which is code. Digits only at
-# a part's end, so a dotted token like `ya29.a0AfH6SMBx3` is no such name.
-_REFERENCE = re.compile(r"(?:~|\.{1,2})?/|[A-Za-z][A-Za-z0-9+.\-]*://|(?:vault|env|arn):"
-                        r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+# `vault:secret/db`), unquoted an env-var name (`AWS_ACCESS_KEY_ID_2`; quoted only one
+# of words, `"OPENAI_API_KEY_V2"`, not `"ABCD_1234_EFGH"`) and an `a.b.c` of
+# identifiers (`state.auth.token2`), which is code. Digits only at a part's end, so a
+# dotted token like `ya29.a0AfH6SMBx3` is no such name.
+_REFERENCE = re.compile(r"(?:~|\.{1,2})/|[A-Za-z][A-Za-z0-9+.\-]*://|(?:vault|env|arn):")
+# A path from the root has a second `/` or an extension and no base64 `+`/`=`: a
+# base64 secret starts with `/` once in 64 (`/9j4kLmN0…`).
+_ROOT_PATH = re.compile(r"/[^+=/]*(?:/[^+=]*|\.[A-Za-z0-9]{1,8})")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_WORDS_NAME = re.compile(r"[A-Z]+\d*(?:_(?:[A-Z]+\d*|\d{1,2}))+")
 _NAME_PART = r"[A-Za-z_][a-z_]*(?:[A-Z][a-z_]*)*\d*"
 _MEMBER = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})+")
 
 
 def _reference(value: str, quoted: bool) -> bool:
-    return bool(_REFERENCE.match(value) or not quoted and _MEMBER.fullmatch(value))
+    if _REFERENCE.match(value) or _ROOT_PATH.fullmatch(value):
+        return True
+    if quoted:
+        return bool(_WORDS_NAME.fullmatch(value))
+    return bool(_ENV_NAME.fullmatch(value) or _MEMBER.fullmatch(value))
 
 
 def _assigned(bare_min: int) -> Check:
@@ -110,20 +119,25 @@ def _random(m: re.Match[str], text: str) -> bool:
                 any(c.isdigit() for c in value))) >= 2
 
 
+_HEX = re.compile(r"[0-9a-fA-F]{20,}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 def _env_key(m: re.Match[str], text: str) -> bool:
     """`STRIPE_KEY=…`, `ENCRYPTION_KEY=…`: an UPPER_CASE name ending in _KEY (not a public,
-    GPG, cache or idempotency key) with a long generated value (hex, base64; no UUID)."""
+    GPG, cache or idempotency key) with a long generated value: hex, or base64(url) with
+    capitals, small letters and digits and no `.` (not an S3 object, routing or i18n key,
+    a path or a fixture name; no UUID)."""
     at = m.start()
     name = re.search(r"(?<![\w])[A-Z][A-Z0-9_]*$", text[max(0, at - 64) : at])
     if name is None or re.search(r"PUBLIC|PUBLISHABLE|PUB$|GPG|PGP|CACHE|HASH|CHECKSUM|IDEMPOTENCY",
                                  name.group(0)):
         return False
     value = text[m.start(2) : m.end(2)]
-    return _mixed(value) and _real(value) and not _reference(value, True) \
-        and not _UUID.fullmatch(value)
+    generated = _HEX.fullmatch(value) or "." not in value and not value.islower() \
+        and not value.isupper() and any(c.isdigit() for c in value)
+    return bool(generated) and _mixed(value) and _real(value) \
+        and not _reference(value, bool(m.group(1))) and not _UUID.fullmatch(value)
 
 
 def _openai(m: re.Match[str], text: str) -> bool:
@@ -192,23 +206,29 @@ def _assignment(name: str, keys: str, needs: str, bare_min: int = 12) -> Pattern
     )
 
 
-# Between a key block's lines: newlines (real or JSON-escaped), blank lines, spaces.
+# Between a key block's lines: newlines (real or JSON-escaped), blank lines, spaces;
+# then a line may carry a listing's line number: Claude Code's Read tool (`     3→`),
+# `cat -n`/`nl` (`     3<tab>`), `grep -n` (`3:`, `file:3:`, `file-3-`), blank lines too.
 _PEM_SEP = r"(?:[ \t\r\n]|\\[rn])+"
+_PEM_LINE = rf"{_PEM_SEP}(?:(?:[\w./\-]+[:\-])?\d+(?:→|\\t|[:\- \t])(?:{_PEM_SEP})?)*"
+# A body line: a whole line of base64 with capitals and small letters (not a long word).
+_PEM_BODY = r"(?=[a-z0-9+/=]*[A-Z])(?=[A-Z0-9+/=]*[a-z])[A-Za-z0-9+/=]{16,}(?=[\s\\\"']|$)"
 _AWS = "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)"
 
 # Order is priority: where two patterns claim overlapping text, the earlier
 # one wins, so a specific type beats the generic `key = value` rule.
 BUILTIN: tuple[Pattern, ...] = (
     # A key block: the header, its `Proc-Type:`/`Version:` lines, then base64 lines
-    # (also where newlines are JSON-escaped `\n`, as in a tool call's input) up to the
-    # END line or, in a block cut short, to its last full line. Only a body is a secret:
+    # (also where newlines are JSON-escaped `\n`, as in a tool call's input, and lines
+    # numbered by a listing) up to the END line or, in a block cut short, to its last
+    # full line. Only a body is a secret:
     # a header followed by prose, a quote or nothing (code and greps that mention the
     # markers) matches nothing, and no text after the body is taken.
     _p("private-key",
        rf"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
-       rf"(?:{_PEM_SEP}[A-Za-z][\w-]*:[ \t][^\r\n\\]*)*"
-       rf"(?:{_PEM_SEP}[A-Za-z0-9+/=]{{40,}})+"
-       rf"(?:(?:{_PEM_SEP}[A-Za-z0-9+/=]{{1,39}})?{_PEM_SEP}-----END \1PRIVATE KEY\2-----)?",
+       rf"(?:{_PEM_LINE}[A-Za-z][\w-]*:[ \t][^\r\n\\]*)*"
+       rf"(?:{_PEM_LINE}{_PEM_BODY})+"
+       rf"(?:(?:{_PEM_LINE}[A-Za-z0-9+/=]+)?{_PEM_LINE}-----END \1PRIVATE KEY\2-----)?",
        not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",

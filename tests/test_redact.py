@@ -458,3 +458,36 @@ words = st.sampled_from([
 def test_idempotent_on_secretish_text(text: str) -> None:
     once, _ = redact(text)
     assert redact(once) == (once, {})
+
+
+def test_a_key_line_after_a_json_escaped_newline_is_caught() -> None:
+    """Merged review 9, round 2: `…\\nAPP_KEY=<hex>` in a tool call's stored input (a `.env`
+    written by Write, a heredoc in Bash) kept its value: the name's left edge was taken
+    for the end of a word (the `n` of `\\n`)."""
+    hexkey = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    b64 = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LmNb"
+    for text in (f'{{"content": "A=1\\nAPP_KEY={hexkey}\\n"}}',
+                 f'{{"command": "cat <<EOF\\nENCRYPTION_KEY={b64}\\nEOF"}}',
+                 f'{{"content": "A=1\\tSIGNING_KEY={b64}"}}'):
+        out, counts = redact(text)
+        assert counts == {"secret": 1} and hexkey not in out and b64 not in out, out
+    assert redact('{"content": "A=1\\nS3_KEY=uploads/2024/11/report-final.pdf"}')[1] == {}
+
+
+def test_a_quoted_random_value_from_the_root_is_no_path() -> None:
+    """Merged review 9, round 2: a quoted base64 secret that starts with `/` and holds a
+    second `/` (a quarter of those that start with `/`) was kept as a path, and a group
+    key of letters and digits as an env-var name; a path or a name of words still is."""
+    import base64
+    import random
+
+    rng = random.Random(9)
+    values = [v for v in (base64.b64encode(rng.randbytes(24)).decode() for _ in range(40000))
+              if v.startswith("/") and "/" in v[1:] and not set("+=") & set(v)]
+    assert len(values) > 50
+    kept = [v for v in values if not redact(f'DB_PASSWORD="{v}"')[1]]
+    assert len(kept) <= len(values) // 50, kept  # was every one of them
+    assert redact('SECRET="AB12_CD34_EF56_GH78"')[1] == {"secret": 1}
+    for text in ('password: "/Users/Alice/Projects2/notes"', "pwd: /home/user/projects2",
+                 'api_key: "OPENAI_API_KEY_V2"', 'token: "DB_HOST_NAME"', "private_key: /etc/ssl/private/server2.key"):
+        assert redact(text)[1] == {}, text

@@ -57,15 +57,24 @@ _REFERENCE = re.compile(r"(?:~|\.{1,2})/|[A-Za-z][A-Za-z0-9+.\-]*://|(?:vault|en
 _ROOT_PATH = re.compile(r"/[^+=/]*(?:/[^+=]*|\.[A-Za-z0-9]{1,8})")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _WORDS_NAME = re.compile(r"[A-Z]+\d*(?:_(?:[A-Z]+\d*|\d{1,2}))+")
+_WORD = re.compile(r"[A-Z]{3,}")
+_CLASS_CHANGE = re.compile(r"(?<=[a-z])[A-Z0-9]|(?<=[A-Z])[a-z0-9]|(?<=[0-9])[A-Za-z]")
+
+
+def _interleaved(value: str) -> bool:
+    """Letters of both cases and digits interleave as in generated text (base64: about 6
+    changes of class in 10 characters; `/home/u/projects2`, `/Users/Alice/Docs`: under 2)."""
+    return len(_CLASS_CHANGE.findall(value)) > 0.35 * len(value)
 _NAME_PART = r"[A-Za-z_][a-z_]*(?:[A-Z][a-z_]*)*\d*"
 _MEMBER = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})+")
 
 
 def _reference(value: str, quoted: bool) -> bool:
-    if _REFERENCE.match(value) or _ROOT_PATH.fullmatch(value):
+    if _REFERENCE.match(value) or _ROOT_PATH.fullmatch(value) and not _interleaved(value):
         return True
-    if quoted:
-        return bool(_WORDS_NAME.fullmatch(value))
+    if quoted:  # a name of words: most of its parts are words (not `AB12_CD34_EF56_GH78`)
+        parts = value.split("_")
+        return bool(_WORDS_NAME.fullmatch(value)) and 2 * sum(map(bool, map(_WORD.fullmatch, parts))) >= len(parts)
     return bool(_ENV_NAME.fullmatch(value) or _MEMBER.fullmatch(value))
 
 
@@ -129,7 +138,8 @@ def _env_key(m: re.Match[str], text: str) -> bool:
     capitals, small letters and digits and no `.` (not an S3 object, routing or i18n key,
     a path or a fixture name; no UUID)."""
     at = m.start()
-    name = re.search(r"(?<![\w])[A-Z][A-Z0-9_]*$", text[max(0, at - 64) : at])
+    # (After a JSON-escaped newline or tab too: a `.env` a tool call wrote, `…\nAPP_KEY=…`.)
+    name = re.search(r"(?:(?<![\w])|(?<=\\[nrt]))[A-Z][A-Z0-9_]*$", text[max(0, at - 64) : at])
     if name is None or re.search(r"PUBLIC|PUBLISHABLE|PUB$|GPG|PGP|CACHE|HASH|CHECKSUM|IDEMPOTENCY",
                                  name.group(0)):
         return False

@@ -155,9 +155,42 @@ RERANK_WEIGHTS = np.array([
 ])
 
 
+# With token states (pamd.recall.maxsim: e5-small on onnxruntime), a tenth feature, after
+# the nine: MaxSim of the query's tokens against the chunk's, (s - best) / (best - worst)
+# over the candidates. Its weights are fitted the same way, with and without the
+# cross-encoder (then its three features come after `maxsim`); an embedder or an index
+# without token states ranks with WEIGHTS / RERANK_WEIGHTS, as before.
+MAXSIM_FEATURES = ("maxsim",)
+
+MAXSIM_WEIGHTS = np.array([
+    -0.562,   # lex
+    13.42,    # lex_rank
+    0.778,    # own
+    -0.212,   # dense
+    16.50,    # dense_rank
+    6.35,     # file_lex
+    12.83,    # file_dense
+    3.00,     # role
+    1.37,     # cover
+    4.06,     # maxsim
+])
+
+MAXSIM_RERANK_WEIGHTS = np.concatenate([RERANK_WEIGHTS[:9], [4.06], RERANK_WEIGHTS[9:]])
+
+
+def weights_for(X: np.ndarray) -> np.ndarray:
+    """The weights for these feature columns: nine, + maxsim, + the cross-encoder's three."""
+    n = X.shape[1]
+    base = len(FEATURES)
+    table = {base: WEIGHTS, base + 1: MAXSIM_WEIGHTS, base + len(RERANK_FEATURES): RERANK_WEIGHTS,
+             base + 1 + len(RERANK_FEATURES): MAXSIM_RERANK_WEIGHTS}
+    return table[n]
+
+
 def first(cand: list[int], X: np.ndarray, rows: dict[int, tuple], n: int) -> list[int]:
-    """The n best candidates by WEIGHTS (ties by path and line), best first: what is reranked."""
-    s = X @ WEIGHTS
+    """The n best candidates by WEIGHTS (MAXSIM_WEIGHTS with its column; ties by path and
+    line), best first: what is reranked."""
+    s = X @ weights_for(X)
     order = sorted(range(len(cand)), key=lambda j: (-s[j], rows[cand[j]][1], rows[cand[j]][2]))
     return [cand[j] for j in order[:n]]
 
@@ -196,6 +229,6 @@ def scores(cand: list[int], X: np.ndarray, weights: np.ndarray | None = None) ->
     """label -> exp(w·x - best): positive, in (0, 1], so the boosts of [index] still multiply."""
     if not cand:
         return {}
-    s = X @ (WEIGHTS if weights is None else weights)
+    s = X @ (weights_for(X) if weights is None else weights)
     s = np.exp(s - s.max())
     return dict(zip(cand, s.tolist(), strict=True))

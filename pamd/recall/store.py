@@ -7,6 +7,8 @@ Layout (all untracked, all rebuildable from the tree):
                    checksum), files (path, stat, sha), chunks (label, lines,
                    tier, ids, time, importance, content hash, text, alive),
                    terms (BM25 postings per term)
+                   toks (the int8 token matrix of each chunk, pamd.recall.maxsim, for an
+                   embedder that has token states; read per candidate at query time)
     cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
                    importance, length), loaded whole at query time
     hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
@@ -36,9 +38,10 @@ from pamd.core.fmt import conflict_region
 from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
+from pamd.recall import maxsim
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
-from pamd.recall.embed import Embedder
+from pamd.recall.embed import Embedder, has_tokens
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
@@ -128,6 +131,7 @@ class Index:
                 text TEXT, alive INT);
             CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, alive);
             CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, docs BLOB, tfs BLOB);
+            CREATE TABLE IF NOT EXISTS toks(label INTEGER PRIMARY KEY, t BLOB);
             """
         )
         self.meta = dict(db.execute("SELECT k, v FROM meta"))
@@ -202,6 +206,17 @@ class Index:
         q = (f"SELECT label, path, start, end, tier, ts, importance, ids, text FROM chunks "
              f"WHERE label IN ({','.join('?' * len(labels))})")
         return {r[0]: r for r in self.db.execute(q, labels)} if labels else {}
+
+    def has_tokens(self) -> bool:
+        """Whether the index holds token matrices (pamd.recall.maxsim) for its chunks."""
+        return self.meta.get("tokens") == str(maxsim.D)
+
+    def tokens(self, labels: list[int]) -> dict[int, np.ndarray]:
+        """The int8 token matrices of these labels (those the index has)."""
+        if not labels or not self.has_tokens():
+            return {}
+        q = f"SELECT label, t FROM toks WHERE label IN ({','.join('?' * len(labels))})"
+        return {lb: np.frombuffer(t, np.int8).reshape(-1, maxsim.D) for lb, t in self.db.execute(q, labels)}
 
     def memo(self) -> dict:
         """A dict for values derived from the index (postings, BM25 terms), emptied when the
@@ -336,6 +351,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
              force: bool, progress) -> Report:
     rep = Report()
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
+    if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
+        want["tokens"] = str(maxsim.D)
     loaded = idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) and \
         getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
     fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not (
@@ -441,7 +458,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         return rep
 
     # 3. vectors: cache first, embed the rest
-    vectors = _vectors(state_dir, embedder, new_chunks, rep, progress)
+    vectors, toks = _vectors(state_dir, embedder, new_chunks, rep, progress)
 
     # 4. write: chunks, postings, columns, hnsw, then the manifest (one sqlite commit)
     with db:
@@ -455,6 +472,9 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
               c.ts.timestamp() if c.ts else None, c.importance, ",".join(c.ids), c.hash, c.text)
              for lb, c in zip(labels, new_chunks, strict=False)],
         )
+        if toks is not None:
+            db.executemany("INSERT OR REPLACE INTO toks VALUES (?, ?)",
+                           [(lb, t.tobytes()) for lb, t in zip(labels, toks, strict=True)])
         dl = _add_postings(db, labels, new_chunks)
         _extend_cols(idx, new_chunks, dl)
         _link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
@@ -486,30 +506,44 @@ def _tree_hash(db: sqlite3.Connection) -> str:
 
 
 def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Report,
-             progress) -> np.ndarray:
+             progress) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """The chunks' vectors and, for an embedder with token states, their token matrices
+    (else None): from the vector cache, the rest embedded (vector and tokens in one pass)."""
+    tok_on = has_tokens(embedder)
     if not chunks:
-        return np.zeros((0, embedder.dims), np.float32)
+        return np.zeros((0, embedder.dims), np.float32), [] if tok_on else None
     cache = VectorCache(state_dir / "vectors.sqlite")
     try:
         hashes = [c.vhash for c in chunks]
         have = cache.get(embedder.identity, sorted(set(hashes)))
-        todo: dict[str, str] = {}
+        toks = cache.get_tokens(embedder.identity, sorted({c.tkey for c in chunks}), maxsim.D) \
+            if tok_on else {}
+        todo: dict[str, tuple[str, str, tuple[int, int] | None]] = {}  # key: (vhash, text, own)
         for c in chunks:
-            if c.vhash not in have:
-                todo.setdefault(c.vhash, c.text if c.embed is None else c.embed)
+            if c.vhash not in have or (tok_on and c.tkey not in toks):
+                todo.setdefault(c.tkey if tok_on else c.vhash,
+                                (c.vhash, c.text if c.embed is None else c.embed, c.own))
         items = list(todo.items())
         # equal batches (100 texts: 4 x 25, not 3 x 32 + 4): the embedder spreads each over cores
         size = -(-len(items) // -(-len(items) // EMBED_BATCH)) if items else 1
         for i in range(0, len(items), size):
             part = items[i : i + size]
-            vecs = embedder.passages([t for _, t in part])
-            fresh = {h: v for (h, _), v in zip(part, vecs, strict=False)}
+            texts = [t for _, (_, t, _) in part]
+            if tok_on:
+                vecs, tk = embedder.passages_tokens(texts, [own for _, (_, _, own) in part])
+                got = {k: t for (k, _), t in zip(part, tk, strict=True)}
+                cache.put_tokens(embedder.identity, got)
+                toks.update(got)
+            else:
+                vecs = embedder.passages(texts)
+            fresh = {vh: v for (_, (vh, _, _)), v in zip(part, vecs, strict=False)}
             cache.put(embedder.identity, fresh)
             have.update(fresh)
             rep.embedded += len(part)
             if progress:
                 progress(rep.embedded, len(items))
-        return np.stack([have[h] for h in hashes]).astype(np.float32)
+        vectors = np.stack([have[h] for h in hashes]).astype(np.float32)
+        return vectors, [toks[c.tkey] for c in chunks] if tok_on else None
     finally:
         cache.close()
 

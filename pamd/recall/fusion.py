@@ -163,16 +163,16 @@ RERANK_WEIGHTS = np.array([
 MAXSIM_FEATURES = ("maxsim",)
 
 MAXSIM_WEIGHTS = np.array([
-    -0.562,   # lex
-    13.42,    # lex_rank
-    0.778,    # own
-    -0.212,   # dense
-    16.50,    # dense_rank
-    6.35,     # file_lex
-    12.83,    # file_dense
-    3.00,     # role
-    1.37,     # cover
-    4.06,     # maxsim
+    -0.2911,  # lex
+    11.4255,  # lex_rank
+    0.3025,   # own
+    -0.3505,  # dense
+    17.3400,  # dense_rank
+    6.5132,   # file_lex
+    13.2196,  # file_dense
+    2.2620,   # role
+    1.3212,   # cover
+    5.2992,   # maxsim
 ])
 
 MAXSIM_RERANK_WEIGHTS = np.concatenate([RERANK_WEIGHTS[:9], [4.06], RERANK_WEIGHTS[9:]])

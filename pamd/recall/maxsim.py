@@ -61,7 +61,8 @@ def encode(states: np.ndarray) -> np.ndarray:
 def decode(tokens: np.ndarray) -> np.ndarray:
     """int8 tokens as float32 rows of unit length."""
     m = tokens.astype(np.float32)
-    return m / (np.linalg.norm(m, axis=1, keepdims=True) + 1e-9)
+    m /= np.sqrt(np.einsum("ij,ij->i", m, m))[:, None] + 1e-9
+    return m
 
 
 def scores(query: np.ndarray, chunks: list[np.ndarray | None]) -> np.ndarray:
@@ -78,7 +79,10 @@ def scores(query: np.ndarray, chunks: list[np.ndarray | None]) -> np.ndarray:
     full = seg > 0
     if full.any():
         c = decode(np.concatenate([m for m in mats if len(m)]))
-        sims = q @ c.T  # [query tokens, all chunk tokens]
+        # einsum, not BLAS: a few million products, which OpenBLAS would spread over
+        # threads that sleep between queries (waking them cost 10-25 ms a query on a busy
+        # 2-core machine); one thread takes ~1 ms
+        sims = np.einsum("ij,kj->ik", q, c)  # [query tokens, all chunk tokens]
         starts = np.concatenate([[0], np.cumsum(seg[full])[:-1]])
         best = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
         vals = np.zeros(len(mats))

@@ -175,7 +175,21 @@ MAXSIM_WEIGHTS = np.array([
     5.2992,   # maxsim
 ])
 
-MAXSIM_RERANK_WEIGHTS = np.concatenate([RERANK_WEIGHTS[:9], [4.06], RERANK_WEIGHTS[9:]])
+MAXSIM_RERANK_WEIGHTS = np.array([
+    0.4398,   # lex
+    0.9272,   # lex_rank
+    -0.6675,  # own
+    -0.1357,  # dense
+    13.0319,  # dense_rank
+    5.4883,   # file_lex
+    9.1635,   # file_dense
+    1.9019,   # role
+    1.4146,   # cover
+    1.7362,   # maxsim
+    1.3738,   # ce
+    31.2827,  # ce_rank
+    -1.0472,  # ce_scored
+])
 
 
 def weights_for(X: np.ndarray) -> np.ndarray:

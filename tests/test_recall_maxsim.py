@@ -30,12 +30,14 @@ def emb():
 
 def index_tokens(root) -> dict[str, np.ndarray]:
     """Each live chunk's stored tokens, by its key."""
-    db = sqlite3.connect(root / ".pamd/index/index.sqlite")
+    idx = store.Index(root / ".pamd")
+    idx.open()
     try:
-        return {k: np.frombuffer(t, np.int8).reshape(-1, maxsim.D) for k, t in db.execute(
-            "SELECT c.key, t.t FROM chunks c JOIN toks t ON t.label = c.label WHERE c.alive = 1")}
+        assert idx.load_state()
+        keys = dict(idx.db.execute("SELECT label, key FROM chunks WHERE alive = 1"))
+        return {keys[lb]: np.array(t) for lb, t in idx.tokens(sorted(keys)).items()}
     finally:
-        db.close()
+        idx.close()
 
 
 def test_tokens_are_the_chunks_own_content_pieces(emb):
@@ -106,16 +108,25 @@ def test_an_index_without_tokens_is_built_again(tmp_path, emb):
     root = make_brain(tmp_path / "b", config=CONTEXT)
     brain = Brain(root)
     api.index(brain, embedder=emb)
+    (root / ".pamd/index/toks.bin").unlink()
     db = sqlite3.connect(root / ".pamd/index/index.sqlite")
     with db:  # as an older pamd wrote it: no tokens, the embedder's identity without them
-        db.execute("DELETE FROM toks")
         db.execute("DELETE FROM meta WHERE k = 'tokens'")
         db.execute("UPDATE meta SET v = ? WHERE k = 'model'", (emb.identity.split("+")[0],))
     db.close()
     api._OPEN.clear()
     rep = api.index(brain, embedder=emb)
     assert rep.rebuilt and rep.embedded == 0
-    assert len(index_tokens(root)) == 6
+    built = index_tokens(root)
+    assert len(built) == 6
+    # a damaged (here: cut short) token file is a damaged cache: built again
+    api._OPEN.clear()
+    with open(root / ".pamd/index/toks.bin", "r+b") as f:
+        f.truncate(100)
+    rep = api.index(brain, embedder=emb)
+    assert rep.rebuilt and rep.embedded == 0
+    again = index_tokens(root)
+    assert again.keys() == built.keys() and all(np.array_equal(again[k], v) for k, v in built.items())
 
 
 class NoTokens:
@@ -142,7 +153,7 @@ def test_without_token_states_fusion_ranks_as_before(tmp_path, emb, monkeypatch)
     idx = store.Index(brain.state_dir)
     idx.open()
     assert idx.load_state() and not idx.has_tokens() and "tokens" not in idx.meta
-    assert idx.db.execute("SELECT count(*) FROM toks").fetchone()[0] == 0
+    assert not (root / ".pamd/index/toks.bin").exists() and not idx.cols["tlen"].any()
     idx.close()
     seen = []
     real = fusion.scores
@@ -166,10 +177,11 @@ def test_recall_works_with_tokens_missing_for_some_chunks(tmp_path, emb, monkeyp
     brain = Brain(root)
     api.index(brain, embedder=emb)
     api._OPEN.clear()
-    db = sqlite3.connect(root / ".pamd/index/index.sqlite")
-    with db:
-        db.execute("DELETE FROM toks WHERE label % 2 = 0")
-    db.close()
+    cols = dict(np.load(root / ".pamd/index/cols.npz"))
+    cols["toff"][::2] = -1  # every other chunk without tokens
+    cols["tlen"][::2] = 0
+    with open(root / ".pamd/index/cols.npz", "wb") as f:
+        np.savez(f, **cols)
     seen = []
     real = fusion.scores
 

@@ -132,7 +132,7 @@ def features(own: np.ndarray, lex: np.ndarray, cover: np.ndarray, lex_top: list[
 
 # With `[index] rerank = N` (pamd.recall.rerank): the cross-encoder's judgement of the
 # first N candidates (by WEIGHTS) enters as three more features, and every weight is
-# refitted with them (benchmarks/locomo_fusion.py fit --rerank 30, the template's N).
+# refitted with them (benchmarks/locomo_fusion.py fit --rerank 30, the N measured).
 RERANK_FEATURES = (
     "ce",         # (cross-encoder logit - the best) / 10; unscored: (the lowest - 1 - the best) / 10
     "ce_rank",    # 1 / (10 + rank by the cross-encoder), 0 when not scored

@@ -3,7 +3,7 @@
 BM25 and the embedders score the query and a chunk apart; a cross-encoder
 reads both at once ("When did Caroline go to the support group?" against
 "Caroline: I went to a LGBTQ support group yesterday") and knows which one
-answers. `[index] rerank = N` (the template: 30) scores the first N
+answers. `[index] rerank = N` (30 measured; the template: 0, docs/recall.md) scores the first N
 candidates of learned fusion with cross-encoder/ms-marco-MiniLM-L-12-v2
 (Apache-2.0, INT8 ONNX) and fusion.rerank_features folds the scores into the
 ranking. On LoCoMo it lifts R@10 from 0.786 to 0.814 (docs/benchmarks.md), for

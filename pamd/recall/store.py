@@ -7,11 +7,13 @@ Layout (all untracked, all rebuildable from the tree):
                    checksum), files (path, stat, sha), chunks (label, lines,
                    tier, ids, time, importance, content hash, text, alive),
                    terms (BM25 postings per term)
-                   toks (the int8 token matrix of each chunk, pamd.recall.maxsim, for an
-                   embedder that has token states; read per candidate at query time)
     cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
                    importance, length), loaded whole at query time
     hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
+    toks.bin       with an embedder that has token states (pamd.recall.maxsim): each
+                   chunk's int8 token rows, appended as chunks are added; cols.npz
+                   holds each label's first row and count (toff, tlen), and a query
+                   maps the file and reads its candidates' rows only
 
 A refresh stats every searchable file, re-chunks only files whose bytes
 changed, retires chunks that disappeared (mark_deleted in hnsw, alive=0),
@@ -61,6 +63,9 @@ MAX_DEAD = 0.5
 # words a chunk's BM25 also counts — the same, except for a summary's raw leaves, whose
 # context is the leaves said before and after them (recall.deep)
 COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cprev", "cnext")
+# toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
+# before them has none, which is all right unless its manifest says it holds tokens
+TOKEN_COLS = ("toff", "tlen")
 
 
 @dataclass
@@ -131,7 +136,6 @@ class Index:
                 text TEXT, alive INT);
             CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, alive);
             CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, docs BLOB, tfs BLOB);
-            CREATE TABLE IF NOT EXISTS toks(label INTEGER PRIMARY KEY, t BLOB);
             """
         )
         self.meta = dict(db.execute("SELECT k, v FROM meta"))
@@ -139,6 +143,7 @@ class Index:
 
     def wipe(self) -> None:
         self._memo = None
+        self._tok_map = None
         if self.db is not None:
             self.db.close()
             self.db = None
@@ -169,9 +174,13 @@ class Index:
         try:
             with np.load(self.dir / "cols.npz") as z:
                 cols = {c: z[c] for c in COLS}
+                for c in TOKEN_COLS:
+                    cols[c] = z[c] if c in z.files else np.full(n, -1 if c == "toff" else 0, np.int64)
             if any(v.shape[0] != n for v in cols.values()):
                 return False
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return False
+        if self.has_tokens() and not self._tokens_intact(cols):
             return False
         self.cols = cols
         if n == 0:
@@ -211,12 +220,44 @@ class Index:
         """Whether the index holds token matrices (pamd.recall.maxsim) for its chunks."""
         return self.meta.get("tokens") == str(maxsim.D)
 
+    def _tokens_intact(self, cols: dict[str, np.ndarray]) -> bool:
+        """Whether toks.bin holds every row the columns point at (a truncated or missing
+        file means a rebuild, as a damaged graph does)."""
+        have = cols["tlen"] > 0
+        end = int((cols["toff"][have] + cols["tlen"][have]).max()) if have.any() else 0
+        try:
+            return end == 0 or end * maxsim.D <= (self.dir / "toks.bin").stat().st_size
+        except OSError:
+            return False
+
     def tokens(self, labels: list[int]) -> dict[int, np.ndarray]:
         """The int8 token matrices of these labels (those the index has)."""
-        if not labels or not self.has_tokens():
+        if not labels or not self.has_tokens() or "toff" not in self.cols:
             return {}
-        q = f"SELECT label, t FROM toks WHERE label IN ({','.join('?' * len(labels))})"
-        return {lb: np.frombuffer(t, np.int8).reshape(-1, maxsim.D) for lb, t in self.db.execute(q, labels)}
+        off, n = self.cols["toff"], self.cols["tlen"]
+        lab = np.asarray(labels, np.int64)
+        ok = lab[off[lab] >= 0]
+        if not ok.size:
+            return {}
+        need = int((off[ok] + n[ok]).max()) * maxsim.D
+        rows = self._tok_rows(need)
+        if rows is None:
+            return {}
+        return {int(lb): rows[off[lb]:off[lb] + n[lb]] for lb in ok.tolist()}
+
+    def _tok_rows(self, need: int) -> np.ndarray | None:
+        """toks.bin mapped as int8 rows [n, D], mapped again once it has grown past `need`."""
+        rows = getattr(self, "_tok_map", None)
+        if rows is None or rows.size < need:
+            try:
+                size = (self.dir / "toks.bin").stat().st_size
+                if size < need:
+                    return None
+                rows = np.memmap(self.dir / "toks.bin", np.int8, "r", shape=(size // maxsim.D, maxsim.D))
+            except (OSError, ValueError):
+                return None
+            self._tok_map = rows
+        return rows
 
     def memo(self) -> dict:
         """A dict for values derived from the index (postings, BM25 terms), emptied when the
@@ -364,7 +405,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                     "ts": np.zeros(0, np.float64), "importance": np.zeros(0, np.float32),
                     "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
                     "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64),
-                    "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64)}
+                    "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64),
+                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
@@ -472,11 +514,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
               c.ts.timestamp() if c.ts else None, c.importance, ",".join(c.ids), c.hash, c.text)
              for lb, c in zip(labels, new_chunks, strict=False)],
         )
-        if toks is not None:
-            db.executemany("INSERT OR REPLACE INTO toks VALUES (?, ?)",
-                           [(lb, t.tobytes()) for lb, t in zip(labels, toks, strict=True)])
         dl = _add_postings(db, labels, new_chunks)
         _extend_cols(idx, new_chunks, dl)
+        if toks:
+            _append_tokens(idx, len(new_chunks), toks)
         _link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
@@ -577,6 +618,22 @@ def _add_postings(db: sqlite3.Connection, labels: list[int], chunks: list[Chunk]
     return lengths
 
 
+def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
+    """Append the new chunks' token rows to toks.bin and point their columns at them. Rows a
+    refresh appended and never committed (it died) stay unreferenced at the end."""
+    with open(idx.dir / "toks.bin", "ab") as f:
+        start = f.tell() // maxsim.D
+        if start * maxsim.D != f.tell():  # a torn row from a crash: pad it out
+            f.write(bytes(maxsim.D - f.tell() % maxsim.D))
+            start += 1
+        f.write(b"".join(np.ascontiguousarray(t, np.int8).tobytes() for t in toks))
+        f.flush()
+        os.fsync(f.fileno())
+    lens = np.asarray([len(t) for t in toks], np.int64)
+    idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
+    idx.cols["tlen"][-n:] = lens
+
+
 def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     tier_code = {t: i for i, t in enumerate(TIERS)}
     c = idx.cols
@@ -590,8 +647,9 @@ def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     c["dl"] = np.concatenate([c["dl"], np.asarray(dl, np.float32)])
     fids = np.asarray([file_id(x.path) for x in chunks], np.int64)
     c["fileid"] = np.concatenate([c["fileid"], fids])
-    for side in ("prev", "next", "cprev", "cnext"):
+    for side in ("prev", "next", "cprev", "cnext", "toff"):
         c[side] = np.concatenate([c[side], np.full(len(chunks), -1, np.int64)])
+    c["tlen"] = np.concatenate([c["tlen"], np.zeros(len(chunks), np.int64)])
 
 
 def file_id(path: str) -> int:

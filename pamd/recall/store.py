@@ -66,6 +66,7 @@ COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cp
 # toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
 # before them has none, which is all right unless its manifest says it holds tokens
 TOKEN_COLS = ("toff", "tlen")
+TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
 
 
 @dataclass
@@ -218,7 +219,7 @@ class Index:
 
     def has_tokens(self) -> bool:
         """Whether the index holds token matrices (pamd.recall.maxsim) for its chunks."""
-        return self.meta.get("tokens") == str(maxsim.D)
+        return self.meta.get("tokens") == TOKENS
 
     def _tokens_intact(self, cols: dict[str, np.ndarray]) -> bool:
         """Whether toks.bin holds every row the columns point at (a truncated or missing
@@ -393,7 +394,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     rep = Report()
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
     if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
-        want["tokens"] = str(maxsim.D)
+        want["tokens"] = TOKENS
     loaded = idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) and \
         getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
     fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not (

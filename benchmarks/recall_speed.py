@@ -114,6 +114,23 @@ class Timed:
         return self.emb.query_tokens(text)
 
 
+class Plain:
+    """The embedder without its token states: the same vectors and index, fusion's nine
+    features (what the maxsim feature costs is the difference)."""
+
+    tokens = False
+    concurrent = True
+
+    def __init__(self, emb) -> None:
+        self.emb, self.name, self.identity, self.dims = emb, emb.name, emb.identity, emb.dims
+
+    def passages(self, texts):
+        return self.emb.passages(texts)
+
+    def query(self, text):
+        return self.emb.query(text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=100_000)
@@ -153,17 +170,26 @@ def main() -> int:
     print(f"build {a.chunks} chunks (vectors pre-seeded): {time.perf_counter() - t:.1f} s ({rep})")
     qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(a.queries)]
     api.recall(brain, qs[0], embedder=emb, log=False)
-    lat, qlat = [], []
-    for q in qs:
+    plain = Plain(emb) if getattr(emb, "tokens", False) else None
+    lat, qlat, base = [], [], []
+    for i, q in enumerate(qs):
         t = time.perf_counter()
         emb.query(q)
         qlat.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        api.recall(brain, q, k=10, embedder=emb, log=False)
-        lat.append(time.perf_counter() - t)
+        # with token states, the same recall without the maxsim feature, in turns with it
+        # (the baseline in the same run, under the same load)
+        for e, out in ((emb, lat), (plain, base)) if i % 2 else ((plain, base), (emb, lat)):
+            if e is not None:
+                t = time.perf_counter()
+                api.recall(brain, q, k=10, embedder=e, log=False)
+                out.append(time.perf_counter() - t)
     print(f"warm recall at {a.chunks}: p50 {1000 * statistics.median(lat):.1f} ms, "
           f"p95 {1000 * sorted(lat)[int(0.95 * len(lat))]:.1f} ms "
           f"(of which query embedding p50 {1000 * statistics.median(qlat):.1f} ms)")
+    if base:
+        print(f"  without maxsim (alternating): p50 {1000 * statistics.median(base):.1f} ms, "
+              f"p95 {1000 * sorted(base)[int(0.95 * len(base))]:.1f} ms; "
+              f"ratio {statistics.median(lat) / statistics.median(base):.2f}")
 
     # cold whole process on the big brain and on a small one
     for label, r in (("big", root),):

@@ -77,18 +77,17 @@ def scores(query: np.ndarray, chunks: list[np.ndarray | None]) -> np.ndarray:
     mats = [chunks[j] for j in have]
     seg = np.array([len(m) for m in mats])
     full = seg > 0
+    vals = np.zeros(len(mats))
     if full.any():
-        c = decode(np.concatenate([m for m in mats if len(m)]))
-        # einsum, not BLAS: a few million products, which OpenBLAS would spread over
-        # threads that sleep between queries (waking them cost 10-25 ms a query on a busy
-        # 2-core machine); one thread takes ~1 ms
-        sims = np.einsum("ij,kj->ik", q, c)  # [query tokens, all chunk tokens]
+        c = np.concatenate([m for m in mats if len(m)]).astype(np.float32)
+        # each chunk row's length divides its products afterwards, not the rows themselves;
+        # einsum, not BLAS: a few million products, which OpenBLAS would spread over threads
+        # that sleep between queries (waking them cost 10-25 ms a query on a busy 2-core
+        # machine); one thread takes well under a millisecond
+        norms = np.sqrt(np.einsum("kj,kj->k", c, c)) + 1e-9
+        sims = np.einsum("kj,ij->ki", c, q) / norms[:, None]  # [all chunk tokens, query tokens]
         starts = np.concatenate([[0], np.cumsum(seg[full])[:-1]])
-        best = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
-        vals = np.zeros(len(mats))
-        vals[full] = best
-    else:
-        vals = np.zeros(len(mats))
+        vals[full] = np.maximum.reduceat(sims, starts, axis=0).mean(axis=1)
     out[have] = vals
     return out
 

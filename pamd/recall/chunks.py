@@ -36,6 +36,7 @@ class Chunk:
     ts: datetime | None = None
     importance: float | None = None
     embed: str | None = None  # what the embedder reads when not `text` ([index] dense_context)
+    own: tuple[int, int] | None = None  # where `text` is in `embed` (characters); None: all of it
 
     @property
     def hash(self) -> str:
@@ -52,6 +53,12 @@ class Chunk:
         """Identity in the index: content plus where it sits (plus its context, if embedded)."""
         key = f"{self.path}:{self.start}-{self.end}:{self.hash}"
         return key if self.embed is None else f"{key}:{self.vhash}"
+
+    @property
+    def tkey(self) -> str:
+        """The token cache key: the text embedded and where the chunk's own words are in it
+        (two chunks of a two-entry file embed the same text, each its own half)."""
+        return self.vhash if self.own is None else f"{self.vhash}:{self.own[0]}-{self.own[1]}"
 
 
 def text_hash(text: str) -> str:
@@ -185,7 +192,8 @@ def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
             lo, hi = max(0, j - n), j + n + 1
             ctx = [chunks[t].text[:EMBED_CHARS if t == i else CONTEXT_CHARS] for t in run[lo:hi]]
             if len(ctx) > 1:
-                out[i] = replace(chunks[i], embed="\n".join(ctx))
+                at = sum(len(x) + 1 for x in ctx[:j - lo])
+                out[i] = replace(chunks[i], embed="\n".join(ctx), own=(at, at + len(ctx[j - lo])))
     return out
 
 

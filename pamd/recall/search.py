@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from pamd.recall import fusion, rerank
-from pamd.recall.embed import Background, Embedder
+from pamd.recall import fusion, maxsim, rerank
+from pamd.recall.embed import Background, Embedder, query_pass
 from pamd.recall.lexical import _WORD, _idf, bm25, coverage, file_rank, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
@@ -107,7 +107,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     dense = wd > 0 and idx.hnsw is not None
     mine = None
     if dense and qvec is None:
-        qvec = mine = Background(embedder.query, query)
+        qvec = mine = Background(query_pass, embedder, query)
     try:
         ls = lists(idx, query, cand, mask, allowed, n_allowed, nw, lexical=wl > 0,
                    qvec=qvec if dense else None)
@@ -119,6 +119,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
         cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, query, ls), ls.lex_top,
                                   ls.dense_top, ls.sims, cols, rows, query, idx.files())
+        X = with_maxsim(idx, cand, X, ls.qtok)
         fused = _reranked(cand, X, rows, query, int(ix.get("rerank", 0))) or fusion.scores(cand, X)
     else:
         fused = {}
@@ -210,8 +211,7 @@ def _reranked(cand: list[int], X: np.ndarray, rows: dict[int, tuple], query: str
         return None
     if float(np.nanmax(ce)) < rerank.FLOOR:
         return None
-    return fusion.scores(cand, np.hstack([X, fusion.rerank_features(cand, top, ce)]),
-                         fusion.RERANK_WEIGHTS)
+    return fusion.scores(cand, np.hstack([X, fusion.rerank_features(cand, top, ce)]))
 
 
 def lenders(groups: list[list[int]], same: dict[int, list[int]], order: dict[int, int],
@@ -242,6 +242,18 @@ class Lists:
     dense_top: list[int]
     sims: list[float]
     rows: dict[int, tuple]
+    qtok: np.ndarray | None = None  # the query's tokens (pamd.recall.maxsim), when it has them
+
+
+def with_maxsim(idx: Index, cand: list[int], X: np.ndarray, qtok: np.ndarray | None) -> np.ndarray:
+    """X with fusion's `maxsim` column when the query and the index have token states (X as
+    it is otherwise: fusion then ranks with the weights of the nine features alone)."""
+    if qtok is None or not cand or not idx.has_tokens():
+        return X
+    toks = idx.tokens(cand)
+    if not toks:
+        return X
+    return np.column_stack([X, maxsim.feature(maxsim.scores(qtok, [toks.get(lb) for lb in cand]))])
 
 
 def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: np.ndarray,
@@ -276,9 +288,13 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
     dense_top: list[int] = []
     sims: list[float] = []
     rows: dict[int, tuple] = {}
+    qtok = None
     if qvec is not None and idx.hnsw is not None:
         rows = idx.chunk_rows(lex_top)  # the BM25 candidates' rows, while the query embeds
-        q = qvec.result().reshape(1, -1)
+        q = qvec.result()
+        if isinstance(q, tuple):  # embed.query_pass: (vector, tokens)
+            q, qtok = q
+        q = q.reshape(1, -1)
         kk = min(cand, n_allowed)
         idx.hnsw.set_ef(max(2 * kk, 64))
         flt = None if mask is None else (lambda lb: bool(allowed[lb]))
@@ -290,7 +306,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
         dense_top = [lb for _, lb in order]
         sims = [1.0 - dd for dd, _ in order]  # hnswlib "ip" distance is 1 - inner product
-    return Lists(own, lex, lex_top, dense_top, sims, rows)
+    return Lists(own, lex, lex_top, dense_top, sims, rows, qtok)
 
 
 def query_cover(idx: Index, query: str, ls: Lists) -> np.ndarray:

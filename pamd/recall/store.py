@@ -10,6 +10,10 @@ Layout (all untracked, all rebuildable from the tree):
     cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
                    importance, length), loaded whole at query time
     hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
+    toks.bin       with an embedder that has token states (pamd.recall.maxsim): each
+                   chunk's int8 token rows, appended as chunks are added; cols.npz
+                   holds each label's first row and count (toff, tlen), and a query
+                   maps the file and reads its candidates' rows only
 
 A refresh stats every searchable file, re-chunks only files whose bytes
 changed, retires chunks that disappeared (mark_deleted in hnsw, alive=0),
@@ -36,9 +40,10 @@ from pamd.core.fmt import conflict_region
 from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
+from pamd.recall import maxsim
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
-from pamd.recall.embed import Embedder
+from pamd.recall.embed import Embedder, has_tokens
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
@@ -58,6 +63,10 @@ MAX_DEAD = 0.5
 # words a chunk's BM25 also counts — the same, except for a summary's raw leaves, whose
 # context is the leaves said before and after them (recall.deep)
 COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cprev", "cnext")
+# toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
+# before them has none, which is all right unless its manifest says it holds tokens
+TOKEN_COLS = ("toff", "tlen")
+TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
 
 
 @dataclass
@@ -135,6 +144,7 @@ class Index:
 
     def wipe(self) -> None:
         self._memo = None
+        self._tok_map = None
         if self.db is not None:
             self.db.close()
             self.db = None
@@ -165,9 +175,13 @@ class Index:
         try:
             with np.load(self.dir / "cols.npz") as z:
                 cols = {c: z[c] for c in COLS}
+                for c in TOKEN_COLS:
+                    cols[c] = z[c] if c in z.files else np.full(n, -1 if c == "toff" else 0, np.int64)
             if any(v.shape[0] != n for v in cols.values()):
                 return False
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return False
+        if self.has_tokens() and not self._tokens_intact(cols):
             return False
         self.cols = cols
         if n == 0:
@@ -202,6 +216,49 @@ class Index:
         q = (f"SELECT label, path, start, end, tier, ts, importance, ids, text FROM chunks "
              f"WHERE label IN ({','.join('?' * len(labels))})")
         return {r[0]: r for r in self.db.execute(q, labels)} if labels else {}
+
+    def has_tokens(self) -> bool:
+        """Whether the index holds token matrices (pamd.recall.maxsim) for its chunks."""
+        return self.meta.get("tokens") == TOKENS
+
+    def _tokens_intact(self, cols: dict[str, np.ndarray]) -> bool:
+        """Whether toks.bin holds every row the columns point at (a truncated or missing
+        file means a rebuild, as a damaged graph does)."""
+        have = cols["tlen"] > 0
+        end = int((cols["toff"][have] + cols["tlen"][have]).max()) if have.any() else 0
+        try:
+            return end == 0 or end * maxsim.D <= (self.dir / "toks.bin").stat().st_size
+        except OSError:
+            return False
+
+    def tokens(self, labels: list[int]) -> dict[int, np.ndarray]:
+        """The int8 token matrices of these labels (those the index has)."""
+        if not labels or not self.has_tokens() or "toff" not in self.cols:
+            return {}
+        off, n = self.cols["toff"], self.cols["tlen"]
+        lab = np.asarray(labels, np.int64)
+        ok = lab[off[lab] >= 0]
+        if not ok.size:
+            return {}
+        need = int((off[ok] + n[ok]).max()) * maxsim.D
+        rows = self._tok_rows(need)
+        if rows is None:
+            return {}
+        return {int(lb): rows[off[lb]:off[lb] + n[lb]] for lb in ok.tolist()}
+
+    def _tok_rows(self, need: int) -> np.ndarray | None:
+        """toks.bin mapped as int8 rows [n, D], mapped again once it has grown past `need`."""
+        rows = getattr(self, "_tok_map", None)
+        if rows is None or rows.size < need:
+            try:
+                size = (self.dir / "toks.bin").stat().st_size
+                if size < need:
+                    return None
+                rows = np.memmap(self.dir / "toks.bin", np.int8, "r", shape=(size // maxsim.D, maxsim.D))
+            except (OSError, ValueError):
+                return None
+            self._tok_map = rows
+        return rows
 
     def memo(self) -> dict:
         """A dict for values derived from the index (postings, BM25 terms), emptied when the
@@ -336,6 +393,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
              force: bool, progress) -> Report:
     rep = Report()
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
+    if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
+        want["tokens"] = TOKENS
     loaded = idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) and \
         getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
     fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not (
@@ -347,7 +406,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                     "ts": np.zeros(0, np.float64), "importance": np.zeros(0, np.float32),
                     "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
                     "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64),
-                    "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64)}
+                    "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64),
+                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
@@ -441,7 +501,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         return rep
 
     # 3. vectors: cache first, embed the rest
-    vectors = _vectors(state_dir, embedder, new_chunks, rep, progress)
+    vectors, toks = _vectors(state_dir, embedder, new_chunks, rep, progress)
 
     # 4. write: chunks, postings, columns, hnsw, then the manifest (one sqlite commit)
     with db:
@@ -457,6 +517,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         )
         dl = _add_postings(db, labels, new_chunks)
         _extend_cols(idx, new_chunks, dl)
+        if toks:
+            _append_tokens(idx, len(new_chunks), toks)
         _link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
@@ -486,30 +548,44 @@ def _tree_hash(db: sqlite3.Connection) -> str:
 
 
 def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Report,
-             progress) -> np.ndarray:
+             progress) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """The chunks' vectors and, for an embedder with token states, their token matrices
+    (else None): from the vector cache, the rest embedded (vector and tokens in one pass)."""
+    tok_on = has_tokens(embedder)
     if not chunks:
-        return np.zeros((0, embedder.dims), np.float32)
+        return np.zeros((0, embedder.dims), np.float32), [] if tok_on else None
     cache = VectorCache(state_dir / "vectors.sqlite")
     try:
         hashes = [c.vhash for c in chunks]
         have = cache.get(embedder.identity, sorted(set(hashes)))
-        todo: dict[str, str] = {}
+        toks = cache.get_tokens(embedder.identity, sorted({c.tkey for c in chunks}), maxsim.D) \
+            if tok_on else {}
+        todo: dict[str, tuple[str, str, tuple[int, int] | None]] = {}  # key: (vhash, text, own)
         for c in chunks:
-            if c.vhash not in have:
-                todo.setdefault(c.vhash, c.text if c.embed is None else c.embed)
+            if c.vhash not in have or (tok_on and c.tkey not in toks):
+                todo.setdefault(c.tkey if tok_on else c.vhash,
+                                (c.vhash, c.text if c.embed is None else c.embed, c.own))
         items = list(todo.items())
         # equal batches (100 texts: 4 x 25, not 3 x 32 + 4): the embedder spreads each over cores
         size = -(-len(items) // -(-len(items) // EMBED_BATCH)) if items else 1
         for i in range(0, len(items), size):
             part = items[i : i + size]
-            vecs = embedder.passages([t for _, t in part])
-            fresh = {h: v for (h, _), v in zip(part, vecs, strict=False)}
+            texts = [t for _, (_, t, _) in part]
+            if tok_on:
+                vecs, tk = embedder.passages_tokens(texts, [own for _, (_, _, own) in part])
+                got = {k: t for (k, _), t in zip(part, tk, strict=True)}
+                cache.put_tokens(embedder.identity, got)
+                toks.update(got)
+            else:
+                vecs = embedder.passages(texts)
+            fresh = {vh: v for (_, (vh, _, _)), v in zip(part, vecs, strict=False)}
             cache.put(embedder.identity, fresh)
             have.update(fresh)
             rep.embedded += len(part)
             if progress:
                 progress(rep.embedded, len(items))
-        return np.stack([have[h] for h in hashes]).astype(np.float32)
+        vectors = np.stack([have[h] for h in hashes]).astype(np.float32)
+        return vectors, [toks[c.tkey] for c in chunks] if tok_on else None
     finally:
         cache.close()
 
@@ -543,6 +619,22 @@ def _add_postings(db: sqlite3.Connection, labels: list[int], chunks: list[Chunk]
     return lengths
 
 
+def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
+    """Append the new chunks' token rows to toks.bin and point their columns at them. Rows a
+    refresh appended and never committed (it died) stay unreferenced at the end."""
+    with open(idx.dir / "toks.bin", "ab") as f:
+        start = f.tell() // maxsim.D
+        if start * maxsim.D != f.tell():  # a torn row from a crash: pad it out
+            f.write(bytes(maxsim.D - f.tell() % maxsim.D))
+            start += 1
+        f.write(b"".join(np.ascontiguousarray(t, np.int8).tobytes() for t in toks))
+        f.flush()
+        os.fsync(f.fileno())
+    lens = np.asarray([len(t) for t in toks], np.int64)
+    idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
+    idx.cols["tlen"][-n:] = lens
+
+
 def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     tier_code = {t: i for i, t in enumerate(TIERS)}
     c = idx.cols
@@ -556,8 +648,9 @@ def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     c["dl"] = np.concatenate([c["dl"], np.asarray(dl, np.float32)])
     fids = np.asarray([file_id(x.path) for x in chunks], np.int64)
     c["fileid"] = np.concatenate([c["fileid"], fids])
-    for side in ("prev", "next", "cprev", "cnext"):
+    for side in ("prev", "next", "cprev", "cnext", "toff"):
         c[side] = np.concatenate([c[side], np.full(len(chunks), -1, np.int64)])
+    c["tlen"] = np.concatenate([c["tlen"], np.zeros(len(chunks), np.int64)])
 
 
 def file_id(path: str) -> int:

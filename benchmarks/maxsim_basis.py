@@ -24,6 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from neurotag_speed import messages  # noqa: E402  (the transcripts' text blocks, read once)
+
 REPO = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = REPO.parent / "shared" / "bench" / "data" / "claude-code"
 MAX_CHARS = 800  # a chunk's size for plain Markdown ([index] max_chars)
@@ -32,20 +35,7 @@ KEEP = 128
 
 def transcript_texts(folder: Path) -> list[str]:
     """User and assistant text blocks (no tool calls or results: those are mostly code)."""
-    out = []
-    for path in sorted(folder.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("type") not in ("user", "assistant"):
-                continue
-            content = rec.get("message", {}).get("content")
-            blocks = [content] if isinstance(content, str) else [
-                b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
-            out += [b.strip()[:MAX_CHARS] for b in blocks if len(b.strip()) >= 40]
-    return out
+    return [t.strip()[:MAX_CHARS] for role, t in messages(folder) if role != "tool" and len(t.strip()) >= 40]
 
 
 def own_texts() -> list[str]:

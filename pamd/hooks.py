@@ -107,7 +107,7 @@ def budget(brain) -> list[Problem]:
                     CONFIG,
                     key_line(brain.read(CONFIG) or "", f"tiers.budgets.{tier}"),
                     f"{tier} ({where}) holds {tokens:,} tokens, over its budget of {limit:,}"
-                    " in [tiers.budgets] (run `pamd compact`, or raise it)",
+                    f" in [tiers.budgets] (run `pamd {'defrag' if tier == 'L4' else 'compact'}`, or raise it)",
                 )
             )
     return problems

@@ -348,6 +348,14 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             notes.append(f"The summarizer found no lesson in {plural(len(declined), 'failure')} "
                          f"({', '.join(ls[0] for ls in declined)}); DNA.md's learned_from keeps them, "
                          "so they are not asked for again.")
+        merged = [d.entry.id for d in plan.moving if d.entry.tier == d.target == "L4"]
+        if merged:
+            budget = int(cfg["tiers"]["budgets"].get("L4", 0))
+            into = [s.id for s in summaries if s.tier == "L4" and set(s.sources) & set(merged)]
+            notes.append(f"MEMORY.md was over its {budget:,}-token budget ([tiers.budgets] L4): merged "
+                         f"{plural(len(merged), 'summary', 'summaries')} (lowest retention, oldest first; "
+                         f"never a myelinated one) into {', '.join(into)}. Their raw messages stay "
+                         f"findable (recall, `pamd expand ID`): {', '.join(merged)}")
         if mode == "defrag":
             notes += defrag_mod.reflection(plan, after, now)
         out.summaries, out.usage = summaries, usage

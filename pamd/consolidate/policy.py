@@ -17,6 +17,11 @@ inside a level and what is dropped:
 - Over a tier's token budget, the lowest-retention entries move down first.
 - `compact` moves entries as far as L2; `defrag` also to L3 and L4. A tier never
   goes backwards: an L3 entry past its 7 days waits in L3 for defrag.
+- MEMORY.md (L4) has a budget too ([tiers.budgets] L4; 0 = none). Over it, defrag
+  merges its lowest-retention, oldest pamd summaries (never a myelinated one, nor an
+  entry that is no summary) into coarser L4 summaries, `[tiers] l4_merge_ratio`
+  times smaller, four weeks to a summary: their `from=` keeps the way back to the
+  raw messages (deep recall, `pamd expand`), and the commit names them.
 
 Entries that move together (same target tier, session and time bucket) become
 one summary of `ratio` times fewer tokens.
@@ -35,6 +40,9 @@ from pamd.encode.hippocampus import COMPRESS, DROP, KEEP, decide, retention
 
 # How wide a time bucket one summary of each tier covers, in hours.
 BUCKET_HOURS = {"L1": 1, "L2": 6, "L3": 24, "L4": 24 * 7}
+# MEMORY.md over its budget: how wide a bucket of its own summaries one merged summary covers.
+MERGE_HOURS = 24 * 28
+MERGE = "merge"  # the session part of a merge group's key
 # A summary shorter than this says nothing useful (a one-liner needs a subject and a fact).
 MIN_SUMMARY_TOKENS = {"L1": 16, "L2": 16, "L3": 24, "L4": 24}
 
@@ -98,6 +106,8 @@ def upper_hours(tier: str, t: dict[str, Any]) -> float:
 
 
 def ratio(src: str, dst: str, config: dict[str, Any]) -> float:
+    if src == dst == "L4":  # MEMORY.md's own summaries merged over its budget
+        return max(1.0, float(config["tiers"].get("l4_merge_ratio", 3)))
     r = config["tiers"]["ratios"]
 
     def of(tier: str) -> float:
@@ -158,6 +168,8 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
                 target = ceiling
         by_id[e.id] = Decision(e, r, action, target, why)
     _enforce_budgets(by_id, config, ceiling)
+    if mode == "defrag":
+        _bound_memory(by_id, [e for e in entries if e.tier == "L4"], config, now)
     plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts))
     buckets: dict[str, list[Entry]] = {}
     for d in plan.moving:
@@ -165,7 +177,8 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
     caps = t.get("group_tokens", {})
     for key, members in buckets.items():
         tier = key.split("|", 1)[0]
-        cap = float(caps.get(tier, 4000))
+        # A merge of MEMORY.md's summaries is bounded by its bucket, not by raw tokens.
+        cap = math.inf if key.split("|")[1] == MERGE else float(caps.get(tier, 4000))
         chunk: list[Entry] = []
         size = 0.0
         for e in sorted(members, key=lambda e: e.ts):
@@ -209,7 +222,36 @@ def _enforce_budgets(by_id: dict[str, Decision], config: dict[str, Any], ceiling
             over -= d.entry.tokens
 
 
+def _bound_memory(by_id: dict[str, Decision], l4: list[Entry], config: dict[str, Any], now: datetime) -> None:
+    """MEMORY.md over its budget: merge its lowest-retention, oldest summaries (see module doc)."""
+    budget = int(config["tiers"]["budgets"].get("L4", 0) or 0)
+    if budget <= 0:
+        return
+    size = sum(e.tokens for e in l4)
+    size += sum(math.ceil(d.entry.tokens / ratio(d.entry.tier, "L4", config))
+                for d in by_id.values() if d.action == COMPRESS and d.target == "L4")
+    over = size - budget
+    if over <= 0:
+        return
+    thin = int(config.get("myelin", {}).get("thin", 3))
+    k = ratio("L4", "L4", config)
+    # Only pamd's summaries: a myelinated one is in use, and an entry without `from=`
+    # (a person's, by hand) has no way back to what it stood for.
+    # One already at the shortest summary's size would only be made again, a commit every night.
+    movable = [e for e in l4 if e.sources and e.recalls < thin and e.ts <= now
+               and e.tokens > MIN_SUMMARY_TOKENS["L4"]]
+    for e in sorted(movable, key=lambda e: (round(retention(e, config, now), 6), e.ts)):
+        if over <= 0:
+            break
+        by_id[e.id] = Decision(e, retention(e, config, now), COMPRESS, "L4",
+                               f"MEMORY.md over its {budget:,}-token budget; lowest retention, oldest "
+                               f"merged first ({k:g}:1)")
+        over -= e.tokens - math.ceil(e.tokens / k)
+
+
 def group_key(e: Entry, target: str) -> str:
+    if e.tier == target == "L4":
+        return f"L4|{MERGE}|{math.floor(e.ts.timestamp() / 3600 / MERGE_HOURS)}"
     hours = BUCKET_HOURS[target]
     bucket = math.floor(e.ts.timestamp() / 3600 / hours)
     session = e.session if target in ("L1", "L2") else "*"

@@ -47,8 +47,8 @@ def load(text: str | None, path: str = "pamd.toml") -> dict[str, Any]:
 # and the one number that may be negative (-1 = the model decides).
 FRACTION = {"hippocampus.types.*.importance", "hippocampus.types.*.floor", "hippocampus.retention.*",
             "neurotag.trash_below", "myelin.lesson_min_importance", "tiers.clock.below"}
-POSITIVE = {"tiers.ratios.*", "tiers.group_tokens.*", "summarizer.batch_size", "index.max_chars",
-            "schedule.compact_every_minutes", "summarizer.timeout"}
+POSITIVE = {"tiers.ratios.*", "tiers.group_tokens.*", "tiers.l4_merge_ratio", "summarizer.batch_size",
+            "index.max_chars", "schedule.compact_every_minutes", "summarizer.timeout"}
 ANY_SIGN = {"summarizer.thinking_budget"}
 CLOCK_TIME = re.compile(r"(\d{1,2}):(\d{2})")
 

@@ -1,0 +1,97 @@
+"""MEMORY.md's budget ([tiers.budgets] L4): defrag merges its oldest, least retained summaries."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+from conftest import git
+
+from pamd.core.fmt import parse_doc
+
+START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
+FACTS = ["The staging box {i} runs Debian 12 with nginx {w} in front.",
+         "Anna asked for the Q{w} revenue report with {i}40 rows.",
+         "The billing cron {i} moved to 04:{w}0 because backups ran late.",
+         "We keep the {w}th region's logs in bucket logs-{i} for ninety days."]
+
+
+def iso(dt):
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def weeks(path, n):
+    lines = []
+    for w in range(n):
+        for i in range(84):
+            ts = START + timedelta(days=7 * w + i // 12, minutes=40 * (i % 12))
+            lines.append(json.dumps({"ts": iso(ts), "role": "user" if i % 2 else "assistant",
+                                     "text": " ".join(f.format(i=i + k, w=w) for k, f in enumerate(FACTS))
+                                     + f" Ticket OPS-{w}{i:02d} tracks it.", "session": f"w{w}d{i // 12}"}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def memory(root):
+    return parse_doc((root / "MEMORY.md").read_text(), "MEMORY.md", "L4")
+
+
+def set_budget(root, l4):
+    cfg = root / "pamd.toml"
+    text = re.sub(r"(?m)^L4 = \d+", f"L4 = {l4}", cfg.read_text())
+    cfg.write_text(text)
+    git(root, "commit", "-qam", "a smaller MEMORY.md")
+
+
+def test_memory_over_its_budget_is_merged_at_defrag_and_stays_findable(brain, tmp_path):
+    root = brain.cwd
+    note = "My own note: the VPN admin is Oleg."
+    mem = (root / "MEMORY.md").read_text().replace("-->\n", f"-->\n\n{note}\n", 1)
+    (root / "MEMORY.md").write_text(mem)
+    git(root, "commit", "-qam", "my note")
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 10)), now=iso(START + timedelta(days=70)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=71)))[0] == 0
+    before = memory(root)
+    size = sum(e.tokens for e in before.entries)
+    assert len(before.entries) >= 8 and all(e.sources for e in before.entries)
+    set_budget(root, size // 2)
+    code, out, err = brain("defrag", now=iso(START + timedelta(days=72)))
+    assert code == 0, err
+    after = memory(root)
+    assert sum(e.tokens for e in after.entries) <= size * 0.6
+    assert note in after.preamble  # a person's notes are never touched
+    gone = {e.id for e in before.entries} - {e.id for e in after.entries}
+    assert gone
+    msg = git(root, "log", "-1", "--format=%B")
+    assert "MEMORY.md was over its" in msg and all(g in msg for g in gone)
+    assert "L4 -> L4:" in msg
+    # Every merged summary is a source of a new one: the way back to the raw messages stays.
+    assert gone <= {s for e in after.entries for s in e.sources}
+    assert brain("check")[0] == 0 and brain("fsck")[0] == 0
+    code, out, _ = brain("expand", sorted(gone)[0])
+    assert code == 0 and any(w in out for w in ("Debian 12", "revenue", "billing", "region"))
+    # Nightly merges converge: they stop once nothing left can shrink, not a commit a night.
+    sizes = []
+    for night in range(74, 84):
+        assert brain("defrag", now=iso(START + timedelta(days=night)))[0] == 0
+        sizes.append((sum(e.tokens for e in memory(root).entries), "MEMORY.md was over" in
+                      git(root, "log", "-1", "--format=%B")))
+    assert not any(merged for _, merged in sizes[-3:]), sizes
+
+
+def test_myelinated_and_hand_written_entries_are_never_merged(brain, tmp_path):
+    root = brain.cwd
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 6)), now=iso(START + timedelta(days=42)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=43)))[0] == 0
+    before = memory(root).entries
+    keep = before[0]
+    text = (root / "MEMORY.md").read_text().replace(f"session={keep.session} recalls=0",
+                                                     f"session={keep.session} recalls=4", 1)
+    (root / "MEMORY.md").write_text(text)
+    git(root, "commit", "-qam", "recalled")
+    set_budget(root, 1)
+    assert brain("defrag", now=iso(START + timedelta(days=44)))[0] == 0
+    after = {e.id for e in memory(root).entries}
+    assert keep.id in after
+    assert len(after) < len(before)

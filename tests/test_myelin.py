@@ -404,6 +404,23 @@ def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
     assert st["hypotheses"] == ["Maybe the export is slow because the rates table has no index."]
 
 
+def test_state_shows_a_claude_code_slash_command_as_typed_not_its_markup(brain, tmp_path):
+    # Session 10: a Claude Code session's goal read '<command-message>x</command-message>
+    # <command-name>/x</command-name> <command-args>websearch to learn how to…' (cut at 160).
+    f = tmp_path / "cc.jsonl"
+    text = ("<command-message>beads:create</command-message>\n<command-name>/beads:create</command-name>\n"
+            "<command-args>websearch to learn how to set up credo and dialyzer fast\n\n"
+            "Maybe there are igniter scripts?</command-args>")
+    f.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "user", "text": text, "session": "w"}) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
+    st = meta(brain.cwd / "STATE.md")
+    assert st["current_focus"] == ("/beads:create websearch to learn how to set up credo and dialyzer fast "
+                                   "Maybe there are igniter scripts?")
+    assert st["active_goals"] == [st["current_focus"]]
+    assert st["hypotheses"] == ["Maybe there are igniter scripts?"]
+
+
 def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):
     """pamd remakes active_goals and hypotheses at every run: what a person adds there (not
     in the STATE.md pamd last committed) moves to pinned_goals / pinned_hypotheses, which

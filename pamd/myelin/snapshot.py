@@ -33,9 +33,21 @@ def _clip(text: str, n: int = 160) -> str:
     return flat if len(flat) <= n else flat[: n - 1].rsplit(" ", 1)[0] + "…"
 
 
+# Claude Code records a typed slash command as markup: `<command-message>x</command-message>
+# <command-name>/x</command-name> <command-args>…</command-args>`. STATE shows what was typed.
+_CC_MESSAGE = re.compile(r"<command-message>[\s\S]*?</command-message>\s*")
+_CC_TAG = re.compile(r"</?command-(?:name|args)>")
+
+
+def _typed(text: str) -> str:
+    if "<command-name>" not in text:
+        return text
+    return _CC_TAG.sub(" ", _CC_MESSAGE.sub("", text)).strip()
+
+
 def _words(e: Entry) -> str:
     """What STATE shows of an entry: a tool call as its gist, never its JSON arguments."""
-    return e.text if e.role == "tool" else toolcall.readable(e.text, summary=e.is_summary)
+    return e.text if e.role == "tool" else _typed(toolcall.readable(e.text, summary=e.is_summary))
 
 
 def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
@@ -55,8 +67,10 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     hyps = []
     for e in reversed(recent):
         # A guess is something said: not in a raw call's arguments, nor in its gist.
-        said = _words(e) if e.is_summary or e.role == "tool" else toolcall.prose(e.text)
-        for sent in re.split(r"(?<=[.!?])\s+", " ".join(said.split())):
+        said = _words(e) if e.is_summary or e.role == "tool" else _typed(toolcall.prose(e.text))
+        # A blank line ends a sentence too (a paragraph without a full stop).
+        sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
+        for sent in sents:
             if _HEDGE.search(sent) and len(sent) > 15 and _clip(sent) not in hyps:
                 hyps.append(_clip(sent))
         if len(hyps) >= 5:

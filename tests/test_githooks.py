@@ -342,6 +342,20 @@ def test_budget_hook_reports_an_overfull_tier(brain, table, budgets):
                     r.stdout), r.stdout
 
 
+def test_budget_hook_says_defrag_for_memory_md_over_its_budget(brain):
+    # Session 10: MEMORY.md has a budget; only the nightly defrag merges it, compact never does.
+    root = brain.cwd
+    entry = ("\n### s-0123456789ab · 2026-11-01T10:00:00Z · summary\n"
+             "type=context importance=0.5 neuro=- session=s recalls=0 from=e-0123456789ab\n> " + "word " * 400 + "\n")
+    (root / "MEMORY.md").write_text((root / "MEMORY.md").read_text() + entry)
+    cfg = root / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace("\nL4 = 100000", "\nL4 = 50", 1))
+    r = hook(root, "budget")
+    assert r.returncode == 1
+    assert re.search(r"L4 \(MEMORY.md\) holds [\d,]+ tokens, over its budget of 50 .*run `pamd defrag`",
+                     r.stdout), r.stdout
+
+
 # ---------------------------------------------------------------- CI templates
 def test_init_ci_lays_down_the_workflow_and_pre_commit_config(tmp_path, capsys):
     from conftest import Pamd

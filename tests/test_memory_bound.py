@@ -95,3 +95,17 @@ def test_myelinated_and_hand_written_entries_are_never_merged(brain, tmp_path):
     after = {e.id for e in memory(root).entries}
     assert keep.id in after
     assert len(after) < len(before)
+
+
+def test_a_merge_ratio_of_one_merges_nothing(brain, tmp_path):
+    # A merge that cannot shrink MEMORY.md would be made again, a commit every night.
+    root = brain.cwd
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 6)), now=iso(START + timedelta(days=42)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=43)))[0] == 0
+    before = [e.id for e in memory(root).entries]
+    cfg = root / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace("l4_merge_ratio = 3", "l4_merge_ratio = 1"))
+    set_budget(root, 1)
+    brain("defrag", now=iso(START + timedelta(days=44)))
+    assert set(before) <= {e.id for e in memory(root).entries}
+    assert "MEMORY.md was over" not in git(root, "log", "-1", "--format=%B")

@@ -235,6 +235,8 @@ def _bound_memory(by_id: dict[str, Decision], l4: list[Entry], config: dict[str,
         return
     thin = int(config.get("myelin", {}).get("thin", 3))
     k = ratio("L4", "L4", config)
+    if k <= 1:  # a merge that shrinks nothing would be made again every night
+        return
     # Only pamd's summaries: a myelinated one is in use, and an entry without `from=`
     # (a person's, by hand) has no way back to what it stood for.
     # One already at the shortest summary's size would only be made again, a commit every night.

@@ -421,6 +421,29 @@ def test_state_shows_a_claude_code_slash_command_as_typed_not_its_markup(brain, 
     assert st["hypotheses"] == ["Maybe there are igniter scripts?"]
 
 
+def test_demotion_keeps_the_recalled_leaf_that_preload_shows():
+    # Session 10: a summary recalled 12 times, 7 through one raw message (PRELOAD showed its words),
+    # was demoted to 6 with via 3 (7 // 2; the leaves recalled once lost): its own words then
+    # counted as much as the leaf, and PRELOAD.md switched to a 600-character summary nobody asked for.
+    from datetime import datetime
+
+    from pamd.core.config import defaults
+    from pamd.core.entry import Entry
+    from pamd.core.fmt import Doc
+    from pamd.myelin import myelin
+
+    e = Entry(id="s-0123456789ab", ts=datetime(2026, 11, 1, tzinfo=UTC), role="summary", text="the summary",
+              recalls=12, seen="2026-11-01", via=(("e-aaaaaaaaaaaa", 7), ("e-bbbbbbbbbbbb", 1), ("e-cccccccccccc", 1)),
+              tier="L4", sources=("e-aaaaaaaaaaaa",))
+    assert myelin.shown_leaf(e) == "e-aaaaaaaaaaaa"
+    docs = {"MEMORY.md": Doc({}, "", [e], 1)}
+    out, touched, n = myelin.demote(docs, defaults(), datetime(2027, 1, 5, tzinfo=UTC))
+    d = out["MEMORY.md"].entries[0]
+    assert n == 1 and d.recalls == 6 and touched == {"MEMORY.md"}
+    assert myelin.shown_leaf(d) == "e-aaaaaaaaaaaa"
+    assert sum(k for _, k in d.via) <= d.recalls
+
+
 def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):
     """pamd remakes active_goals and hypotheses at every run: what a person adds there (not
     in the STATE.md pamd last committed) moves to pinned_goals / pinned_hypotheses, which

@@ -90,14 +90,26 @@ def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[di
         new = []
         for e in d.entries:
             if e.recalls >= int(cfg["myelin"]["thin"]) and e.seen and e.seen < cutoff:
-                e = e.with_(recalls=e.recalls // 2, seen=today,
-                            via=tuple((leaf, n // 2) for leaf, n in e.via if n // 2))
+                e = e.with_(recalls=e.recalls // 2, seen=today, via=_halved(e.via, e.recalls // 2))
                 n += 1
             new.append(e)
         if n and new != d.entries:
             out[rel] = Doc(d.meta, d.preamble, new, d.body_line)
             touched.add(rel)
     return out, touched, n
+
+
+def _halved(via: tuple[tuple[str, int], ...], recalls: int) -> tuple[tuple[str, int], ...]:
+    """A demoted memory's `via=`: each leaf's recalls halved up, most recalled first, within the
+    halved total. Halving down lost every leaf recalled once (7,1,1 of 12 became 3 of 6), so its
+    own words seemed as recalled as its top leaf and PRELOAD and a reflex switched to them."""
+    out = []
+    for leaf, n in via:
+        k = min(-(-n // 2), recalls)
+        if k > 0:
+            out.append((leaf, k))
+            recalls -= k
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ DNA.md

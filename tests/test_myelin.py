@@ -444,6 +444,21 @@ def test_demotion_keeps_the_recalled_leaf_that_preload_shows():
     assert sum(k for _, k in d.via) <= d.recalls
 
 
+def test_a_tool_output_is_no_hypothesis_in_state(brain, tmp_path):
+    # Session 10: a Claude Code session's STATE.md listed two hypotheses, both a pre-commit hook's
+    # output: "[tool error] Pre-commit validation failed: … Checking 114 source files (this might take a while)".
+    f = tmp_path / "agent.jsonl"
+    rows = [
+        ("assistant", "Maybe the hook fails because credo runs in strict mode."),
+        ("tool", "[tool error] Pre-commit validation failed: Checking 114 source files (this might take a while) ..."),
+    ]
+    f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:0{i}:00Z", "role": r, "text": t, "session": "w"})
+                           for i, (r, t) in enumerate(rows)) + "\n")
+    assert brain("ingest", str(f), now=T0)[0] == 0
+    assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
+    assert meta(brain.cwd / "STATE.md")["hypotheses"] == ["Maybe the hook fails because credo runs in strict mode."]
+
+
 def test_a_person_goals_and_hypotheses_in_state_are_kept_pinned(brain, tmp_path):
     """pamd remakes active_goals and hypotheses at every run: what a person adds there (not
     in the STATE.md pamd last committed) moves to pinned_goals / pinned_hypotheses, which

@@ -66,8 +66,11 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
     focus = next((e for e in reversed(recent) if e.type == "user_intent"), None) or (recent[-1] if recent else None)
     hyps = []
     for e in reversed(recent):
-        # A guess is something said: not in a raw call's arguments, nor in its gist.
-        said = _words(e) if e.is_summary or e.role == "tool" else _typed(toolcall.prose(e.text))
+        # A guess is something said: not in a raw call's arguments, nor in its gist, nor in a
+        # tool's output ("Checking 114 files (this might take a while)" is no hypothesis).
+        if e.role == "tool" and not e.is_summary:
+            continue
+        said = _words(e) if e.is_summary else _typed(toolcall.prose(e.text))
         # A blank line ends a sentence too (a paragraph without a full stop).
         sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
         for sent in sents:

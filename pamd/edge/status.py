@@ -47,7 +47,8 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
 
 def boot_files(brain: Brain) -> dict[str, Any]:
     """Tokens of the files boot starts from, against `[boot] budget`. They grow with the
-    brain's age (a lesson or a MEMORY.md fact a day) and nothing but the budget bounds them,
+    brain's age (a lesson or a MEMORY.md fact a day; MEMORY.md's entries have their own budget,
+    [tiers.budgets] L4, but not DNA.md's reflexes),
     so a person sees them here; past half the budget, a warning (boot cuts only entries)."""
     sizes = {}
     for rel in BOOT_FILES:

@@ -491,3 +491,26 @@ def test_a_quoted_random_value_from_the_root_is_no_path() -> None:
     for text in ('password: "/Users/Alice/Projects2/notes"', "pwd: /home/user/projects2",
                  'api_key: "OPENAI_API_KEY_V2"', 'token: "DB_HOST_NAME"', "private_key: /etc/ssl/private/server2.key"):
         assert redact(text)[1] == {}, text
+
+
+def test_a_licence_key_of_capitals_and_digits_is_redacted_and_a_name_is_not() -> None:
+    """Session 10: `LICENSE_KEY="XK92_PL4Q_ZZ81"` kept its key (the `_KEY` rule wanted both
+    cases and 20 characters; quoted or not it looked like an env-var name), and so did
+    `license_key:` in YAML and product/serial keys in groups. Names of capitals, digits and
+    words still stay."""
+    key = fake("", 4, string.ascii_uppercase + string.digits, "a")  # built, not a literal
+    keys = ["XK92_PL4Q_ZZ81", "XK92-PL4Q-ZZ81-7TQM", "XK92PL4QZZ817TQMA9", "AB12-CD34-EF56-GH78",
+            "BCDFG-HJKMP-QRTVW-XY234-6789B", f"{key}-PL4Q-ZZ81-{key}"]
+    for value in keys:
+        for text in (f'LICENSE_KEY="{value}"', f"LICENSE_KEY={value}", f"PRODUCT_KEY={value}",
+                     f'license_key: "{value}"', f"license_key = {value}",
+                     f'{{"command": "echo LICENSE_KEY={value} >> .env"}}'):
+            out, counts = redact(text)
+            assert counts == {"secret": 1} and value not in out, text
+    for text in ("LICENSE_KEY=LICENSE_KEY_V2", "LICENSE_KEY=ACME_PRO_LICENSE_2024", "I18N_KEY=ERR_404_NOT_FOUND",
+                 "CONFIG_KEY=S3_BUCKET_2_KEY", "SIGNING_ALG_KEY=SHA256WITHRSA", "ENUM_KEY=HTTP2_TLS13_ONLY",
+                 "HOTKEY_KEY=CTRL_SHIFT_F12", "TABLE_KEY=USERS_V2_2024_11_30", "token=PROD_V2_K8S_TOKEN",
+                 "PARTITION_KEY=TENANT_2024_11_SHARD3", "access_key=AWS_S3_KEY_2", 'LICENSE_KEY="${LICENSE_KEY}"',
+                 "license_key = settings.LICENSE_KEY", "license_key: str = Field(...)", "MAP_KEY=A1B2C3",
+                 'license_key: "see LICENSE"', "LICENSE_KEY=2024-11-30-1200"):
+        assert redact(text) == (text, {}), text

@@ -81,6 +81,8 @@ def _reference(value: str, quoted: bool) -> bool:
 def _assigned(bare_min: int) -> Check:
     def check(m: re.Match[str], text: str) -> bool:
         value = text[m.start(2) : m.end(2)]  # as written (`m` may be of the lowercased text)
+        if _caps_key(value):  # a licence key of capitals and digits is no env-var name
+            return True
         if not _real(value) or _reference(value, bool(m.group(1))):
             return False
         if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
@@ -129,6 +131,29 @@ def _random(m: re.Match[str], text: str) -> bool:
 
 
 _HEX = re.compile(r"[0-9a-fA-F]{20,}")
+_CAPS_VALUE = re.compile(r"[A-Z0-9]+(?:[-_][A-Z0-9]+)*")
+_LETTER_DIGIT = re.compile(r"(?<=[A-Z])[0-9]|(?<=[0-9])[A-Z]")
+_NAME_GROUP = re.compile(r"([A-Z]*)[0-9]*")
+_GROUPED = re.compile(r"(?:[A-Z0-9]{4,6})(?:-[A-Z0-9]{4,6}){3,}")
+
+
+def _caps_key(value: str) -> bool:
+    """A licence or product key of capitals and digits (`XK92_PL4Q_ZZ81`, `XK92-PL4Q-ZZ81-7TQM`,
+    `BCDFG-HJKMP-QRTVW-XY234-6789B`), not a name (`ERR_404_NOT_FOUND`, `AWS_S3_KEY_2`,
+    `PROD_V2_K8S_TOKEN`, `HTTP2_TLS13_ONLY`): letters and digits change places three times or more and in most
+    of its groups, or it is four or more groups of one length with a letter and a digit."""
+    if len(value) < 12 or not _CAPS_VALUE.fullmatch(value) or not _mixed(value) \
+            or _reference(value, True):
+        return False
+    groups = re.split(r"[-_]", value)
+    # a name: each group a word then digits (`HTTP2_TLS13_ONLY`), most words of three letters
+    words = [m.group(1) for g in groups if (m := _NAME_GROUP.fullmatch(g))]
+    if len(words) == len(groups) and 2 * sum(len(w) >= 3 for w in words) >= len(groups):
+        return False
+    if _GROUPED.fullmatch(value) and len({len(g) for g in groups}) == 1:
+        return True
+    mixing = sum(map(_mixed, groups))
+    return len(_LETTER_DIGIT.findall("".join(groups))) >= 3 and 2 * mixing > len(groups)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
@@ -144,9 +169,11 @@ def _env_key(m: re.Match[str], text: str) -> bool:
                                  name.group(0)):
         return False
     value = text[m.start(2) : m.end(2)]
+    if _caps_key(value):  # a licence key: capitals and digits only, as such keys often are
+        return True
     generated = _HEX.fullmatch(value) or "." not in value and not value.islower() \
         and not value.isupper() and any(c.isdigit() for c in value)
-    return bool(generated) and _mixed(value) and _real(value) \
+    return len(value) >= 20 and bool(generated) and _mixed(value) and _real(value) \
         and not _reference(value, bool(m.group(1))) and not _UUID.fullmatch(value)
 
 
@@ -284,7 +311,8 @@ BUILTIN: tuple[Pattern, ...] = (
     _assignment("token", "token", "token"),
     _assignment("secret", r"secret(?:[_\-]?key(?:[_\-]?base)?)?", "secret"),
     _assignment("secret", r"private[_\-]?key", "private"),
-    _p("secret", r"_KEY(?:_BASE)?(?:\\?[\"'])?\s*[=:]\s*(\\?[\"']?)([A-Za-z0-9+/=_.\-]{20,})"
+    _assignment("secret", r"licen[cs]e[_\-]?key", "licen"),
+    _p("secret", r"_KEY(?:_BASE)?(?:\\?[\"'])?\s*[=:]\s*(\\?[\"']?)([A-Za-z0-9+/=_.\-]{12,})"
        r"(?![A-Za-z0-9+/=_.\-])", 2, check=_env_key, not_after=""),
     # docker's config.json: `"auths": {"ghcr.io": {"auth": "<base64 of user:password>"}}`.
     _p("password", r'auth\\?"\s*:\s*\\?"([A-Za-z0-9+/]{8,}={0,2})(?=\\?")', 1,

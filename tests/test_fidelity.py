@@ -565,3 +565,38 @@ def test_eval_names_what_it_measured_in_the_plot_title_and_summary():
     assert plot_title(mine) == "pamd fidelity: the brain agent (2 questions)"
     assert summary_lines(mine)[0] == "the brain /home/ann/brains/agent, 2 questions, raw 10 tokens"
     assert summary_lines(one)[0] == "1 conversation, 2 questions, raw 10 tokens"
+
+
+def test_a_probe_of_an_id_the_brain_never_had_or_a_duplicate_is_one_clear_line(brain, tmp_path):
+    """Session 10: an expect_ids typo (`E-…` in capitals, a missing `e-`, a wrong digit) was
+    run and reported LOST, and under --against (the pamd-probe hook, the nightly workflow)
+    as "not found (nor at …)", exit 0: the fact it was meant to guard went unguarded
+    without a word. An id of a dropped entry (in history) still runs, and is lost."""
+    ingest_billing_and_rotation(brain, tmp_path)
+    import re
+
+    day = (brain.cwd / "memory" / "L0" / "2026-11-30.md").read_text()
+    ids = dict(re.findall(r"### (e-[0-9a-f]{12}) .*\n.*\n> (.*)", day))
+    ids = {text: eid for eid, text in ids.items()}
+    billing = next(v for k, v in ids.items() if "Postgres 16" in k)
+    ok = json.dumps({"question": "which database hosts billing", "expect_ids": [billing]})
+    for bad, said in ((billing.upper(), f"expect_ids {billing.upper()!r} is not an entry id"),
+                      (billing[2:], f"expect_ids {billing[2:]!r} is not an entry id"),
+                      ("e-000000000000", "expect_ids e-000000000000 is not an entry of this brain")):
+        (brain.cwd / "probes.jsonl").write_text(
+            ok + "\n" + json.dumps({"question": "which database hosts billing", "expect_ids": [bad]}) + "\n")
+        for args in ((), ("--against", "HEAD")):
+            code, out, err = brain("probe", *args, now="2026-11-30T08:10:00Z")
+            assert code == 2 and err.startswith(f"pamd: error: probes.jsonl:2: {said}"), (out, err)
+    (brain.cwd / "probes.jsonl").write_text(
+        ok + "\n" + '{"question": "when does the staging password rotation run", "expect_text": "3rd"}\n'
+        + '{"question": "When does the staging  password rotation run", "expect_text": "3RD"}\n')
+    code, _, err = brain("probe", now="2026-11-30T08:10:00Z")
+    assert code == 2 and err.startswith("pamd: error: probes.jsonl:3: the same probe as line 2"), err
+    # the cron line is dropped as trash by a compaction: its id is in history, the probe runs
+    cron = next(v for k, v in ids.items() if "cron" in k)
+    assert brain("compact", now="2026-11-30T13:00:00Z")[0] == 0
+    (brain.cwd / "probes.jsonl").write_text(
+        ok + "\n" + json.dumps({"question": "staging password rotation cron", "expect_ids": [cron]}) + "\n")
+    code, out, err = brain("probe", now="2026-11-30T13:05:00Z")
+    assert code == 1 and "probes.jsonl:2: LOST" in out and "1 of 2 probes resolve" in out, (out, err)

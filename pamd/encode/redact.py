@@ -177,6 +177,33 @@ def _env_key(m: re.Match[str], text: str) -> bool:
         and not _reference(value, bool(m.group(1))) and not _UUID.fullmatch(value)
 
 
+def _cli_password(m: re.Match[str], text: str) -> bool:
+    """A password on a command line: not a template (`$PW`), a flag, or a number (a port
+    after `-p`, a uid:gid after `-u`)."""
+    value = m.group(m.lastindex or 0)
+    return _real(value) and not value.startswith("-") and not value.isdigit()
+
+
+def _registry_login(m: re.Match[str], text: str) -> bool:
+    """`docker login -p X` (podman, helm registry, az, …), not `gh auth login -p ssh`."""
+    before = text[max(0, m.start() - 16) : m.start()]
+    return bool(re.search(r"\b(?:docker|podman|buildah|skopeo|oras|nerdctl|registry|az|cf) $", before)) \
+        and _cli_password(m, text)
+
+
+def _flag_password(m: re.Match[str], text: str) -> bool:
+    """`--password X`: also prose about the flag (`pass --password when prompted`), so a
+    lowercase word after a space is no password; `--password=X` is always a value."""
+    value = m.group(2)
+    spaced = text[m.start(1) - 1 : m.start(1)] == " "
+    return _cli_password(m, text) and not (spaced and value.isalpha() and value.islower())
+
+
+def _telegram(m: re.Match[str], text: str) -> bool:
+    """`:AA…` after a bot's number of 8 to 10 digits."""
+    return bool(re.search(r"(?<![0-9])[0-9]{8,10}$", text[max(0, m.start() - 11) : m.start()]))
+
+
 def _openai(m: re.Match[str], text: str) -> bool:
     value = m.group(0)
     # Not words joined by `-`: `sk-learn-compatible-estimators-v2`, `sk-1-2-release`.
@@ -289,6 +316,11 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/"
        r"(T[A-Z0-9]{6,}/[A-Z0-9]{6,}/(?:[0-9]+/)?[A-Za-z0-9]{16,})", 1, not_after=r"[\w.\-]"),
     _p("azure-key", r"AccountKey=([A-Za-z0-9+/]{20,}={0,2})(?![A-Za-z0-9+/=])", 1),
+    # A Telegram bot token: the bot's number, `:AA`, 33 more (`api.telegram.org/bot<token>/…`).
+    # The number (the bot's public id) stays, like a webhook's host.
+    _p("telegram-token", r":(AA[A-Za-z0-9_\-]{33})(?![A-Za-z0-9_\-])", 1, check=_telegram, not_after=""),
+    # age (and SOPS with age): an X25519 identity in bech32.
+    _p("age-key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}(?![0-9A-Z])"),
     _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
     _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
     _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
@@ -302,6 +334,17 @@ BUILTIN: tuple[Pattern, ...] = (
     # (No backslash either: in JSON-escaped text `\n` ends the URL.)
     _p("password", r"://[^\s:/@'\"\[\]<>\\]*:([^\s@/'\"\[\]<>\\]+)@[^\s/@]", 1,
        check=_url_password, not_after=""),
+    # On a command line (an agent's Bash calls): `--password X` / `--password=X` (not
+    # `--password-stdin`), curl's `-u user:X`, mysql's `-pX` (a bare `-p` asks for it),
+    # `sshpass -p X` and a registry's login `-p X` (not ssh's port, nor gh's protocol).
+    _p("password", r"--(?:password|passwd|http-password|ftp-password)(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})",
+       2, check=_flag_password),
+    _p("password", r"curl\b[^\n|;&]*? (?:-u|--user)(?:=| *)(\\?[\"']?)[^\s:\"'\\$]+:([^\s\"'`\\]{4,})",
+       2, check=_cli_password),
+    _p("password", r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*? -p(\\?[\"']?)"
+       r"([^\s\"'`\\]{4,})", 2, check=_cli_password),
+    _p("password", r"sshpass\b[^\n|;&]*? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_cli_password),
+    _p("password", r"login\b[^\n|;&]*? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_registry_login),
     # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
     # the shell's working directory).
     _assignment("password", "pass(?:word|wd|phrase)", "pass", 8),

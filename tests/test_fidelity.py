@@ -61,6 +61,10 @@ def test_probe_against_a_commit_fails_only_for_a_fact_lost_since(brain, tmp_path
     code, out, err = brain("probe", "--against", before, now="2026-11-30T13:05:00Z")
     assert code == 1, out + err
     assert f"probes.jsonl:2: LOST (resolves at {before[:8]}: memory/L0/2026-11-30.md:" in out
+    # a lost probe says what it looks for (session 10): the owner reads it in a hook or a PR
+    assert 'when does the staging password rotation run  [expects "3rd of each month"]' in out
+    assert 'what is the zebra password policy  [expects "zebra-unicorn-42"]' in out
+    assert "which database hosts billing  [expects" not in out
     assert f"1 of 3 probes resolve; 1 lost since {before[:8]}, 1 not found there either" in out
     code, out, _ = brain("probe", "--against", before, "--json", now="2026-11-30T13:05:00Z")
     rows = json.loads(out)
@@ -600,3 +604,4 @@ def test_a_probe_of_an_id_the_brain_never_had_or_a_duplicate_is_one_clear_line(b
         ok + "\n" + json.dumps({"question": "staging password rotation cron", "expect_ids": [cron]}) + "\n")
     code, out, err = brain("probe", now="2026-11-30T13:05:00Z")
     assert code == 1 and "probes.jsonl:2: LOST" in out and "1 of 2 probes resolve" in out, (out, err)
+    assert f"staging password rotation cron  [expects {cron}]" in out

@@ -605,3 +605,34 @@ def test_a_probe_of_an_id_the_brain_never_had_or_a_duplicate_is_one_clear_line(b
     code, out, err = brain("probe", now="2026-11-30T13:05:00Z")
     assert code == 1 and "probes.jsonl:2: LOST" in out and "1 of 2 probes resolve" in out, (out, err)
     assert f"staging password rotation cron  [expects {cron}]" in out
+
+
+def test_eval_of_a_brain_set_to_an_llm_can_measure_it_with_the_extractive_summarizer(brain, tmp_path,
+                                                                                   monkeypatch):
+    """Session 10: `pamd eval --brain` defrags its clone with the brain's own summarizer, so a
+    brain set to gemini needed the key and paid for five ages of summaries, with no way to
+    measure it without the model; `--summarizer extractive` sets the scratch brain's backend."""
+    ingest_billing_and_rotation(brain, tmp_path)
+    cfg = brain.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace('backend = "extractive"', 'backend = "gemini"', 1))
+    git(brain.cwd, "commit", "-qam", "summaries by gemini")
+    import re
+
+    day = (brain.cwd / "memory" / "L0" / "2026-11-30.md").read_text()
+    billing = re.search(r"### (e-[0-9a-f]{12}) .*\n.*\n> We decided to host billing", day).group(1)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database hosts billing", "evidence_ids": [billing]}) + "\n")
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    code, _, err = brain("eval", str(q), "--rerank", "0")
+    assert code == 1 and "GEMINI_API_KEY is not set" in err
+    head = git(brain.cwd, "rev-parse", "HEAD")
+    code, out, err = brain("eval", str(q), "--rerank", "0", "--summarizer", "extractive", "--json",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    assert json.loads(out)["points"][0]["prov"]["R@10"] == 1.0
+    from pamd.edge.brain import Brain
+
+    assert Brain(tmp_path / "w" / "brain").config["summarizer"]["backend"] == "extractive"
+    assert "Pamd-Summarizer: extractive" in git(tmp_path / "w" / "brain", "log", "-1", "--format=%B")
+    assert git(brain.cwd, "rev-parse", "HEAD") == head and 'backend = "gemini"' in cfg.read_text()

@@ -9,7 +9,8 @@ pamd eval questions.jsonl --summarizer extractive   # a brain set to gemini, mea
 
 def add_arguments(p) -> None:
     p.add_argument("qa", help="LoCoMo JSON, or pamd JSONL of {question, evidence_ids} (uses --brain)")
-    p.add_argument("-k", type=int, default=10)
+    p.add_argument("-k", type=int, default=10, metavar="N",
+                   help="hits per question: recall@N, lines@N and raw@N (default 10)")
     p.add_argument("--limit", type=int, help="only the first N conversations (LoCoMo)")
     p.add_argument("--workdir", help="make the scratch brains here and keep them (default: a temporary "
                                      "folder, removed at the end)")

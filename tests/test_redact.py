@@ -532,6 +532,7 @@ AGE = "AGE-SECRET-KEY-1" + fake("", 58, "023456789ACDEFGHJKLMNPQRSTUVWXYZ", "age
     (f"curl --user admin:{PW} https://x", "curl --user admin:[REDACTED:password] https://x"),
     (f"wget --password={PW} https://x", "wget --password=[REDACTED:password] https://x"),
     (f"pg_dump --password {PW} db", "pg_dump --password [REDACTED:password] db"),
+    ("vpn --user ann --password 'hunterhunter'", "vpn --user ann --password '[REDACTED:password]'"),
     (f'{{"command": "mysql -uroot -p{PW} -e \\"show tables\\""}}',
      '{"command": "mysql -uroot -p[REDACTED:password] -e \\"show tables\\""}'),
     (f"curl https://api.telegram.org/bot{TELEGRAM}/getMe",

@@ -195,7 +195,7 @@ def _flag_password(m: re.Match[str], text: str) -> bool:
     """`--password X`: also prose about the flag (`pass --password when prompted`), so a
     lowercase word after a space is no password; `--password=X` is always a value."""
     value = m.group(2)
-    spaced = text[m.start(1) - 1 : m.start(1)] == " "
+    spaced = not m.group(1) and text[m.start(2) - 1 : m.start(2)] == " "  # quoted: a value
     return _cli_password(m, text) and not (spaced and value.isalpha() and value.islower())
 
 

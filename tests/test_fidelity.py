@@ -636,3 +636,27 @@ def test_eval_of_a_brain_set_to_an_llm_can_measure_it_with_the_extractive_summar
     assert Brain(tmp_path / "w" / "brain").config["summarizer"]["backend"] == "extractive"
     assert "Pamd-Summarizer: extractive" in git(tmp_path / "w" / "brain", "log", "-1", "--format=%B")
     assert git(brain.cwd, "rev-parse", "HEAD") == head and 'backend = "gemini"' in cfg.read_text()
+
+
+def test_eval_makes_a_relative_workdir_from_the_cwd_not_inside_the_brain(brain, tmp_path):
+    """Session 10: `pamd eval q.jsonl --brain DIR --workdir wd` from another folder cloned
+    the brain into DIR/wd/brain (git runs in the brain), left that folder untracked in
+    the person's brain, and failed: "…/wd/brain is not a pamd brain"."""
+    ingest_billing_and_rotation(brain, tmp_path)
+    import re
+
+    root = brain.cwd
+    day = (root / "memory" / "L0" / "2026-11-30.md").read_text()
+    billing = re.search(r"### (e-[0-9a-f]{12}) .*\n.*\n> We decided to host billing", day).group(1)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database hosts billing", "evidence_ids": [billing]}) + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    brain.cwd = elsewhere
+    try:
+        code, out, err = brain("eval", str(q), "--brain", str(root), "--rerank", "0", "--workdir", "wd")
+    finally:
+        brain.cwd = root
+    assert code == 0, err
+    assert (elsewhere / "wd" / "brain" / "pamd.toml").is_file() and not (root / "wd").exists()
+    assert git(root, "status", "--porcelain") == ""

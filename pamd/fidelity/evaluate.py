@@ -259,7 +259,9 @@ def scratch(workdir: Path | str | None) -> Iterator[Path]:
     """Where the scratch brains go: `workdir`, kept; else a temporary folder, removed at
     the end whatever happens (it holds a clone of a person's brain, or LoCoMo's text)."""
     if workdir is not None:
-        yield Path(workdir)
+        # from the cwd, as a person typed it: git clone runs in the brain, where a relative
+        # path would put the clone inside the person's brain
+        yield Path(workdir).absolute()
         return
     tmp = Path(tempfile.mkdtemp(prefix="pamd-eval-"))
     try:

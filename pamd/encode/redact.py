@@ -131,6 +131,7 @@ def _random(m: re.Match[str], text: str) -> bool:
 
 
 _HEX = re.compile(r"[0-9a-fA-F]{20,}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _CAPS_VALUE = re.compile(r"[A-Z0-9]+(?:[-_][A-Z0-9]+)*")
 _LETTER_DIGIT = re.compile(r"(?<=[A-Z])[0-9]|(?<=[0-9])[A-Z]")
 _NAME_GROUP = re.compile(r"([A-Z]*)[0-9]*")
@@ -140,8 +141,9 @@ _GROUPED = re.compile(r"(?:[A-Z0-9]{4,6})(?:-[A-Z0-9]{4,6}){3,}")
 def _caps_key(value: str) -> bool:
     """A licence or product key of capitals and digits (`XK92_PL4Q_ZZ81`, `XK92-PL4Q-ZZ81-7TQM`,
     `BCDFG-HJKMP-QRTVW-XY234-6789B`), not a name (`ERR_404_NOT_FOUND`, `AWS_S3_KEY_2`,
-    `PROD_V2_K8S_TOKEN`, `HTTP2_TLS13_ONLY`): letters and digits change places three times or more and in most
-    of its groups, or it is four or more groups of one length with a letter and a digit."""
+    `PROD_V2_K8S_TOKEN`, `HTTP2_TLS13_ONLY`): letters and digits change places three times or
+    more and in most of its groups, or it is four or more groups of one length with a letter
+    and a digit."""
     if len(value) < 12 or not _CAPS_VALUE.fullmatch(value) or not _mixed(value) \
             or _reference(value, True):
         return False
@@ -154,7 +156,6 @@ def _caps_key(value: str) -> bool:
         return True
     mixing = sum(map(_mixed, groups))
     return len(_LETTER_DIGIT.findall("".join(groups))) >= 3 and 2 * mixing > len(groups)
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 def _env_key(m: re.Match[str], text: str) -> bool:

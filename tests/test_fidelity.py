@@ -660,3 +660,22 @@ def test_eval_makes_a_relative_workdir_from_the_cwd_not_inside_the_brain(brain, 
     assert code == 0, err
     assert (elsewhere / "wd" / "brain" / "pamd.toml").is_file() and not (root / "wd").exists()
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(("ratios", "want"), [((16.0, 35.0, 162.0, 190.0), {"20:1", "100:1"}),
+                                              ((1.0, 1.8, 3.9, 44.4), {"1:1", "10:1"})])
+def test_eval_plot_labels_compression_as_ratios(tmp_path, monkeypatch, ratios, want):
+    """Session 10: the plot's x axis read `2×10^1, 3×10^1, 10^2` (matplotlib's log labels);
+    a brain's owner reads compression as `20:1`."""
+    import matplotlib.pyplot as plt
+
+    from pamd.fidelity.evaluate import Point, Report, plot
+
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    points = [Point(age=a, tokens={}, tree_tokens=10, ratio=x, tree={"R@10": 0.5}, prov={"R@10": 0.9}, questions=2)
+              for a, x in zip(("raw", "6h", "4d", "8d"), ratios, strict=True)]
+    plot(Report(source="/b/agent", conversations=1, raw_tokens=10, brain=True, points=points), tmp_path / "f.png")
+    ax = figs[0].axes[0]
+    labels = {t.get_text() for t in ax.get_xticklabels() + ax.get_xticklabels(minor=True)} - {""}
+    assert want <= labels and all(t.endswith(":1") for t in labels), labels

@@ -377,6 +377,16 @@ def plot(report: Report, out: Path) -> Path:
         ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, 6 if y < 0.1 else -12),
                     fontsize=8)
     ax.set_xscale("log")
+    # ratios as a brain's owner reads them ("20:1"), not as powers of ten ("2×10^1"); the
+    # log scale's own formatters still choose which ticks get a label
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class Ratio(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return f"{x:g}:1" if super().__call__(x, pos) else ""
+
+    ax.xaxis.set_major_formatter(Ratio())
+    ax.xaxis.set_minor_formatter(Ratio(labelOnlyBase=False))
     ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
     ax.set_ylabel(f"evidence recall@{k}")
     ax.set_ylim(0, 1)

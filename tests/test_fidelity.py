@@ -61,6 +61,10 @@ def test_probe_against_a_commit_fails_only_for_a_fact_lost_since(brain, tmp_path
     code, out, err = brain("probe", "--against", before, now="2026-11-30T13:05:00Z")
     assert code == 1, out + err
     assert f"probes.jsonl:2: LOST (resolves at {before[:8]}: memory/L0/2026-11-30.md:" in out
+    # a lost probe says what it looks for (session 10): the owner reads it in a hook or a PR
+    assert 'when does the staging password rotation run  [expects "3rd of each month"]' in out
+    assert 'what is the zebra password policy  [expects "zebra-unicorn-42"]' in out
+    assert "which database hosts billing  [expects" not in out
     assert f"1 of 3 probes resolve; 1 lost since {before[:8]}, 1 not found there either" in out
     code, out, _ = brain("probe", "--against", before, "--json", now="2026-11-30T13:05:00Z")
     rows = json.loads(out)
@@ -565,3 +569,113 @@ def test_eval_names_what_it_measured_in_the_plot_title_and_summary():
     assert plot_title(mine) == "pamd fidelity: the brain agent (2 questions)"
     assert summary_lines(mine)[0] == "the brain /home/ann/brains/agent, 2 questions, raw 10 tokens"
     assert summary_lines(one)[0] == "1 conversation, 2 questions, raw 10 tokens"
+
+
+def test_a_probe_of_an_id_the_brain_never_had_or_a_duplicate_is_one_clear_line(brain, tmp_path):
+    """Session 10: an expect_ids typo (`E-…` in capitals, a missing `e-`, a wrong digit) was
+    run and reported LOST, and under --against (the pamd-probe hook, the nightly workflow)
+    as "not found (nor at …)", exit 0: the fact it was meant to guard went unguarded
+    without a word. An id of a dropped entry (in history) still runs, and is lost."""
+    ingest_billing_and_rotation(brain, tmp_path)
+    import re
+
+    day = (brain.cwd / "memory" / "L0" / "2026-11-30.md").read_text()
+    ids = dict(re.findall(r"### (e-[0-9a-f]{12}) .*\n.*\n> (.*)", day))
+    ids = {text: eid for eid, text in ids.items()}
+    billing = next(v for k, v in ids.items() if "Postgres 16" in k)
+    ok = json.dumps({"question": "which database hosts billing", "expect_ids": [billing]})
+    for bad, said in ((billing.upper(), f"expect_ids {billing.upper()!r} is not an entry id"),
+                      (billing[2:], f"expect_ids {billing[2:]!r} is not an entry id"),
+                      ("e-000000000000", "expect_ids e-000000000000 is not an entry of this brain")):
+        (brain.cwd / "probes.jsonl").write_text(
+            ok + "\n" + json.dumps({"question": "which database hosts billing", "expect_ids": [bad]}) + "\n")
+        for args in ((), ("--against", "HEAD")):
+            code, out, err = brain("probe", *args, now="2026-11-30T08:10:00Z")
+            assert code == 2 and err.startswith(f"pamd: error: probes.jsonl:2: {said}"), (out, err)
+    (brain.cwd / "probes.jsonl").write_text(
+        ok + "\n" + '{"question": "when does the staging password rotation run", "expect_text": "3rd"}\n'
+        + '{"question": "When does the staging  password rotation run", "expect_text": "3RD"}\n')
+    code, _, err = brain("probe", now="2026-11-30T08:10:00Z")
+    assert code == 2 and err.startswith("pamd: error: probes.jsonl:3: the same probe as line 2"), err
+    # the cron line is dropped as trash by a compaction: its id is in history, the probe runs
+    cron = next(v for k, v in ids.items() if "cron" in k)
+    assert brain("compact", now="2026-11-30T13:00:00Z")[0] == 0
+    (brain.cwd / "probes.jsonl").write_text(
+        ok + "\n" + json.dumps({"question": "staging password rotation cron", "expect_ids": [cron]}) + "\n")
+    code, out, err = brain("probe", now="2026-11-30T13:05:00Z")
+    assert code == 1 and "probes.jsonl:2: LOST" in out and "1 of 2 probes resolve" in out, (out, err)
+    assert f"staging password rotation cron  [expects {cron}]" in out
+
+
+def test_eval_of_a_brain_set_to_an_llm_can_measure_it_with_the_extractive_summarizer(brain, tmp_path,
+                                                                                   monkeypatch):
+    """Session 10: `pamd eval --brain` defrags its clone with the brain's own summarizer, so a
+    brain set to gemini needed the key and paid for five ages of summaries, with no way to
+    measure it without the model; `--summarizer extractive` sets the scratch brain's backend."""
+    ingest_billing_and_rotation(brain, tmp_path)
+    cfg = brain.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace('backend = "extractive"', 'backend = "gemini"', 1))
+    git(brain.cwd, "commit", "-qam", "summaries by gemini")
+    import re
+
+    day = (brain.cwd / "memory" / "L0" / "2026-11-30.md").read_text()
+    billing = re.search(r"### (e-[0-9a-f]{12}) .*\n.*\n> We decided to host billing", day).group(1)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database hosts billing", "evidence_ids": [billing]}) + "\n")
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    code, _, err = brain("eval", str(q), "--rerank", "0")
+    assert code == 1 and "GEMINI_API_KEY is not set" in err
+    head = git(brain.cwd, "rev-parse", "HEAD")
+    code, out, err = brain("eval", str(q), "--rerank", "0", "--summarizer", "extractive", "--json",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    assert json.loads(out)["points"][0]["prov"]["R@10"] == 1.0
+    from pamd.edge.brain import Brain
+
+    assert Brain(tmp_path / "w" / "brain").config["summarizer"]["backend"] == "extractive"
+    assert "Pamd-Summarizer: extractive" in git(tmp_path / "w" / "brain", "log", "-1", "--format=%B")
+    assert git(brain.cwd, "rev-parse", "HEAD") == head and 'backend = "gemini"' in cfg.read_text()
+
+
+def test_eval_makes_a_relative_workdir_from_the_cwd_not_inside_the_brain(brain, tmp_path):
+    """Session 10: `pamd eval q.jsonl --brain DIR --workdir wd` from another folder cloned
+    the brain into DIR/wd/brain (git runs in the brain), left that folder untracked in
+    the person's brain, and failed: "…/wd/brain is not a pamd brain"."""
+    ingest_billing_and_rotation(brain, tmp_path)
+    import re
+
+    root = brain.cwd
+    day = (root / "memory" / "L0" / "2026-11-30.md").read_text()
+    billing = re.search(r"### (e-[0-9a-f]{12}) .*\n.*\n> We decided to host billing", day).group(1)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "which database hosts billing", "evidence_ids": [billing]}) + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    brain.cwd = elsewhere
+    try:
+        code, out, err = brain("eval", str(q), "--brain", str(root), "--rerank", "0", "--workdir", "wd")
+    finally:
+        brain.cwd = root
+    assert code == 0, err
+    assert (elsewhere / "wd" / "brain" / "pamd.toml").is_file() and not (root / "wd").exists()
+    assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(("ratios", "want"), [((16.0, 35.0, 162.0, 190.0), {"20:1", "100:1"}),
+                                              ((1.0, 1.8, 3.9, 44.4), {"1:1", "10:1"})])
+def test_eval_plot_labels_compression_as_ratios(tmp_path, monkeypatch, ratios, want):
+    """Session 10: the plot's x axis read `2×10^1, 3×10^1, 10^2` (matplotlib's log labels);
+    a brain's owner reads compression as `20:1`."""
+    import matplotlib.pyplot as plt
+
+    from pamd.fidelity.evaluate import Point, Report, plot
+
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    points = [Point(age=a, tokens={}, tree_tokens=10, ratio=x, tree={"R@10": 0.5}, prov={"R@10": 0.9}, questions=2)
+              for a, x in zip(("raw", "6h", "4d", "8d"), ratios, strict=True)]
+    plot(Report(source="/b/agent", conversations=1, raw_tokens=10, brain=True, points=points), tmp_path / "f.png")
+    ax = figs[0].axes[0]
+    labels = {t.get_text() for t in ax.get_xticklabels() + ax.get_xticklabels(minor=True)} - {""}
+    assert want <= labels and all(t.endswith(":1") for t in labels), labels

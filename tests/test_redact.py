@@ -491,3 +491,69 @@ def test_a_quoted_random_value_from_the_root_is_no_path() -> None:
     for text in ('password: "/Users/Alice/Projects2/notes"', "pwd: /home/user/projects2",
                  'api_key: "OPENAI_API_KEY_V2"', 'token: "DB_HOST_NAME"', "private_key: /etc/ssl/private/server2.key"):
         assert redact(text)[1] == {}, text
+
+
+def test_a_licence_key_of_capitals_and_digits_is_redacted_and_a_name_is_not() -> None:
+    """Session 10: `LICENSE_KEY="XK92_PL4Q_ZZ81"` kept its key (the `_KEY` rule wanted both
+    cases and 20 characters; quoted or not it looked like an env-var name), and so did
+    `license_key:` in YAML and product/serial keys in groups. Names of capitals, digits and
+    words still stay."""
+    key = fake("", 4, string.ascii_uppercase + string.digits, "a")  # built, not a literal
+    keys = ["XK92_PL4Q_ZZ81", "XK92-PL4Q-ZZ81-7TQM", "XK92PL4QZZ817TQMA9", "AB12-CD34-EF56-GH78",
+            "BCDFG-HJKMP-QRTVW-XY234-6789B", f"{key}-PL4Q-ZZ81-{key}"]
+    for value in keys:
+        for text in (f'LICENSE_KEY="{value}"', f"LICENSE_KEY={value}", f"PRODUCT_KEY={value}",
+                     f'license_key: "{value}"', f"license_key = {value}",
+                     f'{{"command": "echo LICENSE_KEY={value} >> .env"}}'):
+            out, counts = redact(text)
+            assert counts == {"secret": 1} and value not in out, text
+    for text in ("LICENSE_KEY=LICENSE_KEY_V2", "LICENSE_KEY=ACME_PRO_LICENSE_2024", "I18N_KEY=ERR_404_NOT_FOUND",
+                 "CONFIG_KEY=S3_BUCKET_2_KEY", "SIGNING_ALG_KEY=SHA256WITHRSA", "ENUM_KEY=HTTP2_TLS13_ONLY",
+                 "HOTKEY_KEY=CTRL_SHIFT_F12", "TABLE_KEY=USERS_V2_2024_11_30", "token=PROD_V2_K8S_TOKEN",
+                 "PARTITION_KEY=TENANT_2024_11_SHARD3", "access_key=AWS_S3_KEY_2", 'LICENSE_KEY="${LICENSE_KEY}"',
+                 "license_key = settings.LICENSE_KEY", "license_key: str = Field(...)", "MAP_KEY=A1B2C3",
+                 'license_key: "see LICENSE"', "LICENSE_KEY=2024-11-30-1200"):
+        assert redact(text) == (text, {}), text
+
+
+PW = fake("", 14, seed="cli")
+TELEGRAM = "4766342777:AA" + fake("", 33, ALNUM + "_-", "tg")
+AGE = "AGE-SECRET-KEY-1" + fake("", 58, "023456789ACDEFGHJKLMNPQRSTUVWXYZ", "age")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (f"mysql -u root -p{PW} shop", "mysql -u root -p[REDACTED:password] shop"),
+    (f'mysqldump -uadmin -p"{PW}" db > dump.sql', 'mysqldump -uadmin -p"[REDACTED:password]" db > dump.sql'),
+    (f"sshpass -p '{PW}' ssh deploy@10.0.0.5", "sshpass -p '[REDACTED:password]' ssh deploy@10.0.0.5"),
+    ("sshpass -p raspberry ssh pi@host", "sshpass -p [REDACTED:password] ssh pi@host"),
+    (f"docker login -u ci -p {PW} ghcr.io", "docker login -u ci -p [REDACTED:password] ghcr.io"),
+    (f"helm registry login r.io -u a -p={PW}", "helm registry login r.io -u a -p=[REDACTED:password]"),
+    (f"curl -s -u admin:{PW} https://api.example.com/v1", "curl -s -u admin:[REDACTED:password] https://api.example.com/v1"),
+    (f"curl --user admin:{PW} https://x", "curl --user admin:[REDACTED:password] https://x"),
+    (f"wget --password={PW} https://x", "wget --password=[REDACTED:password] https://x"),
+    (f"pg_dump --password {PW} db", "pg_dump --password [REDACTED:password] db"),
+    ("vpn --user ann --password 'hunterhunter'", "vpn --user ann --password '[REDACTED:password]'"),
+    (f'{{"command": "mysql -uroot -p{PW} -e \\"show tables\\""}}',
+     '{"command": "mysql -uroot -p[REDACTED:password] -e \\"show tables\\""}'),
+    (f"curl https://api.telegram.org/bot{TELEGRAM}/getMe",
+     "curl https://api.telegram.org/bot4766342777:[REDACTED:telegram-token]/getMe"),
+    (f"AGE_KEY_FILE says {AGE}", "AGE_KEY_FILE says [REDACTED:age-key]"),
+])
+def test_a_password_on_a_command_line_and_bot_and_age_keys_are_redacted(text: str, expected: str) -> None:
+    """Session 10: an agent's Bash calls carry passwords as flags (`mysql -pX`, `curl -u
+    user:X`, `sshpass -p X`, `docker login -p X`, `--password X`), and Telegram bot tokens
+    and age keys appear in its files; all stayed in clear."""
+    assert redact(text)[0] == expected
+
+
+@pytest.mark.parametrize("text", [
+    "docker run -p 8080:80 -p 5432:5432 app", "ssh -p 2222 deploy@host", "git log -p -3",
+    "pytest -p no:cacheprovider -q", "mysql -u root -p shop", "mysql -p$MYSQL_PWD db",
+    "gh auth login -p https -h github.com", "ssh -l login -p 2222 host", "curl -u admin: https://x",
+    "curl -u $USER:$PASS https://x", "docker run -u 1000:1000 img", "docker run -u www-data:www-data img",
+    "pass --password when prompted", "mysql --password --user root", "psql --password",
+    "--password-file=/run/pw", "docker login --username ci --password-stdin",
+    'curl -u "${USER}:${TOKEN}" https://x', "at 12:30:AA and 1234567890:AAbc",
+])
+def test_a_command_line_without_a_password_is_kept(text: str) -> None:
+    assert redact(text) == (text, {})

@@ -3,12 +3,14 @@ from __future__ import annotations
 HELP = "measure what compression loses: recall@k and tokens per tier as a brain ages"
 EXAMPLE = """pamd eval ../shared/bench/data/locomo/locomo10.json --plot fidelity.png
 pamd eval questions.jsonl --brain ~/brains/agent      # {question, evidence_ids} per line
-pamd eval locomo10.json --limit 2 --json"""
+pamd eval locomo10.json --limit 2 --json
+pamd eval questions.jsonl --summarizer extractive   # a brain set to gemini, measured without calling it"""
 
 
 def add_arguments(p) -> None:
     p.add_argument("qa", help="LoCoMo JSON, or pamd JSONL of {question, evidence_ids} (uses --brain)")
-    p.add_argument("-k", type=int, default=10)
+    p.add_argument("-k", type=int, default=10, metavar="N",
+                   help="hits per question: recall@N, lines@N and raw@N (default 10)")
     p.add_argument("--limit", type=int, help="only the first N conversations (LoCoMo)")
     p.add_argument("--workdir", help="make the scratch brains here and keep them (default: a temporary "
                                      "folder, removed at the end)")
@@ -19,6 +21,9 @@ def add_arguments(p) -> None:
     p.add_argument("--rerank", type=int, metavar="N",
                    help="cross-encoder depth of the scratch brains ([index] rerank; default: the "
                         "brain's own; 0 is much faster for thousands of questions)")
+    p.add_argument("--summarizer", choices=["extractive", "gemini", "openai"],
+                   help="summarizer of the scratch brains' defrags ([summarizer] backend; default: the "
+                        "brain's own, so an LLM one is called and paid at every age; extractive calls none)")
 
 
 def run(args) -> int:
@@ -50,13 +55,14 @@ def run(args) -> int:
         convs = qa.load_locomo(path, args.limit)
         report = evaluate.eval_conversations(convs, args.k, workdir=args.workdir, progress=progress,
                                              source=path.name, embedder=args.embedder,
-                                             rerank=args.rerank)
+                                             rerank=args.rerank, summarizer=args.summarizer)
     else:
         from pamd.edge.brain import Brain
 
         report = evaluate.eval_brain(Brain.find(args.brain), qa.load_pamd(path), args.k,
                                      workdir=args.workdir, progress=progress, embedder=args.embedder,
-                                     rerank=args.rerank, questions_file=args.qa)
+                                     rerank=args.rerank, questions_file=args.qa,
+                                     summarizer=args.summarizer)
     if args.json:
         print(report.to_json())
     else:

@@ -76,12 +76,22 @@ def _run(args) -> int:
                 state = "LOST" + (f" (resolves at {base[:8]}: {there[id(r.probe)].hit})" if base else "")
             else:
                 state = f"not found (nor at {base[:8]}: not lost by this change)"
-            print(f"{args.file}:{r.probe.line}: {state}  {r.probe.question}")
+            # a lost probe says what it looked for: the owner reads this in a hook's output or
+            # a pull request, far from the probes file
+            want = "" if r.rank else f"  [expects {_expected(r.probe)}]"
+            print(f"{args.file}:{r.probe.line}: {state}  {r.probe.question}{want}")
         tail = ""
         if base and lost:
             tail = f"; {len(new)} lost since {base[:8]}, {len(lost) - len(new)} not found there either"
         print(f"{len(results) - len(lost)} of {len(results)} probes resolve{tail}")
     return 1 if new else 0
+
+
+def _expected(probe) -> str:
+    import json
+
+    said = [json.dumps(probe.expect_text, ensure_ascii=False)] if probe.expect_text else []
+    return " or ".join(said + probe.expect_ids)
 
 
 def probes_path(root, name: str, brains_own: bool = False) -> str:

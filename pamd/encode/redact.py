@@ -81,6 +81,8 @@ def _reference(value: str, quoted: bool) -> bool:
 def _assigned(bare_min: int) -> Check:
     def check(m: re.Match[str], text: str) -> bool:
         value = text[m.start(2) : m.end(2)]  # as written (`m` may be of the lowercased text)
+        if _caps_key(value):  # a licence key of capitals and digits is no env-var name
+            return True
         if not _real(value) or _reference(value, bool(m.group(1))):
             return False
         if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
@@ -130,6 +132,30 @@ def _random(m: re.Match[str], text: str) -> bool:
 
 _HEX = re.compile(r"[0-9a-fA-F]{20,}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_CAPS_VALUE = re.compile(r"[A-Z0-9]+(?:[-_][A-Z0-9]+)*")
+_LETTER_DIGIT = re.compile(r"(?<=[A-Z])[0-9]|(?<=[0-9])[A-Z]")
+_NAME_GROUP = re.compile(r"([A-Z]*)[0-9]*")
+_GROUPED = re.compile(r"(?:[A-Z0-9]{4,6})(?:-[A-Z0-9]{4,6}){3,}")
+
+
+def _caps_key(value: str) -> bool:
+    """A licence or product key of capitals and digits (`XK92_PL4Q_ZZ81`, `XK92-PL4Q-ZZ81-7TQM`,
+    `BCDFG-HJKMP-QRTVW-XY234-6789B`), not a name (`ERR_404_NOT_FOUND`, `AWS_S3_KEY_2`,
+    `PROD_V2_K8S_TOKEN`, `HTTP2_TLS13_ONLY`): letters and digits change places three times or
+    more and in most of its groups, or it is four or more groups of one length with a letter
+    and a digit."""
+    if len(value) < 12 or not _CAPS_VALUE.fullmatch(value) or not _mixed(value) \
+            or _reference(value, True):
+        return False
+    groups = re.split(r"[-_]", value)
+    # a name: each group a word then digits (`HTTP2_TLS13_ONLY`), most words of three letters
+    words = [m.group(1) for g in groups if (m := _NAME_GROUP.fullmatch(g))]
+    if len(words) == len(groups) and 2 * sum(len(w) >= 3 for w in words) >= len(groups):
+        return False
+    if _GROUPED.fullmatch(value) and len({len(g) for g in groups}) == 1:
+        return True
+    mixing = sum(map(_mixed, groups))
+    return len(_LETTER_DIGIT.findall("".join(groups))) >= 3 and 2 * mixing > len(groups)
 
 
 def _env_key(m: re.Match[str], text: str) -> bool:
@@ -144,10 +170,39 @@ def _env_key(m: re.Match[str], text: str) -> bool:
                                  name.group(0)):
         return False
     value = text[m.start(2) : m.end(2)]
+    if _caps_key(value):  # a licence key: capitals and digits only, as such keys often are
+        return True
     generated = _HEX.fullmatch(value) or "." not in value and not value.islower() \
         and not value.isupper() and any(c.isdigit() for c in value)
-    return bool(generated) and _mixed(value) and _real(value) \
+    return len(value) >= 20 and bool(generated) and _mixed(value) and _real(value) \
         and not _reference(value, bool(m.group(1))) and not _UUID.fullmatch(value)
+
+
+def _cli_password(m: re.Match[str], text: str) -> bool:
+    """A password on a command line: not a template (`$PW`), a flag, or a number (a port
+    after `-p`, a uid:gid after `-u`)."""
+    value = m.group(m.lastindex or 0)
+    return _real(value) and not value.startswith("-") and not value.isdigit()
+
+
+def _registry_login(m: re.Match[str], text: str) -> bool:
+    """`docker login -p X` (podman, helm registry, az, …), not `gh auth login -p ssh`."""
+    before = text[max(0, m.start() - 16) : m.start()]
+    return bool(re.search(r"\b(?:docker|podman|buildah|skopeo|oras|nerdctl|registry|az|cf) $", before)) \
+        and _cli_password(m, text)
+
+
+def _flag_password(m: re.Match[str], text: str) -> bool:
+    """`--password X`: also prose about the flag (`pass --password when prompted`), so a
+    lowercase word after a space is no password; `--password=X` is always a value."""
+    value = m.group(2)
+    spaced = not m.group(1) and text[m.start(2) - 1 : m.start(2)] == " "  # quoted: a value
+    return _cli_password(m, text) and not (spaced and value.isalpha() and value.islower())
+
+
+def _telegram(m: re.Match[str], text: str) -> bool:
+    """`:AA…` after a bot's number of 8 to 10 digits."""
+    return bool(re.search(r"(?<![0-9])[0-9]{8,10}$", text[max(0, m.start() - 11) : m.start()]))
 
 
 def _openai(m: re.Match[str], text: str) -> bool:
@@ -262,6 +317,11 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/"
        r"(T[A-Z0-9]{6,}/[A-Z0-9]{6,}/(?:[0-9]+/)?[A-Za-z0-9]{16,})", 1, not_after=r"[\w.\-]"),
     _p("azure-key", r"AccountKey=([A-Za-z0-9+/]{20,}={0,2})(?![A-Za-z0-9+/=])", 1),
+    # A Telegram bot token: the bot's number, `:AA`, 33 more (`api.telegram.org/bot<token>/…`).
+    # The number (the bot's public id) stays, like a webhook's host.
+    _p("telegram-token", r":(AA[A-Za-z0-9_\-]{33})(?![A-Za-z0-9_\-])", 1, check=_telegram, not_after=""),
+    # age (and SOPS with age): an X25519 identity in bech32.
+    _p("age-key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}(?![0-9A-Z])"),
     _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
     _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
     _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
@@ -275,6 +335,17 @@ BUILTIN: tuple[Pattern, ...] = (
     # (No backslash either: in JSON-escaped text `\n` ends the URL.)
     _p("password", r"://[^\s:/@'\"\[\]<>\\]*:([^\s@/'\"\[\]<>\\]+)@[^\s/@]", 1,
        check=_url_password, not_after=""),
+    # On a command line (an agent's Bash calls): `--password X` / `--password=X` (not
+    # `--password-stdin`), curl's `-u user:X`, mysql's `-pX` (a bare `-p` asks for it),
+    # `sshpass -p X` and a registry's login `-p X` (not ssh's port, nor gh's protocol).
+    _p("password", r"--(?:password|passwd|http-password|ftp-password)(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})",
+       2, check=_flag_password),
+    _p("password", r"curl\b[^\n|;&]*? (?:-u|--user)(?:=| *)(\\?[\"']?)[^\s:\"'\\$]+:([^\s\"'`\\]{4,})",
+       2, check=_cli_password),
+    _p("password", r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*? -p(\\?[\"']?)"
+       r"([^\s\"'`\\]{4,})", 2, check=_cli_password),
+    _p("password", r"sshpass\b[^\n|;&]*? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_cli_password),
+    _p("password", r"login\b[^\n|;&]*? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_registry_login),
     # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
     # the shell's working directory).
     _assignment("password", "pass(?:word|wd|phrase)", "pass", 8),
@@ -284,7 +355,8 @@ BUILTIN: tuple[Pattern, ...] = (
     _assignment("token", "token", "token"),
     _assignment("secret", r"secret(?:[_\-]?key(?:[_\-]?base)?)?", "secret"),
     _assignment("secret", r"private[_\-]?key", "private"),
-    _p("secret", r"_KEY(?:_BASE)?(?:\\?[\"'])?\s*[=:]\s*(\\?[\"']?)([A-Za-z0-9+/=_.\-]{20,})"
+    _assignment("secret", r"licen[cs]e[_\-]?key", "licen"),
+    _p("secret", r"_KEY(?:_BASE)?(?:\\?[\"'])?\s*[=:]\s*(\\?[\"']?)([A-Za-z0-9+/=_.\-]{12,})"
        r"(?![A-Za-z0-9+/=_.\-])", 2, check=_env_key, not_after=""),
     # docker's config.json: `"auths": {"ghcr.io": {"auth": "<base64 of user:password>"}}`.
     _p("password", r'auth\\?"\s*:\s*\\?"([A-Za-z0-9+/]{8,}={0,2})(?=\\?")', 1,

@@ -198,42 +198,48 @@ def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc, k: 
     return p
 
 
-def _set_index(brain, embedder: str | None, rerank: int | None) -> None:
-    """Scratch brains may search another way than their config says: another embedder
-    (USE, for a fast benchmark) or another cross-encoder depth (0: no reranking)."""
-    values = {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None}
-    if not values:
+def _set_index(brain, embedder: str | None, rerank: int | None, summarizer: str | None = None) -> None:
+    """Scratch brains may search and summarise another way than their config says: another
+    embedder (USE, for a fast benchmark), another cross-encoder depth (0: no reranking), or
+    another summarizer (a person's brain set to an LLM, measured without calling it)."""
+    wanted = {"index": {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None},
+              "summarizer": {} if summarizer is None else {"backend": summarizer}}
+    wanted = {name: values for name, values in wanted.items() if values}
+    if not wanted:
         return
     import tomllib
 
     from pamd.edge.brain import CONFIG
 
     text = brain.read(CONFIG) or ""
-    header = re.compile(r'(?m)^[ \t]*\[[ \t]*"?index"?[ \t]*\][ \t]*(#.*)?$')
-    if not header.search(text):
-        text = text.rstrip("\n") + "\n\n[index]\n"
-    for key, value in values.items():
-        shown = f'"{value}"' if isinstance(value, str) else str(int(value))
-        head = header.search(text)
-        nxt = re.search(r"(?m)^[ \t]*\[", text[head.end():])
-        end = head.end() + (nxt.start() if nxt else len(text) - head.end())
-        section = text[head.end():end]
-        line = re.compile(rf"(?m)^[ \t]*{key}[ \t]*=.*$")
-        if line.search(section):
-            section = line.sub(lambda _m, k=key, v=shown: f"{k} = {v}", section, count=1)
-        else:
-            section = f"\n{key} = {shown}" + section
-        text = text[:head.end()] + section + text[end:]
+    for name, values in wanted.items():
+        header = re.compile(rf'(?m)^[ \t]*\[[ \t]*"?{name}"?[ \t]*\][ \t]*(#.*)?$')
+        if not header.search(text):
+            text = text.rstrip("\n") + f"\n\n[{name}]\n"
+        for key, value in values.items():
+            shown = f'"{value}"' if isinstance(value, str) else str(int(value))
+            head = header.search(text)
+            nxt = re.search(r"(?m)^[ \t]*\[", text[head.end():])
+            end = head.end() + (nxt.start() if nxt else len(text) - head.end())
+            section = text[head.end():end]
+            line = re.compile(rf"(?m)^[ \t]*{key}[ \t]*=.*$")
+            if line.search(section):
+                section = line.sub(lambda _m, k=key, v=shown: f"{k} = {v}", section, count=1)
+            else:
+                section = f"\n{key} = {shown}" + section
+            text = text[:head.end()] + section + text[end:]
     try:
-        ok = {k: tomllib.loads(text).get("index", {}).get(k) for k in values} == values
+        loaded = tomllib.loads(text)
+        ok = all({k: loaded.get(name, {}).get(k) for k in values} == values for name, values in wanted.items())
     except tomllib.TOMLDecodeError:
         ok = False
     if not ok:
-        raise PamdError(f"cannot set {', '.join(values)} in the scratch brain's {CONFIG}",
-                        "drop --embedder/--rerank, or write [index] in the plain key = value form")
-    said = ", ".join(f"{k} = {v}" for k, v in values.items())
+        raise PamdError(f"cannot set {', '.join(k for v in wanted.values() for k in v)} in the scratch "
+                        f"brain's {CONFIG}", "drop --embedder/--rerank/--summarizer, or write [index] "
+                        "and [summarizer] in the plain key = value form")
+    said = ", ".join(f"{k} = {v}" for values in wanted.values() for k, v in values.items())
     with brain.transaction() as tx:
-        tx.commit({CONFIG: text}, f"pamd eval: scratch brain searches with {said}\n")
+        tx.commit({CONFIG: text}, f"pamd eval: scratch brain runs with {said}\n")
     brain._config = None
 
 
@@ -253,7 +259,9 @@ def scratch(workdir: Path | str | None) -> Iterator[Path]:
     """Where the scratch brains go: `workdir`, kept; else a temporary folder, removed at
     the end whatever happens (it holds a clone of a person's brain, or LoCoMo's text)."""
     if workdir is not None:
-        yield Path(workdir)
+        # from the cwd, as a person typed it: git clone runs in the brain, where a relative
+        # path would put the clone inside the person's brain
+        yield Path(workdir).absolute()
         return
     tmp = Path(tempfile.mkdtemp(prefix="pamd-eval-"))
     try:
@@ -264,14 +272,16 @@ def scratch(workdir: Path | str | None) -> Iterator[Path]:
 
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
                        progress: Callable[[str], None] = lambda s: None, source: str = "",
-                       embedder: str | None = None, rerank: int | None = None) -> Report:
+                       embedder: str | None = None, rerank: int | None = None,
+                       summarizer: str | None = None) -> Report:
     with scratch(workdir) as folder:
-        return _eval_conversations(convs, k, ages, folder, progress, source, embedder, rerank)
+        return _eval_conversations(convs, k, ages, folder, progress, source, embedder, rerank, summarizer)
 
 
 def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
                         progress: Callable[[str], None], source: str,
-                        embedder: str | None, rerank: int | None) -> Report:
+                        embedder: str | None, rerank: int | None,
+                        summarizer: str | None = None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
@@ -284,7 +294,7 @@ def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
     raw_tokens = 0
     for ci, conv in enumerate(convs):
         brain, _ = init_brain(scratch_folder(workdir, ci, conv.name))
-        _set_index(brain, embedder, rerank)
+        _set_index(brain, embedder, rerank, summarizer)
         gap = timedelta(hours=1) / max(len(conv.messages), 1)
         start = T0 - timedelta(hours=1)
         msgs = [Message(speaker, f"[{dia}] {speaker}: {text}", start + gap * i,
@@ -367,6 +377,16 @@ def plot(report: Report, out: Path) -> Path:
         ax.annotate(", ".join(ages), (x, y), textcoords="offset points", xytext=(4, 6 if y < 0.1 else -12),
                     fontsize=8)
     ax.set_xscale("log")
+    # ratios as a brain's owner reads them ("20:1"), not as powers of ten ("2×10^1"); the
+    # log scale's own formatters still choose which ticks get a label
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class Ratio(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return f"{x:g}:1" if super().__call__(x, pos) else ""
+
+    ax.xaxis.set_major_formatter(Ratio())
+    ax.xaxis.set_minor_formatter(Ratio(labelOnlyBase=False))
     ax.set_xlabel("compression (raw tokens : tree tokens, log scale)")
     ax.set_ylabel(f"evidence recall@{k}")
     ax.set_ylim(0, 1)
@@ -381,15 +401,17 @@ def plot(report: Report, out: Path) -> Path:
 
 def eval_brain(brain, questions: list[Question], k: int = 10, ages=AGES, workdir: Path | None = None,
                progress: Callable[[str], None] = lambda s: None, embedder: str | None = None,
-               rerank: int | None = None, questions_file: str = "questions") -> Report:
+               rerank: int | None = None, questions_file: str = "questions",
+               summarizer: str | None = None) -> Report:
     """A user's brain: cloned into a scratch folder and aged there; the original is not touched."""
     with scratch(workdir) as folder:
-        return _eval_brain(brain, questions, k, ages, folder, progress, embedder, rerank, questions_file)
+        return _eval_brain(brain, questions, k, ages, folder, progress, embedder, rerank, questions_file,
+                           summarizer)
 
 
 def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
                 progress: Callable[[str], None], embedder: str | None, rerank: int | None,
-                questions_file: str) -> Report:
+                questions_file: str, summarizer: str | None = None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.brain import Brain
     from pamd.recall import api
@@ -397,7 +419,7 @@ def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
     clone = workdir / "brain"
     brain.repo.run("clone", "-q", str(brain.root), str(clone))
     scratch = Brain(clone)
-    _set_index(scratch, embedder, rerank)
+    _set_index(scratch, embedder, rerank, summarizer)
     entries = scratch.load().entries
     raw_tokens, graph, compacted, known = raw_input(scratch, entries)
     for q in questions:  # an id the brain never had would be scored as evidence lost

@@ -6,7 +6,9 @@
 A probe resolves when one of the top k hits is an expected entry, or a
 summary that came from one (provenance, through history), or cites the
 expected text. `pamd probe` exits 1 if any probe does not resolve. Blank lines
-and lines starting with # are skipped; a UTF-8 BOM and CRLF endings are fine.
+and lines starting with # are skipped; a UTF-8 BOM and CRLF endings are fine. An
+expected id that is no id or that the brain never had, and a probe repeated, are
+refused by line.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
         raise PamdError(f"{rel}: no such file", "check the path; --file is taken from the cwd, else the brain's root")
     if text is None:
         raise PamdError(f"this brain has no {rel}", 'add lines like {"question": "...", "expect_text": "..."}')
+    from pamd.fidelity.qa import ENTRY_ID
     from pamd.recall.lexical import searchable
 
     out = []
+    seen: dict[tuple, int] = {}
     # a BOM (Windows editors write one) is no part of the first probe: json refuses it
     for i, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -68,8 +72,45 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
         if not searchable(q):  # recall refuses it: say which line
             raise PamdError(f"{rel}:{i}: no word to search for in the question {q!r}",
                             "stop words and punctuation match anything; name what to recall")
+        for x in ids:  # a typo would never resolve, and under --against never fail either
+            if not ENTRY_ID.fullmatch(x):
+                raise PamdError(f"{rel}:{i}: expect_ids {x!r} is not an entry id",
+                                "ids look like e-0123456789ab, or s-… for a summary; pamd recall --json shows them")
+        key = (" ".join(q.casefold().split()), tuple(sorted(set(ids))), txt.casefold())
+        if key in seen:
+            raise PamdError(f"{rel}:{i}: the same probe as line {seen[key]}", "delete one of them")
+        seen[key] = i
         out.append(Probe(q, ids, txt, i))
+    _check_known(brain, rel, out)
     return out
+
+
+def _check_known(brain: Brain, rel: str, probes: list[Probe]) -> None:
+    """Refuse an expected id the brain never had (in its tree, under synapse/, or in its
+    history, trash dropped since included): such a probe could never resolve, and with
+    --against (the hook, the nightly workflow) it would never fail either, so the fact
+    it was meant to guard would go unguarded without a word."""
+    named = {x for p in probes for x in p.expect_ids}
+    if not named:
+        return
+    entries = brain.load().entries
+    known = {e.id for e in entries} | {s for e in entries for s in e.sources}
+    if named - known:
+        from pamd.edge.lineage import ID_RE, scan
+
+        synapse = brain.root / "synapse"
+        for path in sorted(synapse.rglob("*.md")) if synapse.is_dir() else ():
+            known |= set(ID_RE.findall(path.read_text(encoding="utf-8", errors="replace")))
+    if named - known:
+        lin = scan(brain)
+        known |= lin.added | {s for srcs in lin.sources.values() for s in srcs}
+    for p in probes:
+        for x in p.expect_ids:
+            if x not in known:
+                raise PamdError(f"{rel}:{p.line}: expect_ids {x} is not an entry of this brain "
+                                "(not in its tree or history)",
+                                "check the id with pamd recall --json; a fact not in the brain yet "
+                                "is probed by expect_text")
 
 
 def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) -> list[Result]:

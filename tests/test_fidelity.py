@@ -460,7 +460,7 @@ def test_eval_labels_its_numbers_with_the_k_it_measured(brain, tmp_path):
     code, out, err = brain("eval", str(qa), "-k", "2", "--json", *fast, "--workdir", str(tmp_path / "w2"))
     two = json.loads(out)
     assert two["k"] == 2 and list(two["points"][0]["prov"]) == ["R@1", "R@2"]
-    assert list(two["points"][0]["by_category"]["single-hop"]) == ["n", "tree R@2", "prov R@2"]
+    assert list(two["points"][0]["by_category"]["single-hop"]) == ["n", "tree R@2", "prov R@2", "in tree"]
     code, out, err = brain("eval", str(qa), "--json", *fast, "--workdir", str(tmp_path / "w3"))
     ten = json.loads(out)
     assert ten["k"] == 10 and list(ten["points"][0]["prov"]) == ["R@1", "R@5", "R@10"]
@@ -679,3 +679,40 @@ def test_eval_plot_labels_compression_as_ratios(tmp_path, monkeypatch, ratios, w
     ax = figs[0].axes[0]
     labels = {t.get_text() for t in ax.get_xticklabels() + ax.get_xticklabels(minor=True)} - {""}
     assert want <= labels and all(t.endswith(":1") for t in labels), labels
+
+def test_eval_says_how_much_evidence_the_tree_still_holds(brain, tmp_path):
+    """The tree-alone column mixes two losses: evidence compressed out of the tree, and
+    evidence still there that recall does not rank. `in_tree` is the first alone, counted
+    from the files: a ceiling for the tree-alone recall at every age."""
+    import re
+
+    qa = _tiny_locomo(tmp_path / "tiny.json")
+    code, out, err = brain("eval", str(qa), "--json", "--embedder", "use", "--rerank", "0",
+                           "--workdir", str(tmp_path / "w"))
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["points"][0]["in_tree"] == 1.0  # raw: every turn is in the tree
+    for p in rep["points"]:
+        assert p["tree"]["R@10"] <= p["in_tree"] <= 1.0
+        assert set(p["by_category"]["single-hop"]) >= {"in tree"}
+    # at 8 d, the share of each question's evidence tags found in the brain's files
+    root = next((tmp_path / "w").iterdir())
+    text = "\n".join(p.read_text() for p in [root / "MEMORY.md", *root.glob("memory/L*/*.md")])
+    tags = set(re.findall(r"\[(D\d+:\d+)\]", text))
+    evidence = [q["evidence"] for q in json.loads(qa.read_text())[0]["qa"]]
+    want = sum(len(set(ev) & tags) / len(ev) for ev in evidence) / len(evidence)
+    assert rep["points"][-1]["in_tree"] == round(want, 4)
+    code, out, _ = brain("eval", str(qa), "--embedder", "use", "--rerank", "0", "--workdir", str(tmp_path / "w2"))
+    assert "in tree" in out.splitlines()[0]
+
+
+def test_eval_can_age_the_scratch_brains_with_other_tier_settings(tmp_path):
+    from pamd.edge.brain import Brain
+    from pamd.fidelity import evaluate, qa
+
+    convs = qa.load_locomo(_tiny_locomo(tmp_path / "tiny.json"))
+    evaluate.eval_conversations(convs, 10, ages=[("raw", 0)], workdir=tmp_path / "w", embedder="use",
+                                rerank=0, settings={"tiers.ratios": {"L3": 25, "L4": 25}})
+    cfg = Brain(next((tmp_path / "w").iterdir())).config
+    assert cfg["tiers"]["ratios"] == {"L1": 3, "L2": 10, "L3": 25, "L4": 25}  # L1, L2 as the template has them
+    assert cfg["index"]["embedder"] == "use" and cfg["tiers"]["l0_hours"] == 4

@@ -51,6 +51,8 @@ class Point:
     raw_behind_k: float = 0.0  # raw entries behind the top k through provenance: the cost of expanding
     tree: dict[str, float] = field(default_factory=dict)  # "R@10" -> recall from the tree alone (R@k of cutoffs(k))
     prov: dict[str, float] = field(default_factory=dict)  # through provenance
+    # share of the evidence still in the tree at all: the most any ranking of the tree alone could find
+    in_tree: float = 0.0
     by_category: dict[str, dict[str, float]] = field(default_factory=dict)
     questions: int = 0
 
@@ -138,13 +140,16 @@ def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
 
 
 def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: dict[str, tuple[str, ...]],
-            now: datetime, k: int, acc: _Acc, recall_fn: Callable) -> None:
+            now: datetime, k: int, acc: _Acc, recall_fn: Callable, present: set[str] = frozenset()) -> None:
+    """Adds each question's recall to `acc`; `present` is the evidence the tree holds at all
+    (LoCoMo's dialog tags in its entries, or a brain's entry ids), whatever recall ranks."""
     cache: dict[str, list[str]] = {}
     depths = cutoffs(k)
     for q in questions:
         hits = recall_fn(brain, q.text, k=k, now=now, log=False)
         ev = set(q.evidence)
         acc.count(q.category)
+        acc.add(q.category, "in tree", len(ev & present) / len(ev))
         seen_tree: set[str] = set()
         seen_prov: set[str] = set()
         lines = 0
@@ -188,13 +193,13 @@ def point_from(age: str, tokens: dict[str, int], raw_tokens: int, acc: _Acc, k: 
     tree = sum(tokens.values())
     p = Point(age=age, tokens=tokens, tree_tokens=tree, ratio=round(raw_tokens / max(tree, 1), 2),
               lines_at_k=round(acc.lines / max(acc.n["all"], 1), 1), questions=acc.n["all"],
-              raw_behind_k=round(acc.raw_behind / max(acc.n["all"], 1), 1))
+              raw_behind_k=round(acc.raw_behind / max(acc.n["all"], 1), 1), in_tree=acc.mean("all", "in tree"))
     for kk in cutoffs(k):
         p.tree[f"R@{kk}"] = acc.mean("all", f"tree R@{kk}")
         p.prov[f"R@{kk}"] = acc.mean("all", f"prov R@{kk}")
     for cat in sorted(c for c in acc.n if c != "all"):
         p.by_category[cat] = {"n": acc.n[cat], f"tree R@{k}": acc.mean(cat, f"tree R@{k}"),
-                              f"prov R@{k}": acc.mean(cat, f"prov R@{k}")}
+                              f"prov R@{k}": acc.mean(cat, f"prov R@{k}"), "in tree": acc.mean(cat, "in tree")}
     return p
 
 
@@ -205,15 +210,21 @@ def _set_index(brain, embedder: str | None, rerank: int | None, summarizer: str 
     wanted = {"index": {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None},
               "summarizer": {} if summarizer is None else {"backend": summarizer}}
     wanted = {name: values for name, values in wanted.items() if values}
-    if not wanted:
-        return
+    if wanted:
+        _set_config(brain, wanted)
+
+
+def _set_config(brain, settings: dict[str, dict[str, str | int]]) -> None:
+    """Set plain `key = value` lines of the scratch brain's config, section by section
+    (`{"tiers.ratios": {"L3": 25}}`), keeping everything else as it is; one commit."""
     import tomllib
 
     from pamd.edge.brain import CONFIG
 
     text = brain.read(CONFIG) or ""
-    for name, values in wanted.items():
-        header = re.compile(rf'(?m)^[ \t]*\[[ \t]*"?{name}"?[ \t]*\][ \t]*(#.*)?$')
+    for name, values in settings.items():
+        quoted = r"[ \t]*\.[ \t]*".join(rf'"?{re.escape(part)}"?' for part in name.split("."))
+        header = re.compile(rf'(?m)^[ \t]*\[[ \t]*{quoted}[ \t]*\][ \t]*(#.*)?$')
         if not header.search(text):
             text = text.rstrip("\n") + f"\n\n[{name}]\n"
         for key, value in values.items():
@@ -222,22 +233,28 @@ def _set_index(brain, embedder: str | None, rerank: int | None, summarizer: str 
             nxt = re.search(r"(?m)^[ \t]*\[", text[head.end():])
             end = head.end() + (nxt.start() if nxt else len(text) - head.end())
             section = text[head.end():end]
-            line = re.compile(rf"(?m)^[ \t]*{key}[ \t]*=.*$")
+            line = re.compile(rf"(?m)^[ \t]*{re.escape(key)}[ \t]*=.*$")
             if line.search(section):
                 section = line.sub(lambda _m, k=key, v=shown: f"{k} = {v}", section, count=1)
             else:
                 section = f"\n{key} = {shown}" + section
             text = text[:head.end()] + section + text[end:]
+
+    def got(name: str) -> dict:
+        table = tomllib.loads(text)
+        for part in name.split("."):
+            table = table.get(part, {})
+        return table
+
     try:
-        loaded = tomllib.loads(text)
-        ok = all({k: loaded.get(name, {}).get(k) for k in values} == values for name, values in wanted.items())
+        ok = all({k: got(name).get(k) for k in values} == values for name, values in settings.items())
     except tomllib.TOMLDecodeError:
         ok = False
     if not ok:
-        raise PamdError(f"cannot set {', '.join(k for v in wanted.values() for k in v)} in the scratch "
+        raise PamdError(f"cannot set {', '.join(k for v in settings.values() for k in v)} in the scratch "
                         f"brain's {CONFIG}", "drop --embedder/--rerank/--summarizer, or write [index] "
                         "and [summarizer] in the plain key = value form")
-    said = ", ".join(f"{k} = {v}" for values in wanted.values() for k, v in values.items())
+    said = ", ".join(f"{k} = {v}" for values in settings.values() for k, v in values.items())
     with brain.transaction() as tx:
         tx.commit({CONFIG: text}, f"pamd eval: scratch brain runs with {said}\n")
     brain._config = None
@@ -273,15 +290,19 @@ def scratch(workdir: Path | str | None) -> Iterator[Path]:
 def eval_conversations(convs: list[Conversation], k: int = 10, ages=AGES, workdir: Path | None = None,
                        progress: Callable[[str], None] = lambda s: None, source: str = "",
                        embedder: str | None = None, rerank: int | None = None,
-                       summarizer: str | None = None) -> Report:
+                       summarizer: str | None = None,
+                       settings: dict[str, dict[str, str | int]] | None = None) -> Report:
+    """`settings` changes the scratch brains' config beyond the search (`{"tiers.ratios": {"L3": 25}}`)."""
     with scratch(workdir) as folder:
-        return _eval_conversations(convs, k, ages, folder, progress, source, embedder, rerank, summarizer)
+        return _eval_conversations(convs, k, ages, folder, progress, source, embedder, rerank, summarizer,
+                                   settings or {})
 
 
 def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
                         progress: Callable[[str], None], source: str,
                         embedder: str | None, rerank: int | None,
-                        summarizer: str | None = None) -> Report:
+                        summarizer: str | None = None,
+                        settings: dict[str, dict[str, str | int]] | None = None) -> Report:
     from pamd.consolidate.compaction import run as compaction
     from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
@@ -295,6 +316,8 @@ def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
     for ci, conv in enumerate(convs):
         brain, _ = init_brain(scratch_folder(workdir, ci, conv.name))
         _set_index(brain, embedder, rerank, summarizer)
+        if settings:
+            _set_config(brain, settings)
         gap = timedelta(hours=1) / max(len(conv.messages), 1)
         start = T0 - timedelta(hours=1)
         msgs = [Message(speaker, f"[{dia}] {speaker}: {text}", start + gap * i,
@@ -310,10 +333,12 @@ def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
             if hours:
                 out = compaction(brain, now, "defrag")
                 graph.update({s.id: s.sources for s in out.summaries})
+            present: set[str] = set()
             for e in brain.load().entries:
                 tokens[age][e.tier] += e.tokens
+                present.update(TAG_RE.findall(e.text))
             api.index(brain)
-            measure(brain, conv.questions, unit_of, graph, now, k, accs[age], api.recall)
+            measure(brain, conv.questions, unit_of, graph, now, k, accs[age], api.recall, present)
             progress(f"{conv.name} {age}: {plural(len(conv.questions), 'question')}")
     report = Report(source=source, conversations=len(convs), raw_tokens=raw_tokens, k=k)
     for age, _ in ages:
@@ -325,12 +350,12 @@ def table(report: Report) -> str:
     raw = next((p for p in report.points if p.age == "raw"), report.points[0])
     r, k = f"R@{report.k}", report.k
     head = (f"{'age':<5}" + "".join(f"{t:>8}" for t in TIERS) + f"{'tree':>9}{'ratio':>8}"
-            f"{'tree ' + r:>11}{'prov ' + r:>11}{'% ' + raw.age:>7}{f'lines@{k}':>10}{f'raw@{k}':>8}")
+            f"{'in tree':>8}{'tree ' + r:>11}{'prov ' + r:>11}{'% ' + raw.age:>7}{f'lines@{k}':>10}{f'raw@{k}':>8}")
     rows = [head]
     for p in report.points:
         pct = p.prov[r] / raw.prov[r] * 100 if raw.prov[r] else 0
         rows.append(f"{p.age:<5}" + "".join(f"{p.tokens[t]:>8,}" for t in TIERS) + f"{p.tree_tokens:>9,}"
-                    f"{p.ratio:>7.1f}:1{p.tree[r]:>11.3f}{p.prov[r]:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
+                    f"{p.ratio:>7.1f}:1{p.in_tree:>8.3f}{p.tree[r]:>11.3f}{p.prov[r]:>11.3f}{pct:>6.0f}%{p.lines_at_k:>10.1f}{p.raw_behind_k:>8.1f}")
     return "\n".join(rows)
 
 
@@ -438,11 +463,12 @@ def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
             out = compaction(scratch, now, "defrag")
             graph.update({s.id: s.sources for s in out.summaries})
         toks = dict.fromkeys(TIERS, 0)
-        for e in scratch.load().entries:
+        here = scratch.load().entries
+        for e in here:
             toks[e.tier] += e.tokens
         acc = _Acc()
         api.index(scratch)
-        measure(scratch, questions, {}, graph, now, k, acc, api.recall)
+        measure(scratch, questions, {}, graph, now, k, acc, api.recall, {e.id for e in here})
         report.points.append(point_from(age, toks, raw_tokens, acc, k))
         progress(f"{age}: {plural(len(questions), 'question')}")
     return report

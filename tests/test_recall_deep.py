@@ -136,7 +136,7 @@ def test_a_duplicate_id_in_a_clone_leaves_the_deep_lookup_uncached_until_fixed(b
     q = "which bucket does the nightly backup write to"
     _clone_with_a_duplicate_id(brain, tmp_path)
     code, _, err = brain("index")
-    assert code == 0 and "duplicate id" in err and "pamd index --rebuild" in err, err
+    assert code == 0 and "duplicate id" in err and "`pamd index`" in err, err
     hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
     assert len(hit["ids"]) == 1 and hit["ids"][0].startswith("s-")  # the summary itself, still found
     git(brain.cwd, "revert", "--no-edit", "HEAD")
@@ -144,6 +144,27 @@ def test_a_duplicate_id_in_a_clone_leaves_the_deep_lookup_uncached_until_fixed(b
     assert code == 0 and "warning" not in err, err
     hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
     assert hit["ids"][1].startswith("e-") and "pamd-archive-eu" in hit["text"]
+
+
+def test_a_plain_index_brings_the_leaves_back_once_the_duplicate_id_is_fixed(brain, tmp_path):
+    """Session 10 review: after the duplicate id was fixed, `pamd index` (and recall) left the
+    summaries without their raw leaves until `pamd index --rebuild`: only changed files are
+    chunked again, and the summaries' files had not changed."""
+    q = "which bucket does the nightly backup write to"
+    _clone_with_a_duplicate_id(brain, tmp_path)
+    code, _, err = brain("index")
+    assert code == 0 and "duplicate id" in err and "`pamd index`" in err, err
+    code, _, err = brain("index")  # nothing changed: nothing asked again, no second warning
+    assert code == 0 and "warning" not in err, err
+    git(brain.cwd, "revert", "--no-edit", "HEAD")
+    code, out, err = brain("index")
+    assert code == 0 and "warning" not in err and "rebuilt" not in out, (out, err)
+    hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
+    assert hit["ids"][1].startswith("e-") and "pamd-archive-eu" in hit["text"]
+    # and the index is the one a rebuild makes
+    before = brain("recall", q, "--json", "-k", "5", "--no-log")[1]
+    assert brain("index", "--rebuild")[0] == 0
+    assert brain("recall", q, "--json", "-k", "5", "--no-log")[1] == before
 
 
 def test_index_rebuild_asks_history_again_for_a_cached_no_leaves_answer(brain, tmp_path):

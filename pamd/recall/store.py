@@ -94,6 +94,15 @@ def conflicted_note(paths) -> str | None:
             "docs/hooks.md, one brain on two machines)")
 
 
+def _unread(meta: dict) -> list[str]:
+    """The files whose summaries' raw leaves a refresh could not read (recall.deep: the brain
+    did not load), as its manifest records them."""
+    try:
+        return list(json.loads(meta.get("unread", "[]")))
+    except ValueError:
+        return []
+
+
 def conflicted(meta: dict) -> tuple[str, ...]:
     """The files a refresh left out for holding conflict markers, as its manifest records them."""
     try:
@@ -455,6 +464,19 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             changed.append((rel, tier, text))
     gone = [p for p in known if p not in seen]
     marked.difference_update(gone)
+    # Files whose summaries went without their raw leaves because the brain did not load (a
+    # duplicate id: recall.deep): chunked again once any file changes (the person's fix),
+    # so a plain refresh brings the leaves back; while nothing changes, nothing is retried.
+    unread = set(_unread(idx.meta)).intersection(seen)
+    if unread and (changed or gone) and not fresh:
+        redo = {rel for rel, _, _ in changed}
+        for rel, tier in on_disk:
+            if rel in unread and rel not in redo and rel not in marked:
+                try:
+                    text = (root / rel).read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    text = ""
+                changed.append((rel, tier, text))
     rep.conflicted = left_out = tuple(sorted(marked))
     conflicted_meta = json.dumps(list(left_out))
     rep.files_changed = len(changed) + len(gone)
@@ -467,13 +489,19 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         for rel, tier, text in changed:
             old = {key: label for label, key in
                    db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
+            before = deep.unread if deep is not None else 0
             for c in for_embedding(chunk_file(rel, text, tier, max_chars, deep), context):
                 if old.pop(c.key, None) is None:
                     new_chunks.append(c)
             dead += old.values()
+            if deep is not None and deep.unread > before:
+                unread.add(rel)
+            else:
+                unread.discard(rel)
     finally:
         if deep is not None:
             deep.close()
+    unread_meta = json.dumps(sorted(unread))
     for rel in gone:
         q = "SELECT label FROM chunks WHERE path=? AND alive=1"
         dead += [r[0] for r in db.execute(q, (rel,))]
@@ -494,9 +522,11 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
                 db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
                 if changed or gone:
-                    idx.meta = {**idx.meta, "tree": _tree_hash(db), "conflicted": conflicted_meta}
+                    idx.meta = {**idx.meta, "tree": _tree_hash(db), "conflicted": conflicted_meta,
+                                "unread": unread_meta}
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("tree", idx.meta["tree"]), ("conflicted", conflicted_meta)])
+                                   [("tree", idx.meta["tree"]), ("conflicted", conflicted_meta),
+                                    ("unread", unread_meta)])
         rep.chunks = int(idx.cols["alive"].sum())
         return rep
 
@@ -530,7 +560,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         _write_cols(idx)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
                 "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
-                "conflicted": conflicted_meta}
+                "conflicted": conflicted_meta, "unread": unread_meta}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]

@@ -6,7 +6,8 @@ Layout (all untracked, all rebuildable from the tree):
                    dims, chunker settings, tree hash, hnsw generation and
                    checksum), files (path, stat, sha), chunks (label, lines,
                    tier, ids, time, importance, content hash, text, alive),
-                   terms (BM25 postings per term)
+                   terms (BM25 postings per term), toksums (a hash of each append to
+                   toks.bin; the manifest's toks_stamp is the file's size:mtime:inode)
     cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
                    importance, length), loaded whole at query time
     hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
@@ -146,6 +147,7 @@ class Index:
                 text TEXT, alive INT);
             CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, alive);
             CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, docs BLOB, tfs BLOB);
+            CREATE TABLE IF NOT EXISTS toksums(start INTEGER PRIMARY KEY, end INT, hash TEXT);
             """
         )
         self.meta = dict(db.execute("SELECT k, v FROM meta"))
@@ -190,7 +192,7 @@ class Index:
                 return False
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
-        if self.has_tokens() and not self._tokens_intact(cols):
+        if self.has_tokens() and not (self._tokens_intact(cols) and self._tokens_unchanged()):
             return False
         self.cols = cols
         if n == 0:
@@ -239,6 +241,34 @@ class Index:
             return end == 0 or end * maxsim.D <= (self.dir / "toks.bin").stat().st_size
         except OSError:
             return False
+
+    def _tokens_unchanged(self) -> bool:
+        """Whether toks.bin holds the bytes each refresh appended (table toksums: a hash per
+        append). Read again only when the file's stamp (size, mtime, inode) is not the one the
+        manifest recorded (a copy, a clone of .pamd/, a refresh that died, a damaged file);
+        a file that checks out is stamped again, so the next load is a stat."""
+        path = self.dir / "toks.bin"
+        stamp = _stamp(path)
+        if stamp is None:
+            return False
+        if stamp == self.meta.get("toks_stamp"):
+            return True
+        sums = self.db.execute("SELECT start, end, hash FROM toksums ORDER BY start").fetchall()
+        try:
+            with open(path, "rb") as f:
+                if not sums:  # an index written before the sums: taken as it is, summed from now on
+                    self.db.execute("INSERT INTO toksums VALUES (0, ?, ?)",
+                                    (int(stamp.split(":")[0]), _hash_range(f, 0, int(stamp.split(":")[0]))))
+                elif any(_hash_range(f, a, b) != h for a, b, h in sums):
+                    self.db.rollback()
+                    return False
+        except OSError:
+            self.db.rollback()
+            return False
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('toks_stamp', ?)", (stamp,))
+        self.meta = {**self.meta, "toks_stamp": stamp}
+        return True
 
     def tokens(self, labels: list[int]) -> dict[int, np.ndarray]:
         """The int8 token matrices of these labels (those the index has)."""
@@ -301,6 +331,26 @@ def _ino(idx: Index) -> int | None:
         return os.stat(idx.dir / "index.sqlite").st_ino
     except OSError:
         return None
+
+
+def _stamp(path: Path) -> str | None:
+    """size:mtime_ns:inode of a file (None if it is missing)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+def _hash_range(f, start: int, end: int) -> str:
+    """blake2b of bytes [start, end) of an open file (short if the file is)."""
+    h = hashlib.blake2b(digest_size=16)
+    f.seek(start)
+    left = end - start
+    while left > 0 and (block := f.read(min(left, 1 << 20))):
+        h.update(block)
+        left -= len(block)
+    return h.hexdigest()
 
 
 def _checksum(path: Path) -> str | None:
@@ -560,7 +610,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         _write_cols(idx)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
                 "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
-                "conflicted": conflicted_meta, "unread": unread_meta}
+                "conflicted": conflicted_meta, "unread": unread_meta,
+                "toks_stamp": idx.meta.get("toks_stamp", "")}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]
@@ -651,15 +702,22 @@ def _add_postings(db: sqlite3.Connection, labels: list[int], chunks: list[Chunk]
 
 def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
     """Append the new chunks' token rows to toks.bin and point their columns at them. Rows a
-    refresh appended and never committed (it died) stay unreferenced at the end."""
+    refresh appended and never committed (it died) stay unreferenced at the end. The caller's
+    transaction records the appended bytes' hash (toksums) and the file's stamp, which
+    Index.load_state checks (a file damaged in place would rank with garbage)."""
     with open(idx.dir / "toks.bin", "ab") as f:
         start = f.tell() // maxsim.D
         if start * maxsim.D != f.tell():  # a torn row from a crash: pad it out
             f.write(bytes(maxsim.D - f.tell() % maxsim.D))
             start += 1
-        f.write(b"".join(np.ascontiguousarray(t, np.int8).tobytes() for t in toks))
+        data = b"".join(np.ascontiguousarray(t, np.int8).tobytes() for t in toks)
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
+    at = start * maxsim.D
+    idx.db.execute("INSERT OR REPLACE INTO toksums VALUES (?, ?, ?)",
+                   (at, at + len(data), hashlib.blake2b(data, digest_size=16).hexdigest()))
+    idx.meta = {**idx.meta, "toks_stamp": _stamp(idx.dir / "toks.bin") or ""}
     lens = np.asarray([len(t) for t in toks], np.int64)
     idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
     idx.cols["tlen"][-n:] = lens

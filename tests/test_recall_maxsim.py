@@ -169,6 +169,16 @@ def test_a_token_file_damaged_in_place_is_noticed_and_built_again(tmp_path, emb)
     assert api.index(brain, embedder=emb).rebuilt
 
 
+def test_an_index_of_no_chunks_is_not_rebuilt_by_every_refresh(tmp_path, emb):
+    """An index without a chunk has no toks.bin: the check above must not take that for damage."""
+    root = make_brain(tmp_path / "b", {"notes.txt": "not a brain file\n"}, config=CONTEXT)
+    brain = Brain(root)
+    api._OPEN.clear()
+    assert api.index(brain, embedder=emb).chunks == 0
+    api._OPEN.clear()
+    assert not api.index(brain, embedder=emb).rebuilt
+
+
 class NoTokens:
     """An embedder without token states (as USE and sentence-transformers are)."""
 

@@ -249,8 +249,9 @@ class Index:
         a file that checks out is stamped again, so the next load is a stat."""
         path = self.dir / "toks.bin"
         stamp = _stamp(path)
-        if stamp is None:
-            return False
+        if stamp is None:  # no file: right only while nothing was ever appended (no chunks)
+            sums = self.db.execute("SELECT start, end, hash FROM toksums ORDER BY start").fetchall()
+            return not sums and not self.meta.get("toks_stamp")
         if stamp == self.meta.get("toks_stamp"):
             return True
         sums = self.db.execute("SELECT start, end, hash FROM toksums ORDER BY start").fetchall()

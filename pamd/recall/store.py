@@ -67,7 +67,11 @@ COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cp
 # toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
 # before them has none, which is all right unless its manifest says it holds tokens
 TOKEN_COLS = ("toff", "tlen")
-TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
+TOKENS = f"{maxsim.D}:toks.bin"
+# Each label's stable key: a hash of its chunk's key (path, lines, content hash), so ties
+# in a ranking break the same way whatever order refreshes added the chunks in (labels do
+# not); an index written before it gets it from its chunks table once (Index.load_state)
+STABLE_COL = "skey"  # the manifest's `tokens`: row width and where the rows are
 
 
 @dataclass
@@ -188,6 +192,9 @@ class Index:
                 cols = {c: z[c] for c in COLS}
                 for c in TOKEN_COLS:
                     cols[c] = z[c] if c in z.files else np.full(n, -1 if c == "toff" else 0, np.int64)
+                keyed = STABLE_COL in z.files
+                if keyed:
+                    cols[STABLE_COL] = z[STABLE_COL]
             if any(v.shape[0] != n for v in cols.values()):
                 return False
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
@@ -195,6 +202,12 @@ class Index:
         if self.has_tokens() and not (self._tokens_intact(cols) and self._tokens_unchanged()):
             return False
         self.cols = cols
+        if not keyed:
+            cols[STABLE_COL] = np.zeros(n, np.int64)
+            for label, key in self.db.execute("SELECT label, key FROM chunks"):
+                if 0 <= label < n:
+                    cols[STABLE_COL][label] = stable_key(key)
+            _write_cols(self)
         if n == 0:
             self.hnsw = None
             self.loaded_gen = self.meta.get("gen")
@@ -467,7 +480,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                     "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
                     "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64),
                     "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64),
-                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64)}
+                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64),
+                    STABLE_COL: np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
@@ -740,6 +754,12 @@ def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     for side in ("prev", "next", "cprev", "cnext", "toff"):
         c[side] = np.concatenate([c[side], np.full(len(chunks), -1, np.int64)])
     c["tlen"] = np.concatenate([c["tlen"], np.zeros(len(chunks), np.int64)])
+    c[STABLE_COL] = np.concatenate([c[STABLE_COL], np.asarray([stable_key(x.key) for x in chunks], np.int64)])
+
+
+def stable_key(key: str) -> int:
+    """A chunk's tie-break in rankings: the same in every index of the same tree (see STABLE_COL)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=7).digest(), "big")
 
 
 def file_id(path: str) -> int:

@@ -770,8 +770,10 @@ def file_id(path: str) -> int:
 def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
     """prev/next and cprev/cnext label of each live chunk in file order (see COLS)."""
     for rel in paths:
+        # a place's own chunk (one id: the entry, not a raw leaf behind it) first, as chunking
+        # (a rebuild's label order) has it: after refreshes a leaf can hold the lower label
         rows = db.execute("SELECT label, start, end, ids, ts FROM chunks WHERE path=? AND alive=1"
-                          " ORDER BY start, label", (rel,)).fetchall()
+                          " ORDER BY start, end, instr(ids, ',') > 0, label", (rel,)).fetchall()
         if not rows:
             continue
         # Neighbours are places, not chunks: a summary's raw leaves (recall.deep) share its

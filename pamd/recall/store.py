@@ -532,6 +532,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     # Files whose summaries went without their raw leaves because the brain did not load (a
     # duplicate id: recall.deep): chunked again once any file changes (the person's fix),
     # so a plain refresh brings the leaves back; while nothing changes, nothing is retried.
+    rep.files_changed = len(changed) + len(gone)  # not the files read again below
     unread = set(_unread(idx.meta)).intersection(seen)
     if unread and (changed or gone) and not fresh:
         redo = {rel for rel, _, _ in changed}
@@ -544,7 +545,6 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 changed.append((rel, tier, text))
     rep.conflicted = left_out = tuple(sorted(marked))
     conflicted_meta = json.dumps(list(left_out))
-    rep.files_changed = len(changed) + len(gone)
 
     # 2. which chunks appear and disappear
     new_chunks: list[Chunk] = []

@@ -136,6 +136,46 @@ def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsy
     assert [recall_json(clone, q, capsys) for q in queries] == before
 
 
+@pytest.mark.parametrize("config", ["", '[index]\nembedder = "e5-small"\nfusion = "learned"\n'])
+def test_tied_chunks_rank_the_same_after_refreshes_as_after_a_rebuild(tmp_path, capsys, config):
+    """Session 10 review: chunks tied on BM25 (and on their vectors: the same words) ranked
+    by label, and labels follow the order refreshes added them: a day indexed before an
+    older one came in ranked first in a refreshed index and second in a rebuilt one."""
+    from datetime import timedelta
+
+    from recall_helpers import T0
+
+    said = [("user", "The staging server restarts every night at two.")]
+    days = {f"memory/L0/2026-11-{d}.md": render_doc({"day": f"2026-11-{d}"}, f"# {d} Nov",
+                                                    entries(said, T0 - timedelta(days=30 - d)))
+            for d in (27, 28, 29, 30)}
+    root = make_brain(tmp_path / "b", {p: days[p] for p in list(days)[2:]}, config=config)
+    q = "when does the staging server restart"
+    assert len(recall_json(root, q, capsys)) == 2
+    for rel in list(days)[:2]:  # the older days arrive later (a pull, a synapse, a person)
+        (root / rel).write_text(days[rel], "utf-8")
+        recall_json(root, q, capsys)
+    refreshed = recall_json(root, q, capsys, "-k", "4")
+    assert run(root, "index", "--rebuild", capsys=capsys)[0] == 0
+    assert recall_json(root, q, capsys, "-k", "4") == refreshed
+
+
+def test_an_index_written_before_stable_keys_gets_them_without_a_rebuild(brain, capsys):
+    import numpy as np
+
+    q = "ship v2 friday"
+    before = recall_json(brain, q, capsys)
+    cols = brain / ".pamd/index/cols.npz"
+    with np.load(cols) as z:
+        kept = {c: z[c] for c in z.files}
+    np.savez(cols, **{c: v for c, v in kept.items() if c != "skey"})  # as 0.4.0 wrote it
+    assert recall_json(brain, q, capsys) == before
+    with np.load(cols) as z:
+        assert np.array_equal(z["skey"], kept["skey"])
+    code, out, _ = run(brain, "index", capsys=capsys)
+    assert code == 0 and "rebuilt" not in out
+
+
 @pytest.mark.parametrize("damage", ["hnsw", "sqlite", "cols", "cols-truncated", "vectors"])
 def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
     before = recall_json(brain, "load test", capsys)

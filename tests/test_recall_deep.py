@@ -136,7 +136,7 @@ def test_a_duplicate_id_in_a_clone_leaves_the_deep_lookup_uncached_until_fixed(b
     q = "which bucket does the nightly backup write to"
     _clone_with_a_duplicate_id(brain, tmp_path)
     code, _, err = brain("index")
-    assert code == 0 and "duplicate id" in err and "pamd index --rebuild" in err, err
+    assert code == 0 and "duplicate id" in err and "`pamd index`" in err, err
     hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
     assert len(hit["ids"]) == 1 and hit["ids"][0].startswith("s-")  # the summary itself, still found
     git(brain.cwd, "revert", "--no-edit", "HEAD")
@@ -144,6 +144,53 @@ def test_a_duplicate_id_in_a_clone_leaves_the_deep_lookup_uncached_until_fixed(b
     assert code == 0 and "warning" not in err, err
     hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
     assert hit["ids"][1].startswith("e-") and "pamd-archive-eu" in hit["text"]
+
+
+def test_a_plain_index_brings_the_leaves_back_once_the_duplicate_id_is_fixed(brain, tmp_path):
+    """Session 10 review: after the duplicate id was fixed, `pamd index` (and recall) left the
+    summaries without their raw leaves until `pamd index --rebuild`: only changed files are
+    chunked again, and the summaries' files had not changed."""
+    q = "which bucket does the nightly backup write to"
+    _clone_with_a_duplicate_id(brain, tmp_path)
+    code, _, err = brain("index")
+    assert code == 0 and "duplicate id" in err and "`pamd index`" in err, err
+    code, _, err = brain("index")  # nothing changed: nothing asked again, no second warning
+    assert code == 0 and "warning" not in err, err
+    git(brain.cwd, "revert", "--no-edit", "HEAD")
+    code, out, err = brain("index")
+    assert code == 0 and "warning" not in err and "rebuilt" not in out, (out, err)
+    hit = json.loads(brain("recall", q, "--json", "-k", "1", "--no-log")[1])[0]
+    assert hit["ids"][1].startswith("e-") and "pamd-archive-eu" in hit["text"]
+    # and the index is the one a rebuild makes
+    before = brain("recall", q, "--json", "-k", "5", "--no-log")[1]
+    assert brain("index", "--rebuild")[0] == 0
+    assert brain("recall", q, "--json", "-k", "5", "--no-log")[1] == before
+
+
+def test_a_summary_re_added_after_its_leaves_still_stands_for_its_place():
+    """Session 10 review: neighbours name a place by its first chunk in label order. A
+    summary whose embedded context changed (dense_context: an entry next to it edited) is
+    added again with a new label while its raw leaves keep theirs, so a refreshed index
+    named a leaf as the place's neighbour (the leaf's words, not the summary's, counted for
+    the chunks around it) where a rebuilt one named the summary: on a real brain, a hit
+    with other ids and text after a person moved an entry, until `pamd index --rebuild`."""
+    import sqlite3
+
+    import numpy as np
+
+    from pamd.recall import store
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE chunks(label INTEGER PRIMARY KEY, key TEXT, path TEXT, start INT, end INT,"
+               " tier TEXT, ts REAL, importance REAL, ids TEXT, hash TEXT, text TEXT, alive INT)")
+    rows = [(0, 1, 3, "e-a"), (1, 5, 7, "s-b,e-x"), (2, 5, 7, "s-b,e-y"), (3, 9, 11, "e-c"),
+            (4, 5, 7, "s-b")]  # label 4: the summary, added again after its leaves 1 and 2
+    db.executemany("INSERT INTO chunks VALUES (?, '', 'f.md', ?, ?, 'L1', ?, NULL, ?, '', '', 1)",
+                   [(lb, a, b, float(lb), ids) for lb, a, b, ids in rows])
+    cols = {c: np.full(5, -1, np.int64) for c in ("prev", "next", "cprev", "cnext")}
+    store._link_neighbours(db, cols, {"f.md"})
+    assert cols["next"][0] == 4 and cols["prev"][3] == 4  # the summary, as in a rebuild
+    assert cols["prev"][4] == cols["prev"][1] == 0 and cols["next"][2] == 3
 
 
 def test_index_rebuild_asks_history_again_for_a_cached_no_leaves_answer(brain, tmp_path):

@@ -129,6 +129,56 @@ def test_an_index_without_tokens_is_built_again(tmp_path, emb):
     assert again.keys() == built.keys() and all(np.array_equal(again[k], v) for k, v in built.items())
 
 
+def test_a_token_file_damaged_in_place_is_noticed_and_built_again(tmp_path, emb):
+    """Session 10 review: toks.bin damaged at the same size was not noticed: maxsim ranked
+    with garbage rows until `pamd index --rebuild`. Each append's hash is recorded, and a
+    file whose stamp moved is checked against them when the index is loaded."""
+    root = make_brain(tmp_path / "b", config=CONTEXT)
+    brain = Brain(root)
+    api._OPEN.clear()
+    api.index(brain, embedder=emb)
+    built = index_tokens(root)
+    toks = root / ".pamd/index/toks.bin"
+    api._OPEN.clear()
+    assert not api.index(brain, embedder=emb).rebuilt  # untouched: a stat, no rebuild
+    # a copy of .pamd (another inode, another mtime): read again, found intact, stamped again
+    shutil.copytree(root / ".pamd", tmp_path / "copy")
+    shutil.rmtree(root / ".pamd")
+    shutil.copytree(tmp_path / "copy", root / ".pamd")
+    api._OPEN.clear()
+    assert not api.index(brain, embedder=emb).rebuilt
+    size = toks.stat().st_size
+    with open(toks, "r+b") as f:  # damaged in place: the same size, other bytes
+        f.seek(size // 2)
+        f.write(b"\x7f" * 64)
+    assert toks.stat().st_size == size
+    api._OPEN.clear()
+    rep = api.index(brain, embedder=emb)
+    assert rep.rebuilt and rep.embedded == 0
+    again = index_tokens(root)
+    assert again.keys() == built.keys() and all(np.array_equal(again[k], v) for k, v in built.items())
+    # an appended entry's rows are summed too: damage in them is noticed as well
+    more = entries() + entries([("user", "The quarterly report goes out on the first Monday.")])
+    (root / DAY).write_text(render_doc({"day": "2026-11-30"}, "# 30 Nov", more), "utf-8")
+    api._OPEN.clear()
+    assert not api.index(brain, embedder=emb).rebuilt
+    with open(toks, "r+b") as f:
+        f.seek(-64, 2)
+        f.write(b"\x7f" * 64)
+    api._OPEN.clear()
+    assert api.index(brain, embedder=emb).rebuilt
+
+
+def test_an_index_of_no_chunks_is_not_rebuilt_by_every_refresh(tmp_path, emb):
+    """An index without a chunk has no toks.bin: the check above must not take that for damage."""
+    root = make_brain(tmp_path / "b", {"notes.txt": "not a brain file\n"}, config=CONTEXT)
+    brain = Brain(root)
+    api._OPEN.clear()
+    assert api.index(brain, embedder=emb).chunks == 0
+    api._OPEN.clear()
+    assert not api.index(brain, embedder=emb).rebuilt
+
+
 class NoTokens:
     """An embedder without token states (as USE and sentence-transformers are)."""
 

@@ -204,4 +204,4 @@ class Lookup:
         if self.unread:
             print(f"pamd: warning: the raw messages behind {plural(self.unread, 'summary')} are not"
                   f" searchable until the brain loads: {self.why.message}; fix it (pamd check),"
-                  " then run `pamd index --rebuild`", file=sys.stderr)
+                  " then run `pamd index` (or recall)", file=sys.stderr)

@@ -137,7 +137,8 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     rows.update(idx.chunk_rows([lb for lb in fused if lb not in rows]))
     if not learned:
         _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
-    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2]))
+    skey = cols["skey"]
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2], skey[kv[0]]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one
     # place, one candidate, ranked by its best chunk; the others only lend their ids.
     first: dict[tuple[str, int, int], int] = {}
@@ -284,7 +285,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         lex[~allowed] = 0.0
         if mask is not None:  # neighbours outside a filter still lend their words; only to `lex`
             own = np.where(allowed, own, np.float32(0.0))
-        lex_top = _top(lex, cand)
+        lex_top = _top(lex, cand, cols["skey"])
     dense_top: list[int] = []
     sims: list[float] = []
     rows: dict[int, tuple] = {}
@@ -302,10 +303,12 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
             labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
         except RuntimeError:  # fewer reachable elements than asked for
             labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
-        # rank by exact similarity, ties by label order: same order in every rebuild
-        order = sorted(zip(dist[0].tolist(), labels[0].tolist(), strict=False))
-        dense_top = [lb for _, lb in order]
-        sims = [1.0 - dd for dd, _ in order]  # hnswlib "ip" distance is 1 - inner product
+        # rank by exact similarity, ties by the chunks' stable keys: the same order in every
+        # index of the tree, however refreshes numbered its chunks (store.STABLE_COL)
+        skey = cols["skey"]
+        order = sorted(zip(dist[0].tolist(), skey[labels[0]].tolist(), labels[0].tolist(), strict=False))
+        dense_top = [lb for _, _, lb in order]
+        sims = [1.0 - dd for dd, _, _ in order]  # hnswlib "ip" distance is 1 - inner product
     return Lists(own, lex, lex_top, dense_top, sims, rows, qtok)
 
 
@@ -464,11 +467,15 @@ def _role_prior(fused: dict[int, float], rows: dict[int, tuple], query: str, w: 
             fused[lb] *= 1.0 + w
 
 
-def _top(scores: np.ndarray, n: int) -> list[int]:
+def _top(scores: np.ndarray, n: int, skey: np.ndarray) -> list[int]:
+    """The n best labels, ties by stable key (store.STABLE_COL): labels depend on refresh
+    order, so every label tied at the cut competes and the key picks, as in a rebuild."""
     pos = np.flatnonzero(scores > 0)
     if pos.shape[0] > n:
-        pos = pos[np.argpartition(-scores[pos], n - 1)[:n]]
-    return pos[np.lexsort((pos, -scores[pos]))].tolist()
+        part = scores[pos]
+        cut = part[np.argpartition(-part, n - 1)[n - 1]]
+        pos = pos[part >= cut]
+    return pos[np.lexsort((skey[pos], -scores[pos]))][:n].tolist()
 
 
 def _boost(fused: dict[int, float], cols: dict[str, np.ndarray], ix: dict, now) -> None:

@@ -6,7 +6,8 @@ Layout (all untracked, all rebuildable from the tree):
                    dims, chunker settings, tree hash, hnsw generation and
                    checksum), files (path, stat, sha), chunks (label, lines,
                    tier, ids, time, importance, content hash, text, alive),
-                   terms (BM25 postings per term)
+                   terms (BM25 postings per term), toksums (a hash of each append to
+                   toks.bin; the manifest's toks_stamp is the file's size:mtime:inode)
     cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
                    importance, length), loaded whole at query time
     hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
@@ -66,7 +67,11 @@ COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cp
 # toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
 # before them has none, which is all right unless its manifest says it holds tokens
 TOKEN_COLS = ("toff", "tlen")
-TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
+TOKENS = f"{maxsim.D}:toks.bin"
+# Each label's stable key: a hash of its chunk's key (path, lines, content hash), so ties
+# in a ranking break the same way whatever order refreshes added the chunks in (labels do
+# not); an index written before it gets it from its chunks table once (Index.load_state)
+STABLE_COL = "skey"  # the manifest's `tokens`: row width and where the rows are
 
 
 @dataclass
@@ -92,6 +97,15 @@ def conflicted_note(paths) -> str | None:
     return (f"left out of the index: {', '.join(paths[:3])}{' …' if len(paths) > 3 else ''}: "
             "conflict markers from a merge not resolved (resolve, `git add` and commit; "
             "docs/hooks.md, one brain on two machines)")
+
+
+def _unread(meta: dict) -> list[str]:
+    """The files whose summaries' raw leaves a refresh could not read (recall.deep: the brain
+    did not load), as its manifest records them."""
+    try:
+        return list(json.loads(meta.get("unread", "[]")))
+    except ValueError:
+        return []
 
 
 def conflicted(meta: dict) -> tuple[str, ...]:
@@ -137,6 +151,7 @@ class Index:
                 text TEXT, alive INT);
             CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, alive);
             CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, docs BLOB, tfs BLOB);
+            CREATE TABLE IF NOT EXISTS toksums(start INTEGER PRIMARY KEY, end INT, hash TEXT);
             """
         )
         self.meta = dict(db.execute("SELECT k, v FROM meta"))
@@ -177,13 +192,22 @@ class Index:
                 cols = {c: z[c] for c in COLS}
                 for c in TOKEN_COLS:
                     cols[c] = z[c] if c in z.files else np.full(n, -1 if c == "toff" else 0, np.int64)
+                keyed = STABLE_COL in z.files
+                if keyed:
+                    cols[STABLE_COL] = z[STABLE_COL]
             if any(v.shape[0] != n for v in cols.values()):
                 return False
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return False
-        if self.has_tokens() and not self._tokens_intact(cols):
+        if self.has_tokens() and not (self._tokens_intact(cols) and self._tokens_unchanged()):
             return False
         self.cols = cols
+        if not keyed:
+            cols[STABLE_COL] = np.zeros(n, np.int64)
+            for label, key in self.db.execute("SELECT label, key FROM chunks"):
+                if 0 <= label < n:
+                    cols[STABLE_COL][label] = stable_key(key)
+            _write_cols(self)
         if n == 0:
             self.hnsw = None
             self.loaded_gen = self.meta.get("gen")
@@ -230,6 +254,35 @@ class Index:
             return end == 0 or end * maxsim.D <= (self.dir / "toks.bin").stat().st_size
         except OSError:
             return False
+
+    def _tokens_unchanged(self) -> bool:
+        """Whether toks.bin holds the bytes each refresh appended (table toksums: a hash per
+        append). Read again only when the file's stamp (size, mtime, inode) is not the one the
+        manifest recorded (a copy, a clone of .pamd/, a refresh that died, a damaged file);
+        a file that checks out is stamped again, so the next load is a stat."""
+        path = self.dir / "toks.bin"
+        stamp = _stamp(path)
+        if stamp is None:  # no file: right only while nothing was ever appended (no chunks)
+            sums = self.db.execute("SELECT start, end, hash FROM toksums ORDER BY start").fetchall()
+            return not sums and not self.meta.get("toks_stamp")
+        if stamp == self.meta.get("toks_stamp"):
+            return True
+        sums = self.db.execute("SELECT start, end, hash FROM toksums ORDER BY start").fetchall()
+        try:
+            with open(path, "rb") as f:
+                if not sums:  # an index written before the sums: taken as it is, summed from now on
+                    self.db.execute("INSERT INTO toksums VALUES (0, ?, ?)",
+                                    (int(stamp.split(":")[0]), _hash_range(f, 0, int(stamp.split(":")[0]))))
+                elif any(_hash_range(f, a, b) != h for a, b, h in sums):
+                    self.db.rollback()
+                    return False
+        except OSError:
+            self.db.rollback()
+            return False
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('toks_stamp', ?)", (stamp,))
+        self.meta = {**self.meta, "toks_stamp": stamp}
+        return True
 
     def tokens(self, labels: list[int]) -> dict[int, np.ndarray]:
         """The int8 token matrices of these labels (those the index has)."""
@@ -292,6 +345,26 @@ def _ino(idx: Index) -> int | None:
         return os.stat(idx.dir / "index.sqlite").st_ino
     except OSError:
         return None
+
+
+def _stamp(path: Path) -> str | None:
+    """size:mtime_ns:inode of a file (None if it is missing)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+def _hash_range(f, start: int, end: int) -> str:
+    """blake2b of bytes [start, end) of an open file (short if the file is)."""
+    h = hashlib.blake2b(digest_size=16)
+    f.seek(start)
+    left = end - start
+    while left > 0 and (block := f.read(min(left, 1 << 20))):
+        h.update(block)
+        left -= len(block)
+    return h.hexdigest()
 
 
 def _checksum(path: Path) -> str | None:
@@ -407,7 +480,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                     "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
                     "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64),
                     "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64),
-                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64)}
+                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64),
+                    STABLE_COL: np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
     max_chars = int(config.get("index", {}).get("max_chars", 800))
@@ -455,9 +529,22 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             changed.append((rel, tier, text))
     gone = [p for p in known if p not in seen]
     marked.difference_update(gone)
+    # Files whose summaries went without their raw leaves because the brain did not load (a
+    # duplicate id: recall.deep): chunked again once any file changes (the person's fix),
+    # so a plain refresh brings the leaves back; while nothing changes, nothing is retried.
+    rep.files_changed = len(changed) + len(gone)  # not the files read again below
+    unread = set(_unread(idx.meta)).intersection(seen)
+    if unread and (changed or gone) and not fresh:
+        redo = {rel for rel, _, _ in changed}
+        for rel, tier in on_disk:
+            if rel in unread and rel not in redo and rel not in marked:
+                try:
+                    text = (root / rel).read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    text = ""
+                changed.append((rel, tier, text))
     rep.conflicted = left_out = tuple(sorted(marked))
     conflicted_meta = json.dumps(list(left_out))
-    rep.files_changed = len(changed) + len(gone)
 
     # 2. which chunks appear and disappear
     new_chunks: list[Chunk] = []
@@ -467,13 +554,19 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         for rel, tier, text in changed:
             old = {key: label for label, key in
                    db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
+            before = deep.unread if deep is not None else 0
             for c in for_embedding(chunk_file(rel, text, tier, max_chars, deep), context):
                 if old.pop(c.key, None) is None:
                     new_chunks.append(c)
             dead += old.values()
+            if deep is not None and deep.unread > before:
+                unread.add(rel)
+            else:
+                unread.discard(rel)
     finally:
         if deep is not None:
             deep.close()
+    unread_meta = json.dumps(sorted(unread))
     for rel in gone:
         q = "SELECT label FROM chunks WHERE path=? AND alive=1"
         dead += [r[0] for r in db.execute(q, (rel,))]
@@ -494,9 +587,11 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
                 db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
                 if changed or gone:
-                    idx.meta = {**idx.meta, "tree": _tree_hash(db), "conflicted": conflicted_meta}
+                    idx.meta = {**idx.meta, "tree": _tree_hash(db), "conflicted": conflicted_meta,
+                                "unread": unread_meta}
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("tree", idx.meta["tree"]), ("conflicted", conflicted_meta)])
+                                   [("tree", idx.meta["tree"]), ("conflicted", conflicted_meta),
+                                    ("unread", unread_meta)])
         rep.chunks = int(idx.cols["alive"].sum())
         return rep
 
@@ -530,7 +625,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         _write_cols(idx)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
                 "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
-                "conflicted": conflicted_meta}
+                "conflicted": conflicted_meta, "unread": unread_meta,
+                "toks_stamp": idx.meta.get("toks_stamp", "")}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]
@@ -621,15 +717,22 @@ def _add_postings(db: sqlite3.Connection, labels: list[int], chunks: list[Chunk]
 
 def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
     """Append the new chunks' token rows to toks.bin and point their columns at them. Rows a
-    refresh appended and never committed (it died) stay unreferenced at the end."""
+    refresh appended and never committed (it died) stay unreferenced at the end. The caller's
+    transaction records the appended bytes' hash (toksums) and the file's stamp, which
+    Index.load_state checks (a file damaged in place would rank with garbage)."""
     with open(idx.dir / "toks.bin", "ab") as f:
         start = f.tell() // maxsim.D
         if start * maxsim.D != f.tell():  # a torn row from a crash: pad it out
             f.write(bytes(maxsim.D - f.tell() % maxsim.D))
             start += 1
-        f.write(b"".join(np.ascontiguousarray(t, np.int8).tobytes() for t in toks))
+        data = b"".join(np.ascontiguousarray(t, np.int8).tobytes() for t in toks)
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
+    at = start * maxsim.D
+    idx.db.execute("INSERT OR REPLACE INTO toksums VALUES (?, ?, ?)",
+                   (at, at + len(data), hashlib.blake2b(data, digest_size=16).hexdigest()))
+    idx.meta = {**idx.meta, "toks_stamp": _stamp(idx.dir / "toks.bin") or ""}
     lens = np.asarray([len(t) for t in toks], np.int64)
     idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
     idx.cols["tlen"][-n:] = lens
@@ -651,6 +754,12 @@ def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
     for side in ("prev", "next", "cprev", "cnext", "toff"):
         c[side] = np.concatenate([c[side], np.full(len(chunks), -1, np.int64)])
     c["tlen"] = np.concatenate([c["tlen"], np.zeros(len(chunks), np.int64)])
+    c[STABLE_COL] = np.concatenate([c[STABLE_COL], np.asarray([stable_key(x.key) for x in chunks], np.int64)])
+
+
+def stable_key(key: str) -> int:
+    """A chunk's tie-break in rankings: the same in every index of the same tree (see STABLE_COL)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=7).digest(), "big")
 
 
 def file_id(path: str) -> int:
@@ -661,8 +770,10 @@ def file_id(path: str) -> int:
 def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
     """prev/next and cprev/cnext label of each live chunk in file order (see COLS)."""
     for rel in paths:
+        # a place's own chunk (one id: the entry, not a raw leaf behind it) first, as chunking
+        # (a rebuild's label order) has it: after refreshes a leaf can hold the lower label
         rows = db.execute("SELECT label, start, end, ids, ts FROM chunks WHERE path=? AND alive=1"
-                          " ORDER BY start, label", (rel,)).fetchall()
+                          " ORDER BY start, end, instr(ids, ',') > 0, label", (rel,)).fetchall()
         if not rows:
             continue
         # Neighbours are places, not chunks: a summary's raw leaves (recall.deep) share its

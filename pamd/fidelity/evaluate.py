@@ -394,6 +394,8 @@ def plot(report: Report, out: Path) -> Path:
     r, k = f"R@{report.k}", report.k
     ax.plot(xs, [p.prov[r] for p in report.points], "o-", label=f"recall@{k} through provenance")
     ax.plot(xs, [p.tree[r] for p in report.points], "s--", label=f"recall@{k} from the working tree")
+    ax.plot(xs, [p.in_tree for p in report.points], ":", color="grey",
+            label="evidence still in the tree (the tree's ceiling)")
     labels: dict[tuple[float, float], list[str]] = {}
     for p in report.points:  # ages at the same point share one label ("raw, 1h")
         labels.setdefault((p.ratio, p.tree[r]), []).append(p.age)

@@ -15,7 +15,9 @@ QUERIES = ["what did we decide about memory use of the export", "дедлайн 
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", nargs="?", default="pamd-demo-brain", help="where to create the demo brain")
+    p.add_argument("dir", nargs="?", default=None,
+                   help="where to create the demo brain (default: ./pamd-demo-brain, or a new temporary "
+                        "folder if the current folder is inside a git repository or already has one)")
 
 
 def run(args) -> int:
@@ -27,7 +29,16 @@ def run(args) -> int:
     from pamd.cli import main
     from pamd.errors import PamdError
 
-    target = Path(args.dir)
+    from pamd.edge.git import Repo
+
+    if args.dir is not None:
+        target = Path(args.dir)
+    else:
+        target = Path("pamd-demo-brain")
+        # The README runs `pamd demo` in a clone of pamd, and a brain cannot live inside another
+        # repository; nor should a second run fail on the first one's brain.
+        if target.exists() or Repo.toplevel(Path.cwd()) is not None:
+            target = Path(tempfile.mkdtemp(prefix="pamd-demo-brain-"))
     if target.exists() and any(target.iterdir()):
         raise PamdError(f"{target} already exists and is not empty", "remove it or pass another folder")
     sample = Path(tempfile.mkdtemp(prefix="pamd-demo-")) / "sample-week.jsonl"

@@ -27,9 +27,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from pamd.cli import main
-    from pamd.errors import PamdError
-
     from pamd.edge.git import Repo
+    from pamd.errors import PamdError
 
     if args.dir is not None:
         target = Path(args.dir)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, git
+from conftest import REPO, git, head_count
 
 from pamd.edge.githooks import HOOKS
 
@@ -60,6 +60,21 @@ def test_init_hooks_installs_executable_hooks_and_is_idempotent(tmp_path, capsys
     r = hook(tmp_path / "b", "install")
     assert r.returncode == 0 and r.stdout == ""  # all current: nothing rewritten
 
+
+
+def test_init_hooks_in_an_existing_brain_installs_them(brain):
+    # `pamd init --hooks` (its --help example, no DIR) in a brain refused: "already a pamd brain"
+    root = brain.cwd
+    n = head_count(root)
+    code, out, err = brain("init", "--hooks")
+    assert code == 0, err
+    assert out.splitlines() == [f"installed hook {name}" for name in HOOKS]
+    assert all(os.access(root / ".git" / "hooks" / name, os.X_OK) for name in HOOKS)
+    assert head_count(root) == n and git(root, "status", "--porcelain") == ""  # hooks are not tracked
+    code, out, _ = brain("init", "--hooks")
+    assert code == 0 and out == "pamd's git hooks are installed and current\n"
+    code, _, err = brain("init")
+    assert code == 1 and "`--hooks` the git hooks" in err
 
 def test_install_refuses_to_clobber_a_foreign_hook_and_writes_nothing(brain):
     root = brain.cwd

@@ -76,6 +76,17 @@ def test_init_hooks_in_an_existing_brain_installs_them(brain):
     code, _, err = brain("init")
     assert code == 1 and "`--hooks` the git hooks" in err
 
+
+def test_init_hooks_and_ci_in_a_brains_subfolder_mean_that_brain(brain):
+    # from protocols/ they refused: ". is inside the git repository … pick a folder outside it"
+    root = brain.cwd
+    brain.cwd = root / "protocols"
+    code, out, err = brain("init", "--hooks", "--ci")
+    assert code == 0, err
+    assert (root / ".git" / "hooks" / "pre-commit").is_file() and (root / ".pre-commit-config.yaml").is_file()
+    assert not (root / "protocols" / ".git").exists() and not (root / "protocols" / "pamd.toml").exists()
+    assert git(root, "log", "-1", "--format=%(trailers:key=Pamd-Run,valueonly)").strip() == "init-ci"
+
 def test_install_refuses_to_clobber_a_foreign_hook_and_writes_nothing(brain):
     root = brain.cwd
     hooks = root / ".git" / "hooks"

@@ -17,7 +17,8 @@ pamd init --ci      # also a nightly-defrag GitHub workflow and a .pre-commit-co
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", nargs="?", help="folder for the brain (default: here)")
+    p.add_argument("dir", nargs="?",
+                   help="folder for the brain (default: here; with --ci or --hooks, the brain this folder is in)")
     p.add_argument("--name", help="the agent's name, written to pamd.toml")
     p.add_argument("--hooks", action="store_true", help="install pamd's git hooks into .git/hooks")
     p.add_argument("--ci", action="store_true",
@@ -29,6 +30,8 @@ def run(args) -> int:
     from pamd.edge.layout import init_brain
 
     where = target(args.dir, args.brain)
+    if (args.ci or args.hooks) and args.dir is None and args.brain is None:
+        where = brain_above(Path.cwd()) or where  # run in a brain's subfolder: that brain, as git would
     if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
         # an existing brain (about to be pushed to GitHub): add the CI files it lacks, or the hooks
         from pamd.edge.brain import Brain
@@ -73,3 +76,11 @@ def target(folder: str | None, brain: str | None) -> Path:
             Path(folder).expanduser().resolve() != Path(brain).expanduser().resolve():
         raise PamdError(f"two folders for the brain: {folder} and --brain {brain}", "give one of them")
     return Path(folder or brain or ".")
+
+
+def brain_above(here: Path) -> Path | None:
+    """The brain whose folder holds `here`, if any."""
+    from pamd.edge.brain import CONFIG
+
+    here = here.resolve()
+    return next((d for d in (here, *here.parents) if (d / CONFIG).is_file() and (d / ".git").exists()), None)

@@ -243,3 +243,15 @@ def test_two_clones_ingesting_the_same_month_merge_without_a_ledger_conflict(tmp
     assert brain("ingest", day(tmp_path / "later.jsonl", 25, "later"))[0] == 0
     ids = ledger.read_text().split()
     assert ids == sorted(set(ids)) and len(ids) == 15
+
+
+def test_every_package_of_pamd_is_in_the_wheel():
+    # pamd.fidelity was missing from pyproject's list: a `pip install '.[search]'` (not -e) had no
+    # `pamd probe`, `pamd eval` or pamd-probe hook ("internal error: No module named 'pamd.fidelity'")
+    import tomllib
+
+    from conftest import REPO
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "pamd").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)

@@ -62,7 +62,7 @@ class CommandParser(argparse.ArgumentParser):
             self._plain = False
 
 
-BRAIN_HELP = "the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)"
+BRAIN_HELP = "the brain to use (default: $PAMD_BRAIN, else the one containing the cwd)"
 
 
 def _global_options(p: argparse.ArgumentParser, default, brain_help: str | None = BRAIN_HELP) -> None:

@@ -140,6 +140,20 @@ def test_plain_pre_commit_hook_blocks_a_broken_file_with_path_line(hooked):
     assert git(root, "log", "-1", "--format=%s").startswith("pamd remember")
 
 
+
+def test_hooks_check_the_brain_git_commits_to_not_pamd_brain(hooked, tmp_path):
+    # With PAMD_BRAIN exported (README: it picks the brain for pamd's commands), the hooks of
+    # another brain checked the PAMD_BRAIN one, and a broken file was committed unchecked.
+    root = hooked.cwd
+    other = tmp_path / "other"
+    assert hooked("init", str(other))[0] == 0
+    (root / "DNA.md").write_text("---\nreflexes: [a, b\n---\n# DNA\n")
+    git(root, "add", "DNA.md")
+    r = subprocess.run(["git", "commit", "-m", "hand edit"], cwd=root, capture_output=True, text=True,
+                       env=with_path({"PAMD_BRAIN": str(other)}))
+    assert r.returncode != 0 and "DNA.md:2: broken frontmatter" in r.stdout + r.stderr
+    assert hook(root, "check", "DNA.md", env={"PAMD_BRAIN": str(other)}).returncode == 1
+
 CONFLICT = "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> side\n"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -54,3 +55,15 @@ def test_demo_without_a_folder_works_inside_a_git_clone(tmp_path):
     assert subprocess.run(["git", "log", "--format=%s"], cwd=where, capture_output=True, text=True,
                           check=True).stdout.count("pamd defrag") == 2
     shutil.rmtree(where)
+
+
+def test_a_demo_that_stops_at_init_leaves_no_sample_in_the_temp_folder(tmp_path):
+    # the sample week was copied to a temp folder before init, and init failing left it there
+    repo, tmp = tmp_path / "repo", tmp_path / "tmp"
+    repo.mkdir()
+    tmp.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    r = subprocess.run([sys.executable, "-m", "pamd", "demo", "inside"], cwd=repo, capture_output=True,
+                       text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
+    assert r.returncode == 1 and "inside the git repository" in r.stderr
+    assert list(tmp.iterdir()) == []

@@ -40,8 +40,6 @@ def run(args) -> int:
             target = Path(tempfile.mkdtemp(prefix="pamd-demo-brain-"))
     if target.exists() and any(target.iterdir()):
         raise PamdError(f"{target} already exists and is not empty", "remove it or pass another folder")
-    sample = Path(tempfile.mkdtemp(prefix="pamd-demo-")) / "sample-week.jsonl"
-    sample.write_bytes(resources.files("pamd.data").joinpath("sample-week.jsonl").read_bytes())
 
     def step(title: str, *argv: str, now: str | None = None) -> int:
         print(f"\n$ pamd {' '.join(argv)}" + (f"      # {title}" if title else ""), flush=True)
@@ -56,6 +54,9 @@ def run(args) -> int:
     print("pamd demo: an agent's week of work becomes a git repository of memory.")
     if step("a brain is a git repo", "init", str(target)) != 0:
         return 1
+    # made only now, so a demo that stops at init leaves nothing behind in the temp folder
+    sample = Path(tempfile.mkdtemp(prefix="pamd-demo-")) / "sample-week.jsonl"
+    sample.write_bytes(resources.files("pamd.data").joinpath("sample-week.jsonl").read_bytes())
     step("Monday to Friday, raw messages in L0", "ingest", str(sample), now="2026-11-27T12:00:00Z")
     step("", "status", now="2026-11-27T12:00:00Z")
     for mode, now in CLOCK:

@@ -269,3 +269,10 @@ def test_an_unknown_option_is_said_by_its_command_with_its_usage(brain, args, co
     assert err.startswith(f"usage: pamd {command} ")
     said = f"pamd {command}: error: unrecognized arguments: {args[1]} (`pamd {command} --help` lists its options)"
     assert said in err
+
+
+@pytest.mark.parametrize("command", ["expand", "touch"])
+def test_a_line_outside_any_entry_says_which_lines_name_one(brain, command):
+    code, _, err = brain(command, "MEMORY.md:1")
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith("pamd: error: no entry at MEMORY.md:1 (name a line of an entry: its ### header")

@@ -255,3 +255,19 @@ def test_every_package_of_pamd_is_in_the_wheel():
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "pamd").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+def test_init_without_a_folder_takes_pamd_brain_as_every_command_does(brain, monkeypatch, tmp_path):
+    # With PAMD_BRAIN exported, a bare `pamd init` made a brain (and a git repository) of the cwd
+    root = brain.cwd
+    here = tmp_path / "here"
+    here.mkdir()
+    brain.cwd = here
+    monkeypatch.setenv("PAMD_BRAIN", str(root))
+    code, _, err = brain("init")
+    assert code == 1 and f"{root} is already a pamd brain" in err
+    assert list(here.iterdir()) == []
+    monkeypatch.setenv("PAMD_BRAIN", str(tmp_path / "new"))
+    code, out, err = brain("init")
+    assert code == 0, err
+    assert (tmp_path / "new" / "pamd.toml").is_file() and list(here.iterdir()) == []

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pamd.errors import PamdError
@@ -18,7 +19,8 @@ pamd init --ci      # also a nightly-defrag GitHub workflow and a .pre-commit-co
 
 def add_arguments(p) -> None:
     p.add_argument("dir", nargs="?",
-                   help="folder for the brain (default: here; with --ci or --hooks, the brain this folder is in)")
+                   help="folder for the brain (default: $PAMD_BRAIN, else here; with --ci or --hooks, "
+                        "the brain this folder is in)")
     p.add_argument("--name", help="the agent's name, written to pamd.toml")
     p.add_argument("--hooks", action="store_true", help="install pamd's git hooks into .git/hooks")
     p.add_argument("--ci", action="store_true",
@@ -30,7 +32,7 @@ def run(args) -> int:
     from pamd.edge.layout import init_brain
 
     where = target(args.dir, args.brain)
-    if (args.ci or args.hooks) and args.dir is None and args.brain is None:
+    if (args.ci or args.hooks) and args.dir is None and args.brain is None and not os.environ.get("PAMD_BRAIN"):
         where = brain_above(Path.cwd()) or where  # run in a brain's subfolder: that brain, as git would
     if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
         # an existing brain (about to be pushed to GitHub): add the CI files it lacks, or the hooks
@@ -66,7 +68,7 @@ def run(args) -> int:
 
 
 def target(folder: str | None, brain: str | None) -> Path:
-    """DIR, or --brain DIR (the same thing said the way other commands say it), else here.
+    """DIR, or --brain DIR (the same thing said the way other commands say it), else $PAMD_BRAIN, else here.
 
     An empty name is refused: Path("") is the current folder, which nobody asked for."""
     for given, what in ((folder, "DIR"), (brain, "--brain")):
@@ -75,7 +77,9 @@ def target(folder: str | None, brain: str | None) -> Path:
     if folder is not None and brain is not None and \
             Path(folder).expanduser().resolve() != Path(brain).expanduser().resolve():
         raise PamdError(f"two folders for the brain: {folder} and --brain {brain}", "give one of them")
-    return Path(folder or brain or ".")
+    # PAMD_BRAIN as for every command: exported for the agent's brain, it must not let a bare
+    # `pamd init` make a brain (and a git repository) of whatever folder one stands in.
+    return Path(folder or brain or os.environ.get("PAMD_BRAIN") or ".")
 
 
 def brain_above(here: Path) -> Path | None:

@@ -62,7 +62,7 @@ class CommandParser(argparse.ArgumentParser):
             self._plain = False
 
 
-BRAIN_HELP = "the brain to use (default: the one containing the cwd, or $PAMD_BRAIN)"
+BRAIN_HELP = "the brain to use (default: $PAMD_BRAIN, else the one containing the cwd)"
 
 
 def _global_options(p: argparse.ArgumentParser, default, brain_help: str | None = BRAIN_HELP) -> None:
@@ -100,13 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _parser=p)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, with its usage, not pamd's
+        cmd = getattr(args, "_parser", parser)
+        cmd.error(f"unrecognized arguments: {' '.join(extra)} (`{cmd.prog} --help` lists its options)")
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -37,7 +37,9 @@ SCAN_SUFFIXES = (".md", ".txt", ".toml", ".json", ".jsonl", ".yaml", ".yml")
 def _brain(path: str | None = None):
     from pamd.edge.brain import Brain
 
-    return Brain.find(path)
+    # git runs a hook in the repository it is committing to: a PAMD_BRAIN a person exported for
+    # their pamd commands (another brain) must not have it check, or index, that one instead.
+    return Brain.find(path, env=False)
 
 
 def brain_rels(brain, filenames: Sequence[str]) -> list[str]:

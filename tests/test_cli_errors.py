@@ -254,3 +254,25 @@ def test_fsck_of_a_read_only_brain_still_checks(brain, monkeypatch):
     monkeypatch.setattr(lock.Lock, "__enter__", read_only)
     code, out, err = brain("fsck", "--skip", "index")
     assert code == 0 and "brain ok" in out, err
+
+
+@pytest.mark.parametrize("args, command", [
+    (("recall", "--kk", "5", "ship"), "recall"),
+    (("status", "--jsn"), "status"),
+    (("boot", "extra"), "boot"),
+])
+def test_an_unknown_option_is_said_by_its_command_with_its_usage(brain, args, command):
+    # argparse left unknown words to pamd's top parser, which showed pamd's usage, not the command's
+    r = brain.proc(*args)
+    err = r.stderr.decode()
+    assert r.returncode == 2
+    assert err.startswith(f"usage: pamd {command} ")
+    said = f"pamd {command}: error: unrecognized arguments: {args[1]} (`pamd {command} --help` lists its options)"
+    assert said in err
+
+
+@pytest.mark.parametrize("command", ["expand", "touch"])
+def test_a_line_outside_any_entry_says_which_lines_name_one(brain, command):
+    code, _, err = brain(command, "MEMORY.md:1")
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith("pamd: error: no entry at MEMORY.md:1 (name a line of an entry: its ### header")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 
 def _pamd(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -36,3 +39,31 @@ def test_demo_builds_a_brain_that_recalls_with_file_and_lines(tmp_path):
     again = _pamd("demo", "brain", cwd=tmp_path)
     assert again.returncode != 0 and "already exists" in again.stderr
     assert len(again.stderr.strip().splitlines()) <= 2
+
+
+def test_demo_without_a_folder_works_inside_a_git_clone(tmp_path):
+    # The README runs `pamd install … && pamd demo` in a clone of pamd: a git repository, where
+    # ./pamd-demo-brain cannot be a brain of its own. The demo then builds it in a temporary folder.
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    r = _pamd("demo", cwd=clone)
+    assert r.returncode == 0, r.stderr
+    assert not (clone / "pamd-demo-brain").exists()
+    where = re.search(r"^The demo brain is in (\S+)\.", r.stdout, re.M).group(1)
+    assert tmp_path.resolve() not in Path(where).resolve().parents
+    assert subprocess.run(["git", "log", "--format=%s"], cwd=where, capture_output=True, text=True,
+                          check=True).stdout.count("pamd defrag") == 2
+    shutil.rmtree(where)
+
+
+def test_a_demo_that_stops_at_init_leaves_no_sample_in_the_temp_folder(tmp_path):
+    # the sample week was copied to a temp folder before init, and init failing left it there
+    repo, tmp = tmp_path / "repo", tmp_path / "tmp"
+    repo.mkdir()
+    tmp.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    r = subprocess.run([sys.executable, "-m", "pamd", "demo", "inside"], cwd=repo, capture_output=True,
+                       text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
+    assert r.returncode == 1 and "inside the git repository" in r.stderr
+    assert list(tmp.iterdir()) == []

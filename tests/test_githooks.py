@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, git
+from conftest import REPO, git, head_count
 
 from pamd.edge.githooks import HOOKS
 
@@ -60,6 +60,32 @@ def test_init_hooks_installs_executable_hooks_and_is_idempotent(tmp_path, capsys
     r = hook(tmp_path / "b", "install")
     assert r.returncode == 0 and r.stdout == ""  # all current: nothing rewritten
 
+
+
+def test_init_hooks_in_an_existing_brain_installs_them(brain):
+    # `pamd init --hooks` (its --help example, no DIR) in a brain refused: "already a pamd brain"
+    root = brain.cwd
+    n = head_count(root)
+    code, out, err = brain("init", "--hooks")
+    assert code == 0, err
+    assert out.splitlines() == [f"installed hook {name}" for name in HOOKS]
+    assert all(os.access(root / ".git" / "hooks" / name, os.X_OK) for name in HOOKS)
+    assert head_count(root) == n and git(root, "status", "--porcelain") == ""  # hooks are not tracked
+    code, out, _ = brain("init", "--hooks")
+    assert code == 0 and out == "pamd's git hooks are installed and current\n"
+    code, _, err = brain("init")
+    assert code == 1 and "`--hooks` the git hooks" in err
+
+
+def test_init_hooks_and_ci_in_a_brains_subfolder_mean_that_brain(brain):
+    # from protocols/ they refused: ". is inside the git repository … pick a folder outside it"
+    root = brain.cwd
+    brain.cwd = root / "protocols"
+    code, out, err = brain("init", "--hooks", "--ci")
+    assert code == 0, err
+    assert (root / ".git" / "hooks" / "pre-commit").is_file() and (root / ".pre-commit-config.yaml").is_file()
+    assert not (root / "protocols" / ".git").exists() and not (root / "protocols" / "pamd.toml").exists()
+    assert git(root, "log", "-1", "--format=%(trailers:key=Pamd-Run,valueonly)").strip() == "init-ci"
 
 def test_install_refuses_to_clobber_a_foreign_hook_and_writes_nothing(brain):
     root = brain.cwd
@@ -113,6 +139,20 @@ def test_plain_pre_commit_hook_blocks_a_broken_file_with_path_line(hooked):
     assert f"{rel}:{meta + 1}: importance must be within 0..1" in r.stdout + r.stderr
     assert git(root, "log", "-1", "--format=%s").startswith("pamd remember")
 
+
+
+def test_hooks_check_the_brain_git_commits_to_not_pamd_brain(hooked, tmp_path):
+    # With PAMD_BRAIN exported (README: it picks the brain for pamd's commands), the hooks of
+    # another brain checked the PAMD_BRAIN one, and a broken file was committed unchecked.
+    root = hooked.cwd
+    other = tmp_path / "other"
+    assert hooked("init", str(other))[0] == 0
+    (root / "DNA.md").write_text("---\nreflexes: [a, b\n---\n# DNA\n")
+    git(root, "add", "DNA.md")
+    r = subprocess.run(["git", "commit", "-m", "hand edit"], cwd=root, capture_output=True, text=True,
+                       env=with_path({"PAMD_BRAIN": str(other)}))
+    assert r.returncode != 0 and "DNA.md:2: broken frontmatter" in r.stdout + r.stderr
+    assert hook(root, "check", "DNA.md", env={"PAMD_BRAIN": str(other)}).returncode == 1
 
 CONFLICT = "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> side\n"
 

@@ -389,3 +389,13 @@ def test_a_real_claude_code_session_keeps_each_tool_result_after_its_call(brain)
     assert brain("ingest", str(path))[0] == 0
     said = [message_id(m) for m in sorted(msgs, key=lambda m: m.ts)]
     assert [e.id for e in entries(brain.cwd)] == said
+
+
+def test_remember_takes_its_text_unquoted_as_one_entry(brain):
+    # `pamd remember we ship on Friday` was refused: "unrecognized arguments: ship on Friday"
+    code, out, err = brain("remember", "We", "decided", "to", "ship", "--role", "assistant", "on", "Friday")
+    assert code == 0, err
+    (l0,) = (brain.cwd / "memory" / "L0").glob("*.md")
+    assert "> We decided to ship on Friday\n" in l0.read_text() and "· assistant" in l0.read_text()
+    code, out, _ = brain("remember", "We decided to ship on Friday", "--role", "assistant")
+    assert code == 0 and out.startswith("already remembered as ")

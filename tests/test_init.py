@@ -243,3 +243,31 @@ def test_two_clones_ingesting_the_same_month_merge_without_a_ledger_conflict(tmp
     assert brain("ingest", day(tmp_path / "later.jsonl", 25, "later"))[0] == 0
     ids = ledger.read_text().split()
     assert ids == sorted(set(ids)) and len(ids) == 15
+
+
+def test_every_package_of_pamd_is_in_the_wheel():
+    # pamd.fidelity was missing from pyproject's list: a `pip install '.[search]'` (not -e) had no
+    # `pamd probe`, `pamd eval` or pamd-probe hook ("internal error: No module named 'pamd.fidelity'")
+    import tomllib
+
+    from conftest import REPO
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "pamd").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
+
+
+def test_init_without_a_folder_takes_pamd_brain_as_every_command_does(brain, monkeypatch, tmp_path):
+    # With PAMD_BRAIN exported, a bare `pamd init` made a brain (and a git repository) of the cwd
+    root = brain.cwd
+    here = tmp_path / "here"
+    here.mkdir()
+    brain.cwd = here
+    monkeypatch.setenv("PAMD_BRAIN", str(root))
+    code, _, err = brain("init")
+    assert code == 1 and f"{root} is already a pamd brain" in err
+    assert list(here.iterdir()) == []
+    monkeypatch.setenv("PAMD_BRAIN", str(tmp_path / "new"))
+    code, out, err = brain("init")
+    assert code == 0, err
+    assert (tmp_path / "new" / "pamd.toml").is_file() and list(here.iterdir()) == []

@@ -384,3 +384,24 @@ def test_a_calls_gist_shows_no_secret_that_redaction_would_catch():
         text = summarize(tier, es, target)
         assert key not in text and key[:8] not in text, text
     assert "[REDACTED:api-key]" in summarize("L1", es, 200)
+
+
+def test_the_docs_tables_of_summarizer_keys_give_the_templates_defaults():
+    # docs/summarizers.md said gemini's thinking_budget was "unset"; the template (the defaults) has 0
+    from conftest import REPO
+
+    from pamd.core.config import defaults
+
+    want = defaults()["summarizer"]
+    rows = re.findall(r"^\| `([a-z_]+)` \| ([^|]+) \|", (REPO / "docs/summarizers.md").read_text(), re.M)
+    checked = 0
+    for key, doc in rows:
+        doc = doc.strip().strip("`").strip('"')
+        if key not in want or doc.startswith("(") or " when " in doc:
+            continue
+        if doc == "unset":
+            assert want[key] == "", key
+        else:
+            assert doc in (str(want[key]), str(want[key]).lower()), (key, doc, want[key])
+        checked += 1
+    assert checked >= 8

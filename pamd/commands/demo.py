@@ -15,7 +15,9 @@ QUERIES = ["what did we decide about memory use of the export", "дедлайн 
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", nargs="?", default="pamd-demo-brain", help="where to create the demo brain")
+    p.add_argument("dir", nargs="?", default=None,
+                   help="where to create the demo brain (default: ./pamd-demo-brain, or a new temporary "
+                        "folder if the current folder is inside a git repository or already has one)")
 
 
 def run(args) -> int:
@@ -25,13 +27,19 @@ def run(args) -> int:
     from pathlib import Path
 
     from pamd.cli import main
+    from pamd.edge.git import Repo
     from pamd.errors import PamdError
 
-    target = Path(args.dir)
+    if args.dir is not None:
+        target = Path(args.dir)
+    else:
+        target = Path("pamd-demo-brain")
+        # The README runs `pamd demo` in a clone of pamd, and a brain cannot live inside another
+        # repository; nor should a second run fail on the first one's brain.
+        if target.exists() or Repo.toplevel(Path.cwd()) is not None:
+            target = Path(tempfile.mkdtemp(prefix="pamd-demo-brain-"))
     if target.exists() and any(target.iterdir()):
         raise PamdError(f"{target} already exists and is not empty", "remove it or pass another folder")
-    sample = Path(tempfile.mkdtemp(prefix="pamd-demo-")) / "sample-week.jsonl"
-    sample.write_bytes(resources.files("pamd.data").joinpath("sample-week.jsonl").read_bytes())
 
     def step(title: str, *argv: str, now: str | None = None) -> int:
         print(f"\n$ pamd {' '.join(argv)}" + (f"      # {title}" if title else ""), flush=True)
@@ -46,6 +54,9 @@ def run(args) -> int:
     print("pamd demo: an agent's week of work becomes a git repository of memory.")
     if step("a brain is a git repo", "init", str(target)) != 0:
         return 1
+    # made only now, so a demo that stops at init leaves nothing behind in the temp folder
+    sample = Path(tempfile.mkdtemp(prefix="pamd-demo-")) / "sample-week.jsonl"
+    sample.write_bytes(resources.files("pamd.data").joinpath("sample-week.jsonl").read_bytes())
     step("Monday to Friday, raw messages in L0", "ingest", str(sample), now="2026-11-27T12:00:00Z")
     step("", "status", now="2026-11-27T12:00:00Z")
     for mode, now in CLOCK:

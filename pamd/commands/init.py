@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pamd.errors import PamdError
@@ -10,13 +11,16 @@ HELP = "create a brain: a git repository with pamd's layout, config and protocol
 EXAMPLE = """
 pamd init ~/brains/agent
 pamd init --hooks   # also install pamd's plain git hooks into .git/hooks
+                    # (in an existing brain: only that, as `pamd-hook install` does)
 pamd init --ci      # also a nightly-defrag GitHub workflow and a .pre-commit-config.yaml
                     # (in an existing brain: adds only those of the two it lacks, one commit)
 """
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", nargs="?", help="folder for the brain (default: here)")
+    p.add_argument("dir", nargs="?",
+                   help="folder for the brain (default: $PAMD_BRAIN, else here; with --ci or --hooks, "
+                        "the brain this folder is in)")
     p.add_argument("--name", help="the agent's name, written to pamd.toml")
     p.add_argument("--hooks", action="store_true", help="install pamd's git hooks into .git/hooks")
     p.add_argument("--ci", action="store_true",
@@ -28,19 +32,23 @@ def run(args) -> int:
     from pamd.edge.layout import init_brain
 
     where = target(args.dir, args.brain)
-    if args.ci and (where.expanduser() / CONFIG).is_file():
-        # an existing brain (about to be pushed to GitHub): add the CI files it lacks
+    if (args.ci or args.hooks) and args.dir is None and args.brain is None and not os.environ.get("PAMD_BRAIN"):
+        where = brain_above(Path.cwd()) or where  # run in a brain's subfolder: that brain, as git would
+    if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
+        # an existing brain (about to be pushed to GitHub): add the CI files it lacks, or the hooks
         from pamd.edge.brain import Brain
-        from pamd.edge.layout import add_ci
 
         if args.name is not None:
             raise PamdError(f"{where} is already a pamd brain; --name only names a new one",
                             "edit [brain] name in pamd.toml, or leave --name out")
         brain = Brain(where.expanduser().resolve())
-        added, kept, sha = add_ci(brain)
-        for rel in kept:
-            print(f"kept {rel} as it is (an existing file is never overwritten)")
-        print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
+        if args.ci:
+            from pamd.edge.layout import add_ci
+
+            added, kept, sha = add_ci(brain)
+            for rel in kept:
+                print(f"kept {rel} as it is (an existing file is never overwritten)")
+            print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
     else:
         brain, sha = init_brain(where, args.name, ci=args.ci)
         print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
@@ -51,13 +59,16 @@ def run(args) -> int:
     if args.hooks:
         from pamd.edge.githooks import install_hooks
 
-        for name in install_hooks(brain):
+        written = install_hooks(brain)
+        for name in written:
             print(f"installed hook {name}")
+        if not written:
+            print("pamd's git hooks are installed and current")
     return 0
 
 
 def target(folder: str | None, brain: str | None) -> Path:
-    """DIR, or --brain DIR (the same thing said the way other commands say it), else here.
+    """DIR, or --brain DIR (the same thing said the way other commands say it), else $PAMD_BRAIN, else here.
 
     An empty name is refused: Path("") is the current folder, which nobody asked for."""
     for given, what in ((folder, "DIR"), (brain, "--brain")):
@@ -66,4 +77,14 @@ def target(folder: str | None, brain: str | None) -> Path:
     if folder is not None and brain is not None and \
             Path(folder).expanduser().resolve() != Path(brain).expanduser().resolve():
         raise PamdError(f"two folders for the brain: {folder} and --brain {brain}", "give one of them")
-    return Path(folder or brain or ".")
+    # PAMD_BRAIN as for every command: exported for the agent's brain, it must not let a bare
+    # `pamd init` make a brain (and a git repository) of whatever folder one stands in.
+    return Path(folder or brain or os.environ.get("PAMD_BRAIN") or ".")
+
+
+def brain_above(here: Path) -> Path | None:
+    """The brain whose folder holds `here`, if any."""
+    from pamd.edge.brain import CONFIG
+
+    here = here.resolve()
+    return next((d for d in (here, *here.parents) if (d / CONFIG).is_file() and (d / ".git").exists()), None)

@@ -5,7 +5,7 @@ EXAMPLE = 'pamd remember "We decided to ship v2 on Friday"\npamd remember --role
 
 
 def add_arguments(p) -> None:
-    p.add_argument("text", help="what to remember")
+    p.add_argument("text", nargs="+", help="what to remember (quoted, or its words, joined by a space)")
     p.add_argument("--role", default="user", help="who said it (default: user)")
     p.add_argument("--session", default="remember", help="session name (default: remember)")
     p.add_argument("--type", choices=["decision", "user_intent", "context", "tool_result", "ephemeral"],
@@ -20,7 +20,7 @@ def run(args) -> int:
     from pamd.encode.sources import Message, normalize_text
     from pamd.errors import PamdError
 
-    text = normalize_text(args.text)
+    text = normalize_text(" ".join(args.text))  # `pamd remember ship on friday`, unquoted: one entry
     if not text:
         raise PamdError("nothing to remember: the text is empty")
     if args.importance is not None and not 0 <= args.importance <= 1:

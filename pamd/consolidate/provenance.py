@@ -360,7 +360,9 @@ def resolve_ref(brain: Brain, ref: str, verb: str = "expand") -> str:
         for e in doc.entries:
             if e.line_start <= int(line) <= e.line_end:
                 return e.id
-        raise PamdError(f"no entry at {rel}:{line}")
+        raise PamdError(f"no entry at {rel}:{line}",
+                        "name a line of an entry: its ### header, metadata line or > text; "
+                        "`pamd recall` prints them as path:start-end")
     if not (ref.startswith(("e-", "s-")) and len(ref) == 14):
         raise PamdError(f"bad reference {ref!r}", "use an entry id like s-1a2b3c4d5e6f or PATH:LINE")
     return ref

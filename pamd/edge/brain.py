@@ -75,9 +75,10 @@ class Brain:
 
     # ------------------------------------------------------------ finding
     @classmethod
-    def find(cls, brain: str | None = None, cwd: Path | None = None) -> Brain:
-        """The brain named by --brain/PAMD_BRAIN, else the one containing the cwd (like git)."""
-        named = brain or os.environ.get("PAMD_BRAIN")
+    def find(cls, brain: str | None = None, cwd: Path | None = None, env: bool = True) -> Brain:
+        """The brain named by --brain/PAMD_BRAIN (env=False: --brain only), else the one containing
+        the cwd (like git)."""
+        named = brain or (os.environ.get("PAMD_BRAIN") if env else None)
         if named:
             path = Path(named).expanduser()
             if not path.is_dir():

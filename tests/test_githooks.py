@@ -365,6 +365,23 @@ def test_init_ci_lays_down_the_workflow_and_pre_commit_config(tmp_path, capsys):
     }
 
 
+def test_the_init_ci_config_selects_the_same_files_as_pamds_hook_manifest():
+    """The `repo: local` hooks `pamd init --ci` lays down are the manifest's, run by the
+    installed pamd: a hook that reads other files there lets through what the manifest's
+    blocks (the template's secret scan skipped notes.MD, a key committed)."""
+    from pamd.edge.layout import ci_files
+
+    manifest = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    cfg = yaml.safe_load(ci_files()[".pre-commit-config.yaml"])
+    keys = ("entry", "files", "exclude", "types", "pass_filenames", "always_run", "require_serial")
+    for h in (h for r in cfg["repos"] for h in r["hooks"]):
+        for key in keys:
+            assert h.get(key) == manifest[h["id"]].get(key), (h["id"], key)
+        assert h.get("stages", cfg["default_stages"]) == manifest[h["id"]]["stages"], h["id"]
+    secrets = next(h for r in cfg["repos"] for h in r["hooks"] if h["id"] == "pamd-secrets")
+    assert re.search(secrets["files"], "notes.MD")
+
+
 def test_init_ci_on_an_existing_brain_adds_only_the_missing_ci_files_in_one_commit(brain):
     root = brain.cwd
     assert brain("remember", "We decided to keep invoices for seven years.")[0] == 0

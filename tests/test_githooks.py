@@ -61,6 +61,33 @@ def test_init_hooks_installs_executable_hooks_and_is_idempotent(tmp_path, capsys
     assert r.returncode == 0 and r.stdout == ""  # all current: nothing rewritten
 
 
+def test_init_hooks_in_a_clone_of_a_brain_installs_its_hooks(brain, tmp_path, capsys):
+    """git does not clone .git/hooks: a teammate's clone needs them installed, and
+    `pamd init --hooks` there refused ("already a pamd brain") instead of doing it."""
+    from conftest import Pamd
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(brain.cwd), str(clone))
+    p = Pamd(clone, capsys)
+    head = git(clone, "rev-parse", "HEAD")
+    code, out, err = p("init", "--hooks")
+    assert code == 0, err
+    for name in HOOKS:
+        assert f"installed hook {name}" in out
+        assert os.access(clone / ".git" / "hooks" / name, os.X_OK)
+    assert git(clone, "rev-parse", "HEAD") == head and git(clone, "status", "--porcelain") == ""
+    code, out, err = p("init", "--hooks")
+    assert code == 0 and "already installed" in out
+    # with --ci too: the CI files it lacks in one commit, then the hooks; with both
+    # there, the hooks alone (nothing to add is no error when there is something to do)
+    code, out, err = p("init", "--ci", "--hooks")
+    assert code == 0 and "added .github/workflows/pamd-nightly.yml" in out
+    code, out, err = p("init", "--ci", "--hooks")
+    assert code == 0 and "nothing to add" in out and "already installed" in out
+    code, out, err = p("init")
+    assert code == 1 and "`pamd init --hooks` installs its git hooks" in err
+
+
 def test_install_refuses_to_clobber_a_foreign_hook_and_writes_nothing(brain):
     root = brain.cwd
     hooks = root / ".git" / "hooks"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pamd.errors import PamdError
@@ -10,6 +11,7 @@ HELP = "create a brain: a git repository with pamd's layout, config and protocol
 EXAMPLE = """
 pamd init ~/brains/agent
 pamd init --hooks   # also install pamd's plain git hooks into .git/hooks
+                    # (in an existing brain, such as a fresh clone of one: only the hooks)
 pamd init --ci      # also a nightly-defrag GitHub workflow and a .pre-commit-config.yaml
                     # (in an existing brain: adds only those of the two it lacks, one commit)
 """
@@ -28,19 +30,24 @@ def run(args) -> int:
     from pamd.edge.layout import init_brain
 
     where = target(args.dir, args.brain)
-    if args.ci and (where.expanduser() / CONFIG).is_file():
-        # an existing brain (about to be pushed to GitHub): add the CI files it lacks
+    if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
+        # an existing brain (about to be pushed to GitHub, or a fresh clone: git does not
+        # clone .git/hooks): add the CI files it lacks, install the hooks
         from pamd.edge.brain import Brain
-        from pamd.edge.layout import add_ci
+        from pamd.edge.layout import add_ci, ci_files
 
         if args.name is not None:
             raise PamdError(f"{where} is already a pamd brain; --name only names a new one",
                             "edit [brain] name in pamd.toml, or leave --name out")
         brain = Brain(where.expanduser().resolve())
-        added, kept, sha = add_ci(brain)
-        for rel in kept:
-            print(f"kept {rel} as it is (an existing file is never overwritten)")
-        print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
+        have = [rel for rel in ci_files() if os.path.lexists(brain.root / rel)]
+        if args.ci and args.hooks and len(have) == len(ci_files()):
+            print(f"kept {' and '.join(sorted(have))} as they are (nothing to add)")
+        elif args.ci:
+            added, kept, sha = add_ci(brain)
+            for rel in kept:
+                print(f"kept {rel} as it is (an existing file is never overwritten)")
+            print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
     else:
         brain, sha = init_brain(where, args.name, ci=args.ci)
         print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
@@ -51,8 +58,11 @@ def run(args) -> int:
     if args.hooks:
         from pamd.edge.githooks import install_hooks
 
-        for name in install_hooks(brain):
+        names = install_hooks(brain)
+        for name in names:
             print(f"installed hook {name}")
+        if not names:
+            print(f"pamd's git hooks are already installed in {brain.root}")
     return 0
 
 

@@ -116,6 +116,31 @@ def test_two_brains_share_through_synapse(alice, bob):
     assert code == 0 and "already up to date" in out and head_count(root) == n + 2
 
 
+def test_publish_from_a_second_clone_builds_on_the_branch_another_clone_pushed(alice, tmp_path, capsys):
+    """One brain on a laptop and a CI runner: the runner published and pushed first. The
+    laptop's publish made a root commit beside it, and the `git push` pamd told it to run
+    was refused as not a fast-forward."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(alice.cwd), str(origin))
+    runner, laptop = (Pamd(tmp_path / n, capsys) for n in ("runner", "laptop"))
+    for p in (runner, laptop):
+        git(tmp_path, "clone", "-q", str(origin), str(p.cwd))
+    assert runner("synapse", "publish")[0] == 0
+    git(runner.cwd, "push", "-q", "origin", "pamd/publish")
+    git(laptop.cwd, "fetch", "-q", "origin")
+    first = git(laptop.cwd, "rev-parse", "origin/pamd/publish").strip()
+    code, out, _ = laptop("synapse", "publish")  # the same shared files: nothing new
+    assert code == 0 and "already holds" in out
+    assert git(laptop.cwd, "rev-parse", "pamd/publish").strip() == first
+    mem = laptop.cwd / "MEMORY.md"
+    mem.write_text(mem.read_text() + "\n" + entry("s-aaaaaaaaaaa3", "Deploys freeze on Fridays."))
+    git(laptop.cwd, "commit", "-q", "-am", "a new fact")
+    code, out, _ = laptop("synapse", "publish")
+    assert code == 0 and "published" in out
+    assert git(laptop.cwd, "rev-parse", "pamd/publish^").strip() == first
+    git(laptop.cwd, "push", "-q", "origin", "pamd/publish")  # a fast-forward: accepted
+
+
 def test_pull_prefers_the_published_branch(alice, bob):
     assert alice("synapse", "publish")[0] == 0
     publish_sha = git(alice.cwd, "rev-parse", "pamd/publish").strip()

@@ -534,7 +534,8 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
         )
     listing = brain.repo.run("ls-tree", "-r", "-z", head, "--", *paths).split("\0") if paths else []
     name, email = brain.author()
-    prev = brain.repo.rev_parse(f"refs/heads/{branch}")
+    mine = brain.repo.rev_parse(f"refs/heads/{branch}")
+    prev = published_tip(brain, branch, mine)
     tmp = Path(tempfile.mkdtemp(prefix="pamd-publish-"))
     try:
         marker = tmp / MARKER
@@ -560,6 +561,8 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
             brain.repo.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{MARKER}")
             tree = brain.repo.run("write-tree")
             if prev and _tree_without_marker(brain, prev) == _tree_without_marker(brain, tree):
+                if prev != mine:  # another clone published it: take its commit as ours
+                    brain.repo.run("update-ref", f"refs/heads/{branch}", prev, *([mine] if mine else []))
                 return None, branch, paths
             parents = ["-p", prev] if prev else []
             msg = (
@@ -567,10 +570,31 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
                 f"Pamd-Run: synapse-publish\nPamd-Source-Commit: {head}\n"
             )
             sha = brain.repo.run("commit-tree", tree, *parents, "-m", msg)
-            brain.repo.run("update-ref", f"refs/heads/{branch}", sha, *([prev] if prev else []))
+            brain.repo.run("update-ref", f"refs/heads/{branch}", sha, *([mine] if mine else []))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return sha, branch, paths
+
+
+def published_tip(brain: Brain, branch: str, mine: str | None) -> str | None:
+    """The publish commit to build on: the local branch, or the same branch fetched from a
+    remote when it holds the local one. Another clone of this brain (a CI runner, a second
+    machine) that published and pushed first made it there; building beside it instead made
+    a commit that `git push` refused as not a fast-forward."""
+    tip = mine
+    for remote in brain.repo.run("remote").split():
+        theirs = brain.repo.rev_parse(f"refs/remotes/{remote}/{branch}")
+        if theirs and theirs != tip and (tip is None or _is_ancestor(brain, tip, theirs)):
+            tip = theirs
+    return tip
+
+
+def _is_ancestor(brain: Brain, old: str, new: str) -> bool:
+    try:
+        brain.repo.run("merge-base", "--is-ancestor", old, new)
+    except PamdError:
+        return False
+    return True
 
 
 def _tree_without_marker(brain: Brain, rev: str) -> str:

@@ -422,6 +422,16 @@ def test_a_dotted_name_is_refused_and_the_next_add_still_works(bob, alice):
     assert bob("check")[0] == 0
 
 
+def test_add_with_a_ref_the_remote_lacks_says_nothing_was_added(alice, bob):
+    """The hint said "fix `ref` in [synapse.alice]", a table the refused add never wrote."""
+    before = head_count(bob.cwd)
+    code, out, err = bob("synapse", "add", "alice", str(alice.cwd), "--ref", "nosuch")
+    assert code == 1 and err.count("\n") == 1
+    assert "has no refs/heads/nosuch" in err and "nothing was added" in err and "--ref" in err
+    assert "[synapse.alice]" not in err and "[synapse.alice]" not in (bob.cwd / "pamd.toml").read_text()
+    assert head_count(bob.cwd) == before
+
+
 def test_add_help_names_the_characters_a_name_may_hold():
     """The help said `letters, digits, . _ -` while a dotted name is refused."""
     r = subprocess.run([sys.executable, "-m", "pamd", "synapse", "add", "--help"],

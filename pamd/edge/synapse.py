@@ -173,8 +173,10 @@ _QUIET = {
 
 
 # ---------------------------------------------------------------- fetching
-def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, str]:
-    """Fetch the remote into its bare cache; return (cache, commit sha, ref used)."""
+def fetch(brain: Brain, name: str, url: str, ref: str = "", ref_hint: str = "") -> tuple[Path, str, str]:
+    """Fetch the remote into its bare cache; return (cache, commit sha, ref used).
+
+    `ref_hint`: what to do about a `ref` the remote lacks (default: fix it in pamd.toml)."""
     cache = brain.state_dir / "synapse" / f"{name}.git"
     fresh = not cache.exists()
     try:
@@ -192,7 +194,7 @@ def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, 
                 if want not in refs:
                     raise PamdError(
                         f"synapse remote {name} has no {want}",
-                        "fix `ref` in [synapse." + name + "]",
+                        ref_hint or "fix `ref` in [synapse." + name + "]",
                     )
             elif f"refs/heads/{PUBLISH_BRANCH}" in refs:
                 want = f"refs/heads/{PUBLISH_BRANCH}"
@@ -342,7 +344,8 @@ def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, s
         raise PamdError(f"bad ref {ref!r}")
     with brain.transaction() as tx:
         was = (brain.state_dir / "synapse" / f"{name}.git").exists()
-        cache, sha, _ = fetch(brain, name, url, ref)
+        cache, sha, _ = fetch(brain, name, url, ref, ref_hint="nothing was added: give --ref a branch it has "
+                              "(`git ls-remote --heads URL` lists them), or leave --ref out")
         try:
             read_source(brain, name, cache, sha)  # refuses what is not a brain
         except PamdError:

@@ -428,7 +428,7 @@ def test_add_with_a_ref_the_remote_lacks_says_nothing_was_added(alice, bob):
     code, out, err = bob("synapse", "add", "alice", str(alice.cwd), "--ref", "nosuch")
     assert code == 1 and err.count("\n") == 1
     assert "has no refs/heads/nosuch" in err and "nothing was added" in err and "--ref" in err
-    assert "[synapse.alice]" not in err and "[synapse.alice]" not in (bob.cwd / "pamd.toml").read_text()
+    assert "[synapse.alice]" not in err and "\n[synapse.alice]" not in (bob.cwd / "pamd.toml").read_text()
     assert head_count(bob.cwd) == before
 
 

@@ -298,8 +298,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    brain = _brain(args.brain)
     hook = args.hook
+    try:
+        brain = _brain(args.brain)
+    except PamdError:
+        here = Path.cwd()
+        if hook == "index" and args.brain is None and (here / ".pamd").is_dir() and (here / ".git").exists():
+            # git runs hooks at the top of the work tree: a brain's own repository checked out
+            # at a branch that is no brain (pamd/publish holds only what it shares). Its
+            # "run `pamd init`" would commit a new brain onto that branch.
+            print("pamd: index not refreshed: this checkout has no pamd.toml (a branch such as "
+                  "pamd/publish is no brain); switch back to the brain's branch", file=sys.stderr)
+            return 0
+        raise
     if hook == "index":
         print(f"pamd: {index(brain)}", file=sys.stderr)
         return 0

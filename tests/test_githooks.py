@@ -322,6 +322,20 @@ def test_post_checkout_hook_never_fails_a_checkout(hooked):
     assert "skipped" in r.stderr
 
 
+def test_checking_out_the_publish_branch_does_not_tell_a_person_to_run_init(hooked):
+    """pamd/publish holds only what a brain shares (no pamd.toml): the post-checkout hook said
+    "no pamd brain here … or run `pamd init`", which would commit a new brain onto that branch."""
+    root = hooked.cwd
+    assert hooked("synapse", "publish")[0] == 0
+    (root / ".pamd").mkdir(exist_ok=True)  # a brain's own state, untracked
+    r = subprocess.run(["git", "checkout", "-q", "pamd/publish"], cwd=root, capture_output=True,
+                       text=True, env=with_path())
+    assert r.returncode == 0 and not (root / "pamd.toml").exists()
+    assert "pamd init" not in r.stderr and "pamd: error" not in r.stderr
+    assert "index not refreshed: this checkout has no pamd.toml" in r.stderr
+    assert hook(root, "index").returncode == 0
+
+
 def test_hooks_outside_a_brain_fail_with_one_line(tmp_path):
     git(tmp_path, "init", "-q")
     for args in (["check", "x.md"], ["budget"], ["index"], ["pre-commit"], ["install"]):

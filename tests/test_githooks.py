@@ -499,6 +499,20 @@ def test_workflow_template_parses_and_runs_real_pamd_commands():
     assert "--against" in calls[2]  # the base is probed too: only a fact newly lost fails the check
 
 
+def test_ci_templates_pin_this_version_with_the_search_extra():
+    """The workflow's PAMD_PIP_SPEC examples said `pamd==0.3.0` (no search extra: `pamd probe`
+    cannot run, and a brain with probes.jsonl failed every night) in pamd 0.4.0."""
+    from pamd import __version__
+
+    text = (REPO / "templates" / "ci" / "pamd-nightly.yml").read_text()
+    specs = [s for s in re.findall(r"[`'](pamd[^`' ]*(?: @ [^`']*)?)[`']", text) if s.startswith(("pamd[", "pamd="))]
+    assert specs and all(s.startswith("pamd[search]") for s in specs), specs
+    pinned = [s for s in specs if "0." in s]
+    assert pinned and all(s.endswith((f"=={__version__}", f"@v{__version__}")) for s in pinned), pinned
+    cfg = (REPO / "templates" / "ci" / "pre-commit-config.yaml").read_text()
+    assert f"rev: v{__version__}" in cfg
+
+
 def workflow_setup(brain, tmp_path, probes: str | None = None):
     """A brain with three days compacted, a bare `origin`, a stub `gh` and the env Actions gives.
 

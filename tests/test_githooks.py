@@ -336,6 +336,24 @@ def test_checking_out_the_publish_branch_does_not_tell_a_person_to_run_init(hook
     assert hook(root, "index").returncode == 0
 
 
+def test_defrag_branch_refused_by_a_post_checkout_hook_leaves_no_branch_behind(brain):
+    """git makes the branch and the worktree, then its post-checkout hook's failure fails
+    `worktree add`: defrag --branch left the branch (and the worktree's record), so the
+    retry said "branch … already exists"."""
+    root = brain.cwd
+    assert brain("remember", "We decided to keep invoices for seven years.")[0] == 0
+    hooks = root / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "post-checkout").write_text("#!/bin/sh\necho 'git-lfs not found' >&2\nexit 1\n")
+    (hooks / "post-checkout").chmod(0o755)
+    code, _, err = brain("defrag", "--branch", "pamd/d", now="2026-12-30T10:00:00Z")
+    assert code == 1 and err.startswith("pamd: error: ")
+    assert git(root, "branch", "--list", "pamd/d").strip() == ""
+    assert git(root, "worktree", "list").strip().count("\n") == 0
+    (hooks / "post-checkout").unlink()
+    assert brain("defrag", "--branch", "pamd/d", now="2026-12-30T10:00:00Z")[0] == 0
+
+
 def test_hooks_outside_a_brain_fail_with_one_line(tmp_path):
     git(tmp_path, "init", "-q")
     for args in (["check", "x.md"], ["budget"], ["index"], ["pre-commit"], ["install"]):

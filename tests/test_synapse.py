@@ -432,6 +432,28 @@ def test_add_with_a_ref_the_remote_lacks_says_nothing_was_added(alice, bob):
     assert head_count(bob.cwd) == before
 
 
+@pytest.mark.parametrize("table", ['uri = "../alice"', "url = 5", 'url = ""', 'url = "../alice"\nref = 7'])
+def test_a_synapse_table_written_by_hand_without_a_usable_url_is_named(bob, table):
+    """A [synapse.NAME] table with no string url was skipped without a word: pull said "no
+    synapse remotes (add one …)", and add then said it was "already registered"."""
+    root = bob.cwd
+    cfg = root / "pamd.toml"
+    lines = cfg.read_text().count("\n")
+    cfg.write_text(cfg.read_text() + "\n[synapse.alice]\n" + table + "\n")
+    git(root, "commit", "-qam", "person adds a synapse by hand")
+    key = "ref" if "ref" in table else "url"
+    for verb in (["pull"], ["list"], ["add", "alice", str(root.parent)]):
+        code, out, err = bob("synapse", *verb)
+        assert code == 1 and err.count("\n") == 1, (verb, err)
+        assert err.startswith("pamd: error: pamd.toml:") and f"[synapse.alice] needs {key}" in err
+        line = int(err.split(":")[3])
+        named = cfg.read_text().split("\n")[line - 1]
+        assert line > lines and named.startswith(key if f"{key} =" in table else "[synapse.alice]")
+    code, out, err = bob("synapse", "remove", "alice")  # the way out the hint names
+    assert code == 0, err
+    assert "[synapse.alice]" not in cfg.read_text().split("# url")[-1]
+
+
 def test_add_help_names_the_characters_a_name_may_hold():
     """The help said `letters, digits, . _ -` while a dotted name is refused."""
     r = subprocess.run([sys.executable, "-m", "pamd", "synapse", "add", "--help"],

@@ -133,12 +133,30 @@ def _secrets_in(brain: Brain, text: str) -> bool:
 
 
 def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
-    """Registered remotes: every `[synapse.NAME]` table with a `url`."""
+    """Registered remotes: every `[synapse.NAME]` table. One without a usable `url` (a table
+    written by hand: `uri = …`, `url = 5`, `url = ""`) or with a `ref` that is no string is
+    refused, naming its line: left out, pull said "no synapse remotes" and add "already
+    registered"."""
+    from pamd.edge.check import key_line
+
     out = {}
     tables = brain.config.get("synapse")
     for name, table in (tables.items() if isinstance(tables, dict) else ()):
-        if isinstance(table, dict) and isinstance(table.get("url"), str):
-            out[name] = table
+        if not isinstance(table, dict):
+            continue  # a setting of [synapse] itself (publish_branch)
+        url, ref = table.get("url"), table.get("ref", "")
+        bad = ("url", 'url = "…" (the git URL or path of the other brain)') \
+            if not isinstance(url, str) or not url.strip() else \
+            ("ref", 'ref = "BRANCH" (a string), or no ref') if not isinstance(ref, str) else None
+        if bad:
+            text = brain.read(CONFIG) or ""
+            line = key_line(text, f"synapse.{name}.{bad[0]}")
+            if line == 1:
+                line = next((n for n, ln in enumerate(text.split("\n"), 1)
+                             if ln.strip().replace(" ", "") == f"[synapse.{name}]"), 1)
+            raise PamdError(f"{CONFIG}:{line}: [synapse.{name}] needs {bad[1]}",
+                            f"fix it in {CONFIG}, or `pamd synapse remove {name}` takes the table out")
+        out[name] = table
     return out
 
 

@@ -263,9 +263,30 @@ def test_person_edit_under_synapse_is_flagged_but_pamd_commits_are_not(hooked):
         cwd=root,
         capture_output=True,
         text=True,
-        env=with_path({"GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"}),
+        env=with_path({"PAMD_COMMIT": "1"}),  # what pamd's own commits carry
     )
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_amending_a_pamd_commit_with_an_edit_under_synapse_is_flagged(hooked):
+    """git gives the pre-commit hook the amended commit's author: `git commit --amend` of a
+    pamd commit passed pamd's author to the hook, which took the person's edit of a pulled
+    file for pamd's own and let it into history."""
+    root = hooked.cwd
+    (root / "synapse" / "bob").mkdir(parents=True)
+    mem = root / "synapse" / "bob" / "MEMORY.md"
+    mem.write_text("---\nsource: x\ncommit: y\n---\nhello\n")
+    git(root, "add", "synapse")
+    pamd = {"PAMD_COMMIT": "1", "GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"}
+    r = subprocess.run(["git", "commit", "-qm", "pamd synapse pull: bob"], cwd=root,
+                       capture_output=True, text=True, env=with_path(pamd))
+    assert r.returncode == 0, r.stdout + r.stderr
+    mem.write_text(mem.read_text() + "my edit\n")
+    head = git(root, "rev-parse", "HEAD")
+    r = subprocess.run(["git", "commit", "-q", "--amend", "-a", "--no-edit"], cwd=root,
+                       capture_output=True, text=True, env=with_path())
+    assert r.returncode != 0 and "synapse/bob/MEMORY.md:1: synapse/ is read-only" in r.stdout + r.stderr
+    assert git(root, "rev-parse", "HEAD") == head
 
 
 def test_concluding_a_merge_that_brings_the_other_sides_synapse_pull_passes_the_plain_hook(hooked):
@@ -274,7 +295,7 @@ def test_concluding_a_merge_that_brings_the_other_sides_synapse_pull_passes_the_
     side's bytes, not a person's edit (the pre-commit framework checks only the conflicted
     files and let this through; the plain hook blocked it)."""
     root = hooked.cwd
-    pamd_env = with_path({"GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"})
+    pamd_env = with_path({"PAMD_COMMIT": "1"})
 
     def commit(msg, env=None):
         return subprocess.run(["git", "commit", "-q", *msg], cwd=root, capture_output=True,

@@ -58,14 +58,12 @@ def brain_rels(brain, filenames: Sequence[str]) -> list[str]:
 def pamd_is_committing(brain) -> bool:
     """True inside a commit that pamd itself is making (ingest, compact, synapse pull...).
 
-    pamd commits through `git commit` so hooks run; it passes its configured
-    author in the environment, which is how a hook tells its commits from a
-    person's. PAMD_COMMIT=1 is the explicit form for callers that set it.
+    pamd commits through `git commit` so hooks run, with PAMD_COMMIT=1 in the environment
+    (every release has set it). pamd's author in GIT_AUTHOR_NAME/EMAIL is no sign of it:
+    `git commit --amend` of a pamd commit gives the hook the amended commit's author, so a
+    person's edit under synapse/ went through as pamd's.
     """
-    if os.environ.get("PAMD_COMMIT") == "1":
-        return True
-    name, email = brain.author()
-    return (os.environ.get("GIT_AUTHOR_NAME"), os.environ.get("GIT_AUTHOR_EMAIL")) == (name, email)
+    return os.environ.get("PAMD_COMMIT") == "1"
 
 
 # ---------------------------------------------------------------- workers
@@ -300,8 +298,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    brain = _brain(args.brain)
     hook = args.hook
+    try:
+        brain = _brain(args.brain)
+    except PamdError:
+        here = Path.cwd()
+        if hook == "index" and args.brain is None and (here / ".pamd").is_dir() and (here / ".git").exists():
+            # git runs hooks at the top of the work tree: a brain's own repository checked out
+            # at a branch that is no brain (pamd/publish holds only what it shares). Its
+            # "run `pamd init`" would commit a new brain onto that branch.
+            print("pamd: index not refreshed: this checkout has no pamd.toml (a branch such as "
+                  "pamd/publish is no brain); switch back to the brain's branch", file=sys.stderr)
+            return 0
+        raise
     if hook == "index":
         print(f"pamd: {index(brain)}", file=sys.stderr)
         return 0

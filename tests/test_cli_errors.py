@@ -276,3 +276,16 @@ def test_a_line_outside_any_entry_says_which_lines_name_one(brain, command):
     code, _, err = brain(command, "MEMORY.md:1")
     assert code == 1 and err.count("\n") == 1
     assert err.startswith("pamd: error: no entry at MEMORY.md:1 (name a line of an entry: its ### header")
+
+def test_recall_without_the_search_stack_says_how_to_install_it(brain, monkeypatch):
+    """A base install (`pip install pamd`, or a PAMD_PIP_SPEC without [search] in the nightly
+    workflow) crashed in recall, index and probe with "pamd: internal error:
+    ModuleNotFoundError" and a crash log, exit 3."""
+    import sys
+
+    assert brain("remember", "We chose Postgres for billing.")[0] == 0
+    monkeypatch.setitem(sys.modules, "hnswlib", None)  # import hnswlib now raises ImportError
+    for argv in (["recall", "billing database"], ["index"]):
+        code, out, err = brain(*argv)
+        assert code == 1 and err.count("\n") == 1, (argv, err)
+        assert err.startswith("pamd: error: pamd's search stack is not installed") and "pamd[search]" in err

@@ -87,6 +87,33 @@ def test_init_hooks_and_ci_in_a_brains_subfolder_mean_that_brain(brain):
     assert not (root / "protocols" / ".git").exists() and not (root / "protocols" / "pamd.toml").exists()
     assert git(root, "log", "-1", "--format=%(trailers:key=Pamd-Run,valueonly)").strip() == "init-ci"
 
+def test_init_hooks_in_a_clone_of_a_brain_installs_its_hooks(brain, tmp_path, capsys):
+    """git does not clone .git/hooks: a teammate's clone needs them installed, and
+    `pamd init --hooks` there refused ("already a pamd brain") instead of doing it."""
+    from conftest import Pamd
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(brain.cwd), str(clone))
+    p = Pamd(clone, capsys)
+    head = git(clone, "rev-parse", "HEAD")
+    code, out, err = p("init", "--hooks")
+    assert code == 0, err
+    for name in HOOKS:
+        assert f"installed hook {name}" in out
+        assert os.access(clone / ".git" / "hooks" / name, os.X_OK)
+    assert git(clone, "rev-parse", "HEAD") == head and git(clone, "status", "--porcelain") == ""
+    code, out, err = p("init", "--hooks")
+    assert code == 0 and "already installed" in out
+    # with --ci too: the CI files it lacks in one commit, then the hooks; with both
+    # there, the hooks alone (nothing to add is no error when there is something to do)
+    code, out, err = p("init", "--ci", "--hooks")
+    assert code == 0 and "added .github/workflows/pamd-nightly.yml" in out
+    code, out, err = p("init", "--ci", "--hooks")
+    assert code == 0 and "nothing to add" in out and "already installed" in out
+    code, out, err = p("init")
+    assert code == 1 and "`pamd init --hooks` installs its git hooks" in err
+
+
 def test_install_refuses_to_clobber_a_foreign_hook_and_writes_nothing(brain):
     root = brain.cwd
     hooks = root / ".git" / "hooks"
@@ -276,9 +303,30 @@ def test_person_edit_under_synapse_is_flagged_but_pamd_commits_are_not(hooked):
         cwd=root,
         capture_output=True,
         text=True,
-        env=with_path({"GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"}),
+        env=with_path({"PAMD_COMMIT": "1"}),  # what pamd's own commits carry
     )
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_amending_a_pamd_commit_with_an_edit_under_synapse_is_flagged(hooked):
+    """git gives the pre-commit hook the amended commit's author: `git commit --amend` of a
+    pamd commit passed pamd's author to the hook, which took the person's edit of a pulled
+    file for pamd's own and let it into history."""
+    root = hooked.cwd
+    (root / "synapse" / "bob").mkdir(parents=True)
+    mem = root / "synapse" / "bob" / "MEMORY.md"
+    mem.write_text("---\nsource: x\ncommit: y\n---\nhello\n")
+    git(root, "add", "synapse")
+    pamd = {"PAMD_COMMIT": "1", "GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"}
+    r = subprocess.run(["git", "commit", "-qm", "pamd synapse pull: bob"], cwd=root,
+                       capture_output=True, text=True, env=with_path(pamd))
+    assert r.returncode == 0, r.stdout + r.stderr
+    mem.write_text(mem.read_text() + "my edit\n")
+    head = git(root, "rev-parse", "HEAD")
+    r = subprocess.run(["git", "commit", "-q", "--amend", "-a", "--no-edit"], cwd=root,
+                       capture_output=True, text=True, env=with_path())
+    assert r.returncode != 0 and "synapse/bob/MEMORY.md:1: synapse/ is read-only" in r.stdout + r.stderr
+    assert git(root, "rev-parse", "HEAD") == head
 
 
 def test_concluding_a_merge_that_brings_the_other_sides_synapse_pull_passes_the_plain_hook(hooked):
@@ -287,7 +335,7 @@ def test_concluding_a_merge_that_brings_the_other_sides_synapse_pull_passes_the_
     side's bytes, not a person's edit (the pre-commit framework checks only the conflicted
     files and let this through; the plain hook blocked it)."""
     root = hooked.cwd
-    pamd_env = with_path({"GIT_AUTHOR_NAME": "pamd", "GIT_AUTHOR_EMAIL": "pamd@localhost"})
+    pamd_env = with_path({"PAMD_COMMIT": "1"})
 
     def commit(msg, env=None):
         return subprocess.run(["git", "commit", "-q", *msg], cwd=root, capture_output=True,
@@ -333,6 +381,38 @@ def test_post_checkout_hook_never_fails_a_checkout(hooked):
         assert r.returncode == 0, r.stderr
         assert "pamd: index" in r.stderr
     assert "skipped" in r.stderr
+
+
+def test_checking_out_the_publish_branch_does_not_tell_a_person_to_run_init(hooked):
+    """pamd/publish holds only what a brain shares (no pamd.toml): the post-checkout hook said
+    "no pamd brain here … or run `pamd init`", which would commit a new brain onto that branch."""
+    root = hooked.cwd
+    assert hooked("synapse", "publish")[0] == 0
+    (root / ".pamd").mkdir(exist_ok=True)  # a brain's own state, untracked
+    r = subprocess.run(["git", "checkout", "-q", "pamd/publish"], cwd=root, capture_output=True,
+                       text=True, env=with_path())
+    assert r.returncode == 0 and not (root / "pamd.toml").exists()
+    assert "pamd init" not in r.stderr and "pamd: error" not in r.stderr
+    assert "index not refreshed: this checkout has no pamd.toml" in r.stderr
+    assert hook(root, "index").returncode == 0
+
+
+def test_defrag_branch_refused_by_a_post_checkout_hook_leaves_no_branch_behind(brain):
+    """git makes the branch and the worktree, then its post-checkout hook's failure fails
+    `worktree add`: defrag --branch left the branch (and the worktree's record), so the
+    retry said "branch … already exists"."""
+    root = brain.cwd
+    assert brain("remember", "We decided to keep invoices for seven years.")[0] == 0
+    hooks = root / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "post-checkout").write_text("#!/bin/sh\necho 'git-lfs not found' >&2\nexit 1\n")
+    (hooks / "post-checkout").chmod(0o755)
+    code, _, err = brain("defrag", "--branch", "pamd/d", now="2026-12-30T10:00:00Z")
+    assert code == 1 and err.startswith("pamd: error: ")
+    assert git(root, "branch", "--list", "pamd/d").strip() == ""
+    assert git(root, "worktree", "list").strip().count("\n") == 0
+    (hooks / "post-checkout").unlink()
+    assert brain("defrag", "--branch", "pamd/d", now="2026-12-30T10:00:00Z")[0] == 0
 
 
 def test_hooks_outside_a_brain_fail_with_one_line(tmp_path):
@@ -419,6 +499,23 @@ def test_init_ci_lays_down_the_workflow_and_pre_commit_config(tmp_path, capsys):
     }
 
 
+def test_the_init_ci_config_selects_the_same_files_as_pamds_hook_manifest():
+    """The `repo: local` hooks `pamd init --ci` lays down are the manifest's, run by the
+    installed pamd: a hook that reads other files there lets through what the manifest's
+    blocks (the template's secret scan skipped notes.MD, a key committed)."""
+    from pamd.edge.layout import ci_files
+
+    manifest = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    cfg = yaml.safe_load(ci_files()[".pre-commit-config.yaml"])
+    keys = ("entry", "files", "exclude", "types", "pass_filenames", "always_run", "require_serial")
+    for h in (h for r in cfg["repos"] for h in r["hooks"]):
+        for key in keys:
+            assert h.get(key) == manifest[h["id"]].get(key), (h["id"], key)
+        assert h.get("stages", cfg["default_stages"]) == manifest[h["id"]]["stages"], h["id"]
+    secrets = next(h for r in cfg["repos"] for h in r["hooks"] if h["id"] == "pamd-secrets")
+    assert re.search(secrets["files"], "notes.MD")
+
+
 def test_init_ci_on_an_existing_brain_adds_only_the_missing_ci_files_in_one_commit(brain):
     root = brain.cwd
     assert brain("remember", "We decided to keep invoices for seven years.")[0] == 0
@@ -493,6 +590,20 @@ def test_workflow_template_parses_and_runs_real_pamd_commands():
     assert steps[-1]["if"] == "steps.probe.outputs.status == 'lost' || steps.probe.outputs.status == 'error'"
     assert "exit 1" in steps[-1]["run"]
     assert "--against" in calls[2]  # the base is probed too: only a fact newly lost fails the check
+
+
+def test_ci_templates_pin_this_version_with_the_search_extra():
+    """The workflow's PAMD_PIP_SPEC examples said `pamd==0.3.0` (no search extra: `pamd probe`
+    cannot run, and a brain with probes.jsonl failed every night) in pamd 0.4.0."""
+    from pamd import __version__
+
+    text = (REPO / "templates" / "ci" / "pamd-nightly.yml").read_text()
+    specs = [s for s in re.findall(r"[`'](pamd[^`' ]*(?: @ [^`']*)?)[`']", text) if s.startswith(("pamd[", "pamd="))]
+    assert specs and all(s.startswith("pamd[search]") for s in specs), specs
+    pinned = [s for s in specs if "0." in s]
+    assert pinned and all(s.endswith((f"=={__version__}", f"@v{__version__}")) for s in pinned), pinned
+    cfg = (REPO / "templates" / "ci" / "pre-commit-config.yaml").read_text()
+    assert f"rev: v{__version__}" in cfg
 
 
 def workflow_setup(brain, tmp_path, probes: str | None = None):

@@ -249,6 +249,28 @@ def test_the_brain_template_config_runs_the_installed_pamd(lived, hook_repo):
     assert r.returncode == 1 and f"{rel}:{line}:" in r.stdout
 
 
+def test_pamd_run_by_its_full_path_commits_through_the_init_ci_config(brain, hook_repo):
+    """cron, a daemon or an agent's tool config runs pamd as /path/venv/bin/pamd, its venv not
+    on PATH: the `repo: local` hooks `pamd init --ci` lays down run `pamd-hook` from PATH, so
+    every pamd commit failed ("Executable `pamd-hook` not found") and defrag --branch too."""
+    _, _, home = hook_repo
+    root = brain.cwd
+    assert brain("init", "--ci")[0] == 0
+    assert precommit(root, home, "install").returncode == 0
+    bare = {**os.environ, "PRE_COMMIT_HOME": str(home), "PATH": os.pathsep.join(
+        d for d in os.environ["PATH"].split(os.pathsep) if d and Path(d).resolve() != BIN.resolve())}
+    assert shutil.which("pamd-hook", path=bare["PATH"]) is None
+    before = git(root, "rev-parse", "HEAD").strip()
+    r = subprocess.run([str(BIN / "pamd"), "--now", "2026-11-20T10:00:00Z", "remember", "We ship on Tuesdays."],
+                       cwd=root, capture_output=True, text=True, env=bare)
+    assert r.returncode == 0, r.stderr
+    assert git(root, "rev-parse", "HEAD^").strip() == before
+    r = subprocess.run([str(BIN / "pamd"), "--now", "2026-12-20T10:00:00Z", "defrag", "--branch", "pamd/d"],
+                       cwd=root, capture_output=True, text=True, env=bare)
+    assert r.returncode == 0, r.stderr
+    assert git(root, "worktree", "list").count("\n") == 1
+
+
 def test_hook_outside_a_brain_fails_with_one_clear_line(tmp_path, hook_repo):
     snap, sha, home = hook_repo
     git(tmp_path, "init", "-q")

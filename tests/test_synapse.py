@@ -116,6 +116,31 @@ def test_two_brains_share_through_synapse(alice, bob):
     assert code == 0 and "already up to date" in out and head_count(root) == n + 2
 
 
+def test_publish_from_a_second_clone_builds_on_the_branch_another_clone_pushed(alice, tmp_path, capsys):
+    """One brain on a laptop and a CI runner: the runner published and pushed first. The
+    laptop's publish made a root commit beside it, and the `git push` pamd told it to run
+    was refused as not a fast-forward."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(alice.cwd), str(origin))
+    runner, laptop = (Pamd(tmp_path / n, capsys) for n in ("runner", "laptop"))
+    for p in (runner, laptop):
+        git(tmp_path, "clone", "-q", str(origin), str(p.cwd))
+    assert runner("synapse", "publish")[0] == 0
+    git(runner.cwd, "push", "-q", "origin", "pamd/publish")
+    git(laptop.cwd, "fetch", "-q", "origin")
+    first = git(laptop.cwd, "rev-parse", "origin/pamd/publish").strip()
+    code, out, _ = laptop("synapse", "publish")  # the same shared files: nothing new
+    assert code == 0 and "already holds" in out
+    assert git(laptop.cwd, "rev-parse", "pamd/publish").strip() == first
+    mem = laptop.cwd / "MEMORY.md"
+    mem.write_text(mem.read_text() + "\n" + entry("s-aaaaaaaaaaa3", "Deploys freeze on Fridays."))
+    git(laptop.cwd, "commit", "-q", "-am", "a new fact")
+    code, out, _ = laptop("synapse", "publish")
+    assert code == 0 and "published" in out
+    assert git(laptop.cwd, "rev-parse", "pamd/publish^").strip() == first
+    git(laptop.cwd, "push", "-q", "origin", "pamd/publish")  # a fast-forward: accepted
+
+
 def test_pull_prefers_the_published_branch(alice, bob):
     assert alice("synapse", "publish")[0] == 0
     publish_sha = git(alice.cwd, "rev-parse", "pamd/publish").strip()
@@ -395,6 +420,38 @@ def test_a_dotted_name_is_refused_and_the_next_add_still_works(bob, alice):
     same()
     assert bob("synapse", "add", "alice", str(alice.cwd))[0] == 0
     assert bob("check")[0] == 0
+
+
+def test_add_with_a_ref_the_remote_lacks_says_nothing_was_added(alice, bob):
+    """The hint said "fix `ref` in [synapse.alice]", a table the refused add never wrote."""
+    before = head_count(bob.cwd)
+    code, out, err = bob("synapse", "add", "alice", str(alice.cwd), "--ref", "nosuch")
+    assert code == 1 and err.count("\n") == 1
+    assert "has no refs/heads/nosuch" in err and "nothing was added" in err and "--ref" in err
+    assert "[synapse.alice]" not in err and "\n[synapse.alice]" not in (bob.cwd / "pamd.toml").read_text()
+    assert head_count(bob.cwd) == before
+
+
+@pytest.mark.parametrize("table", ['uri = "../alice"', "url = 5", 'url = ""', 'url = "../alice"\nref = 7'])
+def test_a_synapse_table_written_by_hand_without_a_usable_url_is_named(bob, table):
+    """A [synapse.NAME] table with no string url was skipped without a word: pull said "no
+    synapse remotes (add one …)", and add then said it was "already registered"."""
+    root = bob.cwd
+    cfg = root / "pamd.toml"
+    lines = cfg.read_text().count("\n")
+    cfg.write_text(cfg.read_text() + "\n[synapse.alice]\n" + table + "\n")
+    git(root, "commit", "-qam", "person adds a synapse by hand")
+    key = "ref" if "ref" in table else "url"
+    for verb in (["pull"], ["list"], ["add", "alice", str(root.parent)]):
+        code, out, err = bob("synapse", *verb)
+        assert code == 1 and err.count("\n") == 1, (verb, err)
+        assert err.startswith("pamd: error: pamd.toml:") and f"[synapse.alice] needs {key}" in err
+        line = int(err.split(":")[3])
+        named = cfg.read_text().split("\n")[line - 1]
+        assert line > lines and named.startswith(key if f"{key} =" in table else "[synapse.alice]")
+    code, out, err = bob("synapse", "remove", "alice")  # the way out the hint names
+    assert code == 0, err
+    assert "[synapse.alice]" not in cfg.read_text().split("# url")[-1]
 
 
 def test_add_help_names_the_characters_a_name_may_hold():

@@ -35,16 +35,19 @@ def run(args) -> int:
     if (args.ci or args.hooks) and args.dir is None and args.brain is None and not os.environ.get("PAMD_BRAIN"):
         where = brain_above(Path.cwd()) or where  # run in a brain's subfolder: that brain, as git would
     if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
-        # an existing brain (about to be pushed to GitHub): add the CI files it lacks, or the hooks
+        # an existing brain (about to be pushed to GitHub, or a fresh clone: git does not
+        # clone .git/hooks): add the CI files it lacks, install the hooks
         from pamd.edge.brain import Brain
+        from pamd.edge.layout import add_ci, ci_files
 
         if args.name is not None:
             raise PamdError(f"{where} is already a pamd brain; --name only names a new one",
                             "edit [brain] name in pamd.toml, or leave --name out")
         brain = Brain(where.expanduser().resolve())
-        if args.ci:
-            from pamd.edge.layout import add_ci
-
+        have = [rel for rel in ci_files() if os.path.lexists(brain.root / rel)]
+        if args.ci and args.hooks and len(have) == len(ci_files()):
+            print(f"kept {' and '.join(sorted(have))} as they are (nothing to add)")
+        elif args.ci:
             added, kept, sha = add_ci(brain)
             for rel in kept:
                 print(f"kept {rel} as it is (an existing file is never overwritten)")

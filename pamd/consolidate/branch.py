@@ -54,6 +54,14 @@ def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
             brain.repo.run("worktree", "add", "-q", "-b", branch, str(wt), "HEAD", env=NO_INDEX_HOOK)
         except BaseException:  # git refused the branch or the folder: leave no temp dir behind
             shutil.rmtree(tmp, ignore_errors=True)
+            if brain.repo.rev_parse(f"refs/heads/{branch}"):  # not there before (checked above)
+                # a post-checkout hook that failed fails `worktree add` after it made the
+                # branch and the worktree: take both back, so a retry can use the name
+                for args in (("worktree", "prune"), ("branch", "-D", branch)):
+                    try:
+                        brain.repo.run(*args)
+                    except PamdError:
+                        pass
             raise
         try:
             out = run(Brain(wt), now, "defrag")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -307,7 +308,7 @@ class Repo:
         # take it. Required locks (add, commit) are untouched.
         # Paths pamd names are file names, never patterns: without literal pathspecs
         # `notes [ab].md` would also match (and commit, reset, refuse) `notes a.md`.
-        kwargs["env"] = {"GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1",
+        kwargs["env"] = {"GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1", **_hook_path(),
                          **kwargs.get("env", {})}
         if self.hold_fd is not None:
             kwargs["pass_fds"] = (self.hold_fd,)
@@ -337,6 +338,22 @@ def _lines(exc: git.GitCommandError) -> list[str]:
             text = text[len(head):].removesuffix("'")
     text = _ANSI.sub("", text)
     return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def _hook_path() -> dict[str, str]:
+    """PATH with this pamd's scripts folder first, when PATH lacks it.
+
+    The brain's hooks (the `.pre-commit-config.yaml` of `pamd init --ci` runs `pamd-hook` from
+    PATH) run inside pamd's own git commands. pamd started by its full path from a virtualenv
+    that is not active (cron, a daemon, an agent's tool config) left them without `pamd-hook`:
+    "Executable `pamd-hook` not found", and every commit refused."""
+    scripts = sysconfig.get_path("scripts")
+    path = os.environ.get("PATH", "")
+    if not scripts or not os.path.isfile(os.path.join(scripts, "pamd-hook")):
+        return {}
+    if scripts in path.split(os.pathsep):
+        return {}
+    return {"PATH": scripts + os.pathsep + path if path else scripts}
 
 
 def _first(exc: git.GitCommandError) -> str:

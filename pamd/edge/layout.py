@@ -73,8 +73,8 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
         raise PamdError(f"{target} exists and is not a folder")
     if (target / CONFIG).exists():
         raise PamdError(f"{target} is already a pamd brain",
-                        "use it as it is (`pamd init --ci` adds the CI files to it, `--hooks` the git hooks), "
-                        "or pick another folder")
+                        "use it as it is (`pamd init --hooks` installs its git hooks, `pamd init --ci` "
+                        "adds the CI files), or pick another folder")
     near = target
     while not near.exists():  # the repository of a folder not made yet is its parent's
         near = near.parent

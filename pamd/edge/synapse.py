@@ -133,12 +133,30 @@ def _secrets_in(brain: Brain, text: str) -> bool:
 
 
 def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
-    """Registered remotes: every `[synapse.NAME]` table with a `url`."""
+    """Registered remotes: every `[synapse.NAME]` table. One without a usable `url` (a table
+    written by hand: `uri = …`, `url = 5`, `url = ""`) or with a `ref` that is no string is
+    refused, naming its line: left out, pull said "no synapse remotes" and add "already
+    registered"."""
+    from pamd.edge.check import key_line
+
     out = {}
     tables = brain.config.get("synapse")
     for name, table in (tables.items() if isinstance(tables, dict) else ()):
-        if isinstance(table, dict) and isinstance(table.get("url"), str):
-            out[name] = table
+        if not isinstance(table, dict):
+            continue  # a setting of [synapse] itself (publish_branch)
+        url, ref = table.get("url"), table.get("ref", "")
+        bad = ("url", 'url = "…" (the git URL or path of the other brain)') \
+            if not isinstance(url, str) or not url.strip() else \
+            ("ref", 'ref = "BRANCH" (a string), or no ref') if not isinstance(ref, str) else None
+        if bad:
+            text = brain.read(CONFIG) or ""
+            line = key_line(text, f"synapse.{name}.{bad[0]}")
+            if line == 1:
+                line = next((n for n, ln in enumerate(text.split("\n"), 1)
+                             if ln.strip().replace(" ", "") == f"[synapse.{name}]"), 1)
+            raise PamdError(f"{CONFIG}:{line}: [synapse.{name}] needs {bad[1]}",
+                            f"fix it in {CONFIG}, or `pamd synapse remove {name}` takes the table out")
+        out[name] = table
     return out
 
 
@@ -173,8 +191,10 @@ _QUIET = {
 
 
 # ---------------------------------------------------------------- fetching
-def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, str]:
-    """Fetch the remote into its bare cache; return (cache, commit sha, ref used)."""
+def fetch(brain: Brain, name: str, url: str, ref: str = "", ref_hint: str = "") -> tuple[Path, str, str]:
+    """Fetch the remote into its bare cache; return (cache, commit sha, ref used).
+
+    `ref_hint`: what to do about a `ref` the remote lacks (default: fix it in pamd.toml)."""
     cache = brain.state_dir / "synapse" / f"{name}.git"
     fresh = not cache.exists()
     try:
@@ -192,7 +212,7 @@ def fetch(brain: Brain, name: str, url: str, ref: str = "") -> tuple[Path, str, 
                 if want not in refs:
                     raise PamdError(
                         f"synapse remote {name} has no {want}",
-                        "fix `ref` in [synapse." + name + "]",
+                        ref_hint or "fix `ref` in [synapse." + name + "]",
                     )
             elif f"refs/heads/{PUBLISH_BRANCH}" in refs:
                 want = f"refs/heads/{PUBLISH_BRANCH}"
@@ -342,7 +362,8 @@ def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, s
         raise PamdError(f"bad ref {ref!r}")
     with brain.transaction() as tx:
         was = (brain.state_dir / "synapse" / f"{name}.git").exists()
-        cache, sha, _ = fetch(brain, name, url, ref)
+        cache, sha, _ = fetch(brain, name, url, ref, ref_hint="nothing was added: give --ref a branch it has "
+                              "(`git ls-remote --heads URL` lists them), or leave --ref out")
         try:
             read_source(brain, name, cache, sha)  # refuses what is not a brain
         except PamdError:
@@ -534,7 +555,8 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
         )
     listing = brain.repo.run("ls-tree", "-r", "-z", head, "--", *paths).split("\0") if paths else []
     name, email = brain.author()
-    prev = brain.repo.rev_parse(f"refs/heads/{branch}")
+    mine = brain.repo.rev_parse(f"refs/heads/{branch}")
+    prev = published_tip(brain, branch, mine)
     tmp = Path(tempfile.mkdtemp(prefix="pamd-publish-"))
     try:
         marker = tmp / MARKER
@@ -560,6 +582,8 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
             brain.repo.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{MARKER}")
             tree = brain.repo.run("write-tree")
             if prev and _tree_without_marker(brain, prev) == _tree_without_marker(brain, tree):
+                if prev != mine:  # another clone published it: take its commit as ours
+                    brain.repo.run("update-ref", f"refs/heads/{branch}", prev, *([mine] if mine else []))
                 return None, branch, paths
             parents = ["-p", prev] if prev else []
             msg = (
@@ -567,10 +591,31 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
                 f"Pamd-Run: synapse-publish\nPamd-Source-Commit: {head}\n"
             )
             sha = brain.repo.run("commit-tree", tree, *parents, "-m", msg)
-            brain.repo.run("update-ref", f"refs/heads/{branch}", sha, *([prev] if prev else []))
+            brain.repo.run("update-ref", f"refs/heads/{branch}", sha, *([mine] if mine else []))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return sha, branch, paths
+
+
+def published_tip(brain: Brain, branch: str, mine: str | None) -> str | None:
+    """The publish commit to build on: the local branch, or the same branch fetched from a
+    remote when it holds the local one. Another clone of this brain (a CI runner, a second
+    machine) that published and pushed first made it there; building beside it instead made
+    a commit that `git push` refused as not a fast-forward."""
+    tip = mine
+    for remote in brain.repo.run("remote").split():
+        theirs = brain.repo.rev_parse(f"refs/remotes/{remote}/{branch}")
+        if theirs and theirs != tip and (tip is None or _is_ancestor(brain, tip, theirs)):
+            tip = theirs
+    return tip
+
+
+def _is_ancestor(brain: Brain, old: str, new: str) -> bool:
+    try:
+        brain.repo.run("merge-base", "--is-ancestor", old, new)
+    except PamdError:
+        return False
+    return True
 
 
 def _tree_without_marker(brain: Brain, rev: str) -> str:

@@ -215,8 +215,7 @@ class Index:
         path = self.dir / f"hnsw-{self.meta.get('gen', '0')}.bin"
         if not _intact(path, self.meta.get("hnsw_sum", "")):
             return False
-        import hnswlib
-
+        hnswlib = _hnswlib()
         index = hnswlib.Index(space="ip", dim=int(self.meta["dims"]))
         try:
             index.load_index(str(path), max_elements=0, allow_replace_deleted=False)
@@ -809,10 +808,22 @@ def _write_cols(idx: Index) -> None:
     os.replace(tmp, idx.dir / "cols.npz")
 
 
+def _hnswlib():
+    """hnswlib, or the one-line error a base install (`pip install pamd`, no search extra)
+    gets instead of an internal error's traceback."""
+    try:
+        import hnswlib
+    except ImportError:
+        from pamd.errors import PamdError
+
+        raise PamdError("pamd's search stack is not installed (no hnswlib): recall, index and probe "
+                        "need it", "pip install 'pamd[search]'") from None
+    return hnswlib
+
+
 def _write_hnsw(idx: Index, dims: int, dead: list[int], labels: list[int], vectors: np.ndarray,
                 gen: int) -> str | None:
-    import hnswlib
-
+    hnswlib = _hnswlib()
     index = idx.hnsw
     total = idx.cols["alive"].shape[0]
     if total == 0:

@@ -61,7 +61,6 @@ def test_init_hooks_installs_executable_hooks_and_is_idempotent(tmp_path, capsys
     assert r.returncode == 0 and r.stdout == ""  # all current: nothing rewritten
 
 
-
 def test_init_hooks_in_an_existing_brain_installs_them(brain):
     # `pamd init --hooks` (its --help example, no DIR) in a brain refused: "already a pamd brain"
     root = brain.cwd
@@ -74,7 +73,7 @@ def test_init_hooks_in_an_existing_brain_installs_them(brain):
     code, out, _ = brain("init", "--hooks")
     assert code == 0 and out == "pamd's git hooks are installed and current\n"
     code, _, err = brain("init")
-    assert code == 1 and "`--hooks` the git hooks" in err
+    assert code == 1 and "`pamd init --hooks` installs its git hooks" in err
 
 
 def test_init_hooks_and_ci_in_a_brains_subfolder_mean_that_brain(brain):
@@ -86,6 +85,7 @@ def test_init_hooks_and_ci_in_a_brains_subfolder_mean_that_brain(brain):
     assert (root / ".git" / "hooks" / "pre-commit").is_file() and (root / ".pre-commit-config.yaml").is_file()
     assert not (root / "protocols" / ".git").exists() and not (root / "protocols" / "pamd.toml").exists()
     assert git(root, "log", "-1", "--format=%(trailers:key=Pamd-Run,valueonly)").strip() == "init-ci"
+
 
 def test_init_hooks_in_a_clone_of_a_brain_installs_its_hooks(brain, tmp_path, capsys):
     """git does not clone .git/hooks: a teammate's clone needs them installed, and
@@ -103,13 +103,13 @@ def test_init_hooks_in_a_clone_of_a_brain_installs_its_hooks(brain, tmp_path, ca
         assert os.access(clone / ".git" / "hooks" / name, os.X_OK)
     assert git(clone, "rev-parse", "HEAD") == head and git(clone, "status", "--porcelain") == ""
     code, out, err = p("init", "--hooks")
-    assert code == 0 and "already installed" in out
+    assert code == 0 and "installed and current" in out
     # with --ci too: the CI files it lacks in one commit, then the hooks; with both
     # there, the hooks alone (nothing to add is no error when there is something to do)
     code, out, err = p("init", "--ci", "--hooks")
     assert code == 0 and "added .github/workflows/pamd-nightly.yml" in out
     code, out, err = p("init", "--ci", "--hooks")
-    assert code == 0 and "nothing to add" in out and "already installed" in out
+    assert code == 0 and "nothing to add" in out and "installed and current" in out
     code, out, err = p("init")
     assert code == 1 and "`pamd init --hooks` installs its git hooks" in err
 

@@ -567,6 +567,7 @@ def test_a_command_line_rule_reads_a_bounded_span_so_a_long_line_stays_linear() 
     HTML, JSON) of 150 KB with many of them took 25-40 s per rule at ingest (0.007 s at 420e56a).
     The span between the command and its flag is bounded (240 characters)."""
     import re as _re
+
     from pamd.encode.redact import BUILTIN
 
     for pattern in BUILTIN:

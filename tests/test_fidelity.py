@@ -746,3 +746,9 @@ def test_a_probe_of_an_id_only_a_shallow_clones_missing_history_holds_runs_not_r
     assert code == 0 and "not an entry" not in err, out + err
     code, out, err = brain("probe", now="2026-11-20T13:00:00Z")
     assert code in (0, 1) and "not an entry" not in err, out + err
+    # eval cannot measure it there: it says the history is shallow, not that the id is unknown
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "what is the release codename", "evidence_ids": [eid]}) + "\n")
+    code, out, err = brain("eval", str(q), "--embedder", "use", "--rerank", "0")
+    assert code == 1 and "history is shallow" in err and "fetch --unshallow" in err, err
+    assert len(err.splitlines()) == 1, err

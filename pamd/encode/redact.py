@@ -199,7 +199,7 @@ def _flag_password(m: re.Match[str], text: str) -> bool:
     `--password` only asks for it, and the word after it is the database."""
     value = m.group(2)
     spaced = not m.group(1) and text[m.start(2) - 1 : m.start(2)] == " "  # quoted: a value
-    command = re.split(r"[\n|;&]", text[max(0, m.start() - 240) : m.start()])[-1]
+    command = re.split(r"[\n|;&]|\\n", text[max(0, m.start() - 240) : m.start()])[-1]  # `\n`: JSON
     if spaced and _PG_CLIENT.search(command):
         return False
     return _cli_password(m, text) and not (spaced and value.isalpha() and value.islower())

@@ -716,3 +716,39 @@ def test_eval_can_age_the_scratch_brains_with_other_tier_settings(tmp_path):
     cfg = Brain(next((tmp_path / "w").iterdir())).config
     assert cfg["tiers"]["ratios"] == {"L1": 3, "L2": 10, "L3": 25, "L4": 25}  # L1, L2 as the template has them
     assert cfg["index"]["embedder"] == "use" and cfg["tiers"]["l0_hours"] == 4
+
+
+def test_a_probe_of_an_id_only_a_shallow_clones_missing_history_holds_runs_not_refused(brain, tmp_path):
+    """Session 10 review: the new refusal of ids "not in its tree or history" also refused, in
+    a shallow clone (CI, `git clone --depth 1`), an entry compacted twice, whose id only the
+    missing history holds: `pamd probe` exit 2, and the pamd-probe hook (`--against HEAD`)
+    stopped every commit there, pamd's own compacts included. It runs, as before the check."""
+    from pamd.edge.brain import Brain
+
+    assert brain("remember", "We decided the release codename is Bluefin.", "--type", "decision",
+                 now="2026-11-01T08:00:00Z")[0] == 0
+    eid = Brain(brain.cwd).load().entries[0].id
+    for day in ("03", "06", "10", "20"):
+        for run in ("compact", "defrag"):
+            assert brain(run, now=f"2026-11-{day}T12:00:00Z")[0] == 0
+    tree = Brain(brain.cwd).load().entries
+    assert eid not in {e.id for e in tree} | {s for e in tree for s in e.sources}  # history only
+    (brain.cwd / "probes.jsonl").write_text(
+        json.dumps({"question": "what is the release codename", "expect_ids": [eid]}) + "\n")
+    git(brain.cwd, "add", "probes.jsonl")
+    git(brain.cwd, "commit", "-qm", "probes")
+    code, out, err = brain("probe", now="2026-11-20T13:00:00Z")
+    assert code == 0 and "1 of 1 probes resolve" in out, out + err  # the full history resolves it
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{brain.cwd}", str(shallow))
+    brain.cwd = shallow
+    code, out, err = brain("probe", "--against", "HEAD", now="2026-11-20T13:00:00Z")
+    assert code == 0 and "not an entry" not in err, out + err
+    code, out, err = brain("probe", now="2026-11-20T13:00:00Z")
+    assert code in (0, 1) and "not an entry" not in err, out + err
+    # eval cannot measure it there: it says the history is shallow, not that the id is unknown
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "what is the release codename", "evidence_ids": [eid]}) + "\n")
+    code, out, err = brain("eval", str(q), "--embedder", "use", "--rerank", "0")
+    assert code == 1 and "history is shallow" in err and "fetch --unshallow" in err, err
+    assert len(err.splitlines()) == 1, err

@@ -887,3 +887,31 @@ def test_the_secret_scan_reads_files_with_a_stray_byte_and_any_suffix_case(brain
     found = scan(b, ["notes.md", "LOUD.MD"], b.read)
     assert [(f.path, f.line, f.kind) for f in found] == [("notes.md", 2, "aws-access-key"),
                                                           ("LOUD.MD", 1, "aws-access-key")]
+
+
+def test_hooks_are_not_installed_where_core_hookspath_sends_every_repository(brain, tmp_path):
+    """Session 10 review: with a global core.hooksPath (a person's or a company's shared hooks
+    folder), `pamd init --hooks` wrote pamd's hooks there: every commit in every other
+    repository then failed with "pamd: error: no pamd brain here"."""
+    root = brain.cwd
+    shared = tmp_path / "githooks"
+    shared.mkdir()
+    git(root, "config", "--global", "core.hooksPath", str(shared))
+    code, out, err = brain("init", "--hooks")
+    assert code == 1 and out == "" and len(err.splitlines()) == 1, err
+    assert f"core.hooksPath sends git's hooks to {shared}" in err and "every repository" in err
+    assert list(shared.iterdir()) == []
+    r = hook(root, "install")
+    assert r.returncode == 1 and "core.hooksPath" in r.stderr and list(shared.iterdir()) == []
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    (other / "a.txt").write_text("hi\n")
+    git(other, "add", "a.txt")
+    git(other, "commit", "-qm", "not a brain")  # check=True: the commit went through
+    # this brain's own folder, set for it alone, is fine; so is --force for the shared one
+    git(root, "config", "core.hooksPath", ".git/hooks")
+    code, out, err = brain("init", "--hooks")
+    assert code == 0 and (root / ".git" / "hooks" / "pre-commit").is_file(), err
+    git(root, "config", "--unset", "core.hooksPath")
+    assert hook(root, "install", "--force").returncode == 0 and (shared / "pre-commit").is_file()

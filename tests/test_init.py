@@ -271,3 +271,27 @@ def test_init_without_a_folder_takes_pamd_brain_as_every_command_does(brain, mon
     code, out, err = brain("init")
     assert code == 0, err
     assert (tmp_path / "new" / "pamd.toml").is_file() and list(here.iterdir()) == []
+
+
+def test_init_hooks_in_a_clone_with_pamd_brain_naming_another_brain_is_refused(brain, monkeypatch, tmp_path):
+    """Session 10 review: in a teammate's fresh clone, with PAMD_BRAIN exported for their agent's
+    brain, `pamd init --hooks` (what a plain init's refusal tells them) installed the hooks into
+    the PAMD_BRAIN brain, said "installed hook pre-commit", and left the clone unchecked."""
+    other = tmp_path / "agent"
+    assert brain("init", str(other))[0] == 0
+    clone = brain.cwd
+    brain.cwd = clone / "protocols"
+    monkeypatch.setenv("PAMD_BRAIN", str(other))
+    for flags in (["--hooks"], ["--ci"], ["--ci", "--hooks"]):
+        code, out, err = brain("init", *flags)
+        assert code == 1 and out == "", (out, err)
+        assert err.startswith(f"pamd: error: two brains: $PAMD_BRAIN names {other}, and you are in "
+                              f"{clone.resolve()}") and len(err.splitlines()) == 1, err
+        assert f"pamd init {' '.join(flags)} {clone.resolve()}" in err
+    assert not (other / ".git" / "hooks" / "pre-commit").exists()
+    assert not (clone / ".git" / "hooks" / "pre-commit").exists()
+    code, out, err = brain("init", "--hooks", str(clone))
+    assert code == 0 and (clone / ".git" / "hooks" / "pre-commit").is_file(), err
+    brain.cwd = tmp_path  # outside any brain: PAMD_BRAIN's, as for every command
+    code, out, err = brain("init", "--hooks")
+    assert code == 0 and (other / ".git" / "hooks" / "pre-commit").is_file(), err

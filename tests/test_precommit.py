@@ -364,3 +364,27 @@ def test_a_framework_hook_that_refuses_pamds_commit_is_named_not_the_first_that_
             "probes.jsonl:1: LOST  ls output files; 1 of 1 probes lost (") in err, err
     assert "Passed" not in err
     assert int(git(root, "rev-list", "--count", "HEAD")) == n
+
+
+def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monkeypatch):
+    """Session 10 review: `pip install --user pamd` puts pamd and pamd-hook in ~/.local/bin,
+    not in the interpreter's scripts folder, which was the only one looked at: run by cron
+    (PATH=/usr/bin:/bin), the init --ci hooks still found no `pamd-hook`, every commit refused."""
+    import sysconfig
+
+    from pamd.edge import git as seam
+
+    base, user = tmp_path / "usr-bin", tmp_path / "local-bin"
+    base.mkdir()
+    user.mkdir()
+    (user / "pamd-hook").write_text("#!/bin/sh\n")
+    real = sysconfig.get_path
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, scheme=None, *a, **k:
+                        str(user if scheme and scheme.endswith("_user") else base) if name == "scripts"
+                        else real(name, scheme, *a, **k))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert seam._hook_path() == {"PATH": f"{user}{os.pathsep}/usr/bin:/bin"}
+    (base / "pamd-hook").write_text("#!/bin/sh\n")  # the interpreter's own comes first (a venv)
+    assert seam._hook_path() == {"PATH": f"{base}{os.pathsep}/usr/bin:/bin"}
+    monkeypatch.setenv("PATH", f"/usr/bin:{base}")
+    assert seam._hook_path() == {}

@@ -32,8 +32,16 @@ def run(args) -> int:
     from pamd.edge.layout import init_brain
 
     where = target(args.dir, args.brain)
-    if (args.ci or args.hooks) and args.dir is None and args.brain is None and not os.environ.get("PAMD_BRAIN"):
-        where = brain_above(Path.cwd()) or where  # run in a brain's subfolder: that brain, as git would
+    if (args.ci or args.hooks) and args.dir is None and args.brain is None:
+        here = brain_above(Path.cwd())
+        if not os.environ.get("PAMD_BRAIN"):
+            where = here or where  # run in a brain's subfolder: that brain, as git would
+        elif here is not None and here != where.expanduser().resolve():
+            # a teammate's fresh clone, PAMD_BRAIN exported for their agent's brain: the hooks
+            # went into that brain (silently) and the clone stayed unchecked
+            flags = " ".join(f for f, on in (("--ci", args.ci), ("--hooks", args.hooks)) if on)
+            raise PamdError(f"two brains: $PAMD_BRAIN names {where}, and you are in {here}",
+                            f"name the one you mean: `pamd init {flags} {here}`")
     if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
         # an existing brain (about to be pushed to GitHub, or a fresh clone: git does not
         # clone .git/hooks): add the CI files it lacks, install the hooks

@@ -346,10 +346,12 @@ def _hook_path() -> dict[str, str]:
     The brain's hooks (the `.pre-commit-config.yaml` of `pamd init --ci` runs `pamd-hook` from
     PATH) run inside pamd's own git commands. pamd started by its full path from a virtualenv
     that is not active (cron, a daemon, an agent's tool config) left them without `pamd-hook`:
-    "Executable `pamd-hook` not found", and every commit refused."""
-    scripts = sysconfig.get_path("scripts")
+    "Executable `pamd-hook` not found", and every commit refused. `pip install --user` puts
+    the scripts in the user scheme's folder (~/.local/bin), which cron's PATH lacks too."""
+    here = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")]
+    scripts = next((d for d in here if d and os.path.isfile(os.path.join(d, "pamd-hook"))), None)
     path = os.environ.get("PATH", "")
-    if not scripts or not os.path.isfile(os.path.join(scripts, "pamd-hook")):
+    if not scripts:
         return {}
     if scripts in path.split(os.pathsep):
         return {}

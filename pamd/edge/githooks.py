@@ -35,9 +35,25 @@ def hooks_dir(brain) -> Path:
     return p if p.is_absolute() else brain.root / p
 
 
+def _own(brain, target: Path) -> bool:
+    """The hooks folder is this repository's: in its work tree or its git folder (a global
+    core.hooksPath serves every repository of the person)."""
+    common = Path(brain.repo.run("rev-parse", "--git-common-dir"))
+    common = common if common.is_absolute() else brain.root / common
+    t = target.resolve()
+    return any(t == d or d in t.parents for d in (brain.root.resolve(), common.resolve()))
+
+
 def install_hooks(brain, force: bool = False) -> list[str]:
     """Install every pamd hook; return the names written (already current ones are skipped)."""
     target = hooks_dir(brain)
+    if not force and not _own(brain, target):
+        raise PamdError(
+            f"core.hooksPath sends git's hooks to {target}, outside this brain: pamd's hooks there "
+            "would run, and fail, in every repository that uses that folder",
+            f"give this brain its own (git -C {brain.root} config core.hooksPath .git/hooks), then "
+            "install again; pamd-hook install --force writes there anyway",
+        )
     plan: list[tuple[str, str]] = []
     clashes: list[str] = []
     for name in HOOKS:

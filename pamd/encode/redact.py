@@ -194,10 +194,19 @@ def _registry_login(m: re.Match[str], text: str) -> bool:
 
 def _flag_password(m: re.Match[str], text: str) -> bool:
     """`--password X`: also prose about the flag (`pass --password when prompted`), so a
-    lowercase word after a space is no password; `--password=X` is always a value."""
+    lowercase word after a space is no password; `--password=X` is always a value. PostgreSQL's
+    clients (`psql --password mydb`, `pg_dump --password postgres://…`) take none: their
+    `--password` only asks for it, and the word after it is the database."""
     value = m.group(2)
     spaced = not m.group(1) and text[m.start(2) - 1 : m.start(2)] == " "  # quoted: a value
+    command = re.split(r"[\n|;&]|\\n", text[max(0, m.start() - 240) : m.start()])[-1]  # `\n`: JSON
+    if spaced and _PG_CLIENT.search(command):
+        return False
     return _cli_password(m, text) and not (spaced and value.isalpha() and value.islower())
+
+
+_PG_CLIENT = re.compile(r"\b(?:psql|pg_dump|pg_dumpall|pg_restore|pg_basebackup|createdb|dropdb|createuser"
+                        r"|dropuser|vacuumdb|reindexdb|clusterdb|pgbench)\b")
 
 
 def _telegram(m: re.Match[str], text: str) -> bool:
@@ -340,12 +349,12 @@ BUILTIN: tuple[Pattern, ...] = (
     # `sshpass -p X` and a registry's login `-p X` (not ssh's port, nor gh's protocol).
     _p("password", r"--(?:password|passwd|http-password|ftp-password)(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})",
        2, check=_flag_password),
-    _p("password", r"curl\b[^\n|;&]*? (?:-u|--user)(?:=| *)(\\?[\"']?)[^\s:\"'\\$]+:([^\s\"'`\\]{4,})",
+    _p("password", r"curl\b[^\n|;&]{0,240}? (?:-u|--user)(?:=| *)(\\?[\"']?)[^\s:\"'\\$]+:([^\s\"'`\\]{4,})",
        2, check=_cli_password),
-    _p("password", r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*? -p(\\?[\"']?)"
+    _p("password", r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]{0,240}? -p(\\?[\"']?)"
        r"([^\s\"'`\\]{4,})", 2, check=_cli_password),
-    _p("password", r"sshpass\b[^\n|;&]*? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_cli_password),
-    _p("password", r"login\b[^\n|;&]*? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_registry_login),
+    _p("password", r"sshpass\b[^\n|;&]{0,240}? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_cli_password),
+    _p("password", r"login\b[^\n|;&]{0,240}? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_registry_login),
     # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
     # the shell's working directory).
     _assignment("password", "pass(?:word|wd|phrase)", "pass", 8),

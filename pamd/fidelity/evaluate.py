@@ -451,6 +451,10 @@ def _eval_brain(brain, questions: list[Question], k: int, ages, workdir: Path,
     raw_tokens, graph, compacted, known = raw_input(scratch, entries)
     for q in questions:  # an id the brain never had would be scored as evidence lost
         for x in q.evidence:
+            if x not in known and brain.repo.is_shallow():  # history stops short: no typo told
+                raise PamdError(f"{questions_file}:{q.line}: evidence {x} is not in this brain's tree, and its "
+                                "history is shallow (cloned with --depth): the raw input cannot be measured",
+                                f"run `git -C {brain.root} fetch --unshallow`, then pamd eval again")
             if x not in known:
                 raise PamdError(f"{questions_file}:{q.line}: evidence {x} is not an entry of this brain "
                                 "(not in its tree or history)",

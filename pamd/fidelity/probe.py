@@ -8,7 +8,7 @@ summary that came from one (provenance, through history), or cites the
 expected text. `pamd probe` exits 1 if any probe does not resolve. Blank lines
 and lines starting with # are skipped; a UTF-8 BOM and CRLF endings are fine. An
 expected id that is no id or that the brain never had, and a probe repeated, are
-refused by line.
+refused by line (in a shallow clone an id the missing history may hold is not).
 """
 
 from __future__ import annotations
@@ -104,6 +104,11 @@ def _check_known(brain: Brain, rel: str, probes: list[Probe]) -> None:
     if named - known:
         lin = scan(brain)
         known |= lin.added | {s for srcs in lin.sources.values() for s in srcs}
+    if named - known and brain.repo.is_shallow():
+        # a shallow clone (CI, `git clone --depth`) lacks the history that holds a compacted
+        # entry: its id cannot be told from a typo, and refusing it stopped every commit the
+        # pamd-probe hook checks there (compact's too); the probe runs, as before
+        return
     for p in probes:
         for x in p.expect_ids:
             if x not in known:

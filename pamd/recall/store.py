@@ -99,21 +99,33 @@ def conflicted_note(paths) -> str | None:
             "docs/hooks.md, one brain on two machines)")
 
 
+def _paths(meta: dict, key: str) -> list[str] | None:
+    """A list of paths the manifest records under `key` ([] when absent); None when it holds
+    anything else (a hand-edited or damaged manifest: _readable has the index rebuilt)."""
+    try:
+        value = json.loads(meta.get(key, "[]"))
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        return None
+    return value
+
+
+def _readable(meta: dict) -> bool:
+    """Whether the manifest's own values parse (a hand-edited one may not): else rebuild."""
+    return (meta.get("labels", "0").isdigit() and _paths(meta, "unread") is not None
+            and _paths(meta, "conflicted") is not None)
+
+
 def _unread(meta: dict) -> list[str]:
     """The files whose summaries' raw leaves a refresh could not read (recall.deep: the brain
     did not load), as its manifest records them."""
-    try:
-        return list(json.loads(meta.get("unread", "[]")))
-    except ValueError:
-        return []
+    return _paths(meta, "unread") or []
 
 
 def conflicted(meta: dict) -> tuple[str, ...]:
     """The files a refresh left out for holding conflict markers, as its manifest records them."""
-    try:
-        return tuple(json.loads(meta.get("conflicted", "[]")))
-    except ValueError:
-        return ()
+    return tuple(_paths(meta, "conflicted") or ())
 
 
 class Index:
@@ -467,9 +479,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
     if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
         want["tokens"] = TOKENS
-    loaded = idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) and \
-        getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
-    fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not (
+    readable = _readable(idx.meta)
+    loaded = readable and idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) \
+        and getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
+    fresh = force or not readable or any(idx.meta.get(k) != v for k, v in want.items()) or not (
         loaded or idx.load_state())
     if fresh:
         idx.wipe()

@@ -109,3 +109,27 @@ def test_a_merge_ratio_of_one_merges_nothing(brain, tmp_path):
     brain("defrag", now=iso(START + timedelta(days=44)))
     assert set(before) <= {e.id for e in memory(root).entries}
     assert "MEMORY.md was over" not in git(root, "log", "-1", "--format=%B")
+
+
+def test_recall_after_merges_names_the_summary_in_the_tree_as_a_rebuild_does(brain, tmp_path):
+    # A merged summary can take the lines of the one it replaced, over the same raw
+    # messages: a refreshed index kept those leaves' chunks, with the merged-away id.
+    root = brain.cwd
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 6)), now=iso(START + timedelta(days=42)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=43)))[0] == 0
+    assert brain("index")[0] == 0
+    set_budget(root, 1)
+    for night in (44, 45, 46):
+        assert brain("defrag", now=iso(START + timedelta(days=night)))[0] == 0
+    assert brain("index")[0] == 0
+    in_tree = {e.id for e in memory(root).entries}
+
+    def hits():
+        code, out, err = brain("recall", "--json", "--no-log", "-k", "20", "staging box Debian nginx")
+        assert code == 0, err
+        return [(h["lines"], h["ids"]) for h in json.loads(out) if h["path"] == "MEMORY.md"]
+
+    refreshed = hits()
+    assert refreshed and all(ids[0] in in_tree for _, ids in refreshed), (in_tree, refreshed)
+    assert brain("index", "--rebuild")[0] == 0
+    assert hits() == refreshed

@@ -49,10 +49,11 @@ from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "6"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
+VERSION = "7"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
 # 4: raw leaves are embedded with, and count the words of, the leaves around them;
 # 5: lines end at LF only (a file with CR endings had chunks at other lines, or none);
-# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark
+# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark;
+# 7: a chunk's key holds its ids, time and importance (a merged summary's leaves named the old id)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32

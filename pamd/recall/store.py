@@ -68,11 +68,11 @@ COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cp
 # toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
 # before them has none, which is all right unless its manifest says it holds tokens
 TOKEN_COLS = ("toff", "tlen")
-TOKENS = f"{maxsim.D}:toks.bin"
+TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
 # Each label's stable key: a hash of its chunk's key (path, lines, content hash, ids...), so ties
 # in a ranking break the same way whatever order refreshes added the chunks in (labels do
 # not); an index written before it gets it from its chunks table once (Index.load_state)
-STABLE_COL = "skey"  # the manifest's `tokens`: row width and where the rows are
+STABLE_COL = "skey"
 
 
 @dataclass

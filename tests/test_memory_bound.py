@@ -133,3 +133,21 @@ def test_recall_after_merges_names_the_summary_in_the_tree_as_a_rebuild_does(bra
     assert refreshed and all(ids[0] in in_tree for _, ids in refreshed), (in_tree, refreshed)
     assert brain("index", "--rebuild")[0] == 0
     assert hits() == refreshed
+
+
+def test_a_merge_of_rarely_recalled_summaries_is_not_myelinated_by_their_summed_recalls(brain, tmp_path):
+    # Each summary recalled twice (below thin, so merged); their sum made the merged one
+    # thick (PRELOAD.md) or a DNA reflex: the bound grew the boot context it was to shrink.
+    root = brain.cwd
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 6)), now=iso(START + timedelta(days=42)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=43)))[0] == 0
+    text = re.sub(r" recalls=0 ", " recalls=2 ", (root / "MEMORY.md").read_text())
+    (root / "MEMORY.md").write_text(text)
+    git(root, "commit", "-qam", "each recalled twice")
+    before = {e.id for e in memory(root).entries}
+    set_budget(root, 1)
+    assert brain("defrag", now=iso(START + timedelta(days=44)))[0] == 0
+    merged = [e for e in memory(root).entries if e.sources and set(e.sources) <= before]
+    assert any(len(e.sources) > 1 for e in merged)
+    assert all(e.recalls == 2 for e in merged), [(e.id, e.recalls) for e in merged]
+    assert not any(e.id in (root / f).read_text() for e in merged for f in ("PRELOAD.md", "DNA.md"))

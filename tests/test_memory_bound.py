@@ -109,3 +109,45 @@ def test_a_merge_ratio_of_one_merges_nothing(brain, tmp_path):
     brain("defrag", now=iso(START + timedelta(days=44)))
     assert set(before) <= {e.id for e in memory(root).entries}
     assert "MEMORY.md was over" not in git(root, "log", "-1", "--format=%B")
+
+
+def test_recall_after_merges_names_the_summary_in_the_tree_as_a_rebuild_does(brain, tmp_path):
+    # A merged summary can take the lines of the one it replaced, over the same raw
+    # messages: a refreshed index kept those leaves' chunks, with the merged-away id.
+    root = brain.cwd
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 6)), now=iso(START + timedelta(days=42)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=43)))[0] == 0
+    assert brain("index")[0] == 0
+    set_budget(root, 1)
+    for night in (44, 45, 46):
+        assert brain("defrag", now=iso(START + timedelta(days=night)))[0] == 0
+    assert brain("index")[0] == 0
+    in_tree = {e.id for e in memory(root).entries}
+
+    def hits():
+        code, out, err = brain("recall", "--json", "--no-log", "-k", "20", "staging box Debian nginx")
+        assert code == 0, err
+        return [(h["lines"], h["ids"]) for h in json.loads(out) if h["path"] == "MEMORY.md"]
+
+    refreshed = hits()
+    assert refreshed and all(ids[0] in in_tree for _, ids in refreshed), (in_tree, refreshed)
+    assert brain("index", "--rebuild")[0] == 0
+    assert hits() == refreshed
+
+
+def test_a_merge_of_rarely_recalled_summaries_is_not_myelinated_by_their_summed_recalls(brain, tmp_path):
+    # Each summary recalled twice (below thin, so merged); their sum made the merged one
+    # thick (PRELOAD.md) or a DNA reflex: the bound grew the boot context it was to shrink.
+    root = brain.cwd
+    assert brain("ingest", str(weeks(tmp_path / "w.jsonl", 6)), now=iso(START + timedelta(days=42)))[0] == 0
+    assert brain("defrag", now=iso(START + timedelta(days=43)))[0] == 0
+    text = re.sub(r" recalls=0 ", " recalls=2 ", (root / "MEMORY.md").read_text())
+    (root / "MEMORY.md").write_text(text)
+    git(root, "commit", "-qam", "each recalled twice")
+    before = {e.id for e in memory(root).entries}
+    set_budget(root, 1)
+    assert brain("defrag", now=iso(START + timedelta(days=44)))[0] == 0
+    merged = [e for e in memory(root).entries if e.sources and set(e.sources) <= before]
+    assert any(len(e.sources) > 1 for e in merged)
+    assert all(e.recalls == 2 for e in merged), [(e.id, e.recalls) for e in merged]
+    assert not any(e.id in (root / f).read_text() for e in merged for f in ("PRELOAD.md", "DNA.md"))

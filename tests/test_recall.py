@@ -194,6 +194,26 @@ def test_damaged_index_is_rebuilt_silently(brain, capsys, damage):
 
 
 
+@pytest.mark.parametrize("key,value", [("unread", "5"), ("unread", "null"), ("unread", '{"a": 1}'),
+                                       ("conflicted", "null"), ("conflicted", "[1, 2]"),
+                                       ("labels", "abc"), ("labels", "")])
+def test_a_hand_edited_manifest_is_rebuilt_not_an_internal_error(brain, capsys, key, value):
+    """The manifest's lists (unread, conflicted) and its label count edited to another JSON
+    value, or to none: recall stopped with an internal error (TypeError, ValueError)."""
+    import sqlite3
+
+    before = recall_json(brain, "load test", capsys)
+    db = sqlite3.connect(brain / ".pamd/index/index.sqlite")
+    with db:
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+    db.close()
+    code, out, err = run(brain, "recall", "--json", "load test", capsys=capsys)
+    assert code == 0 and err == "", err
+    assert json.loads(out) == before
+    code, out, err = run(brain, "index", capsys=capsys)
+    assert code == 0 and "rebuilt" not in out, out + err
+
+
 @pytest.mark.parametrize("what", ["file", "dangling-link"])
 def test_an_index_that_is_not_a_folder_is_rebuilt_and_fsck_says_so(brain, capsys, what):
     """Review 7 #6: a file at .pamd/index crashed recall and index (FileExistsError) while

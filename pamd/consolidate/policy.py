@@ -21,7 +21,8 @@ inside a level and what is dropped:
   merges its lowest-retention, oldest pamd summaries (never a myelinated one, nor an
   entry that is no summary) into coarser L4 summaries, `[tiers] l4_merge_ratio`
   times smaller, four weeks to a summary: their `from=` keeps the way back to the
-  raw messages (deep recall, `pamd expand`), and the commit names them.
+  raw messages (deep recall, `pamd expand`), and the commit names them. A merge keeps
+  its most recalled source's `recalls=`, not their sum (which would myelinate it).
 
 Entries that move together (same target tier, session and time bucket) become
 one summary of `ratio` times fewer tokens.
@@ -268,6 +269,12 @@ def summary_entry(key: str, tier: str, sources: list[Entry], text: str) -> Entry
     srcs = sorted(sources, key=lambda e: e.ts)
     sessions = {e.session for e in srcs}
     neuro = tuple(sorted({n for e in srcs for n in e.neuro}, key=lambda n: _neuro_rank(n)))
+    recalls, via = sum(e.recalls for e in srcs), _via(srcs)
+    if key.split("|")[1:2] == [MERGE]:
+        # MEMORY.md's summaries merged for being little used (each below thin): their summed
+        # recalls would make the merge thick (PRELOAD.md) or a reflex, growing the boot context
+        recalls = max(e.recalls for e in srcs)
+        via = _within(via, recalls)
     return Entry(
         id=entry_id("s", tier, *sorted(e.id for e in srcs)),
         ts=srcs[-1].ts,
@@ -277,12 +284,22 @@ def summary_entry(key: str, tier: str, sources: list[Entry], text: str) -> Entry
         type=min((e.type for e in srcs), key=lambda x: _TYPE_RANK.get(x, 9)),
         importance=max(e.importance for e in srcs),
         neuro=neuro,
-        recalls=sum(e.recalls for e in srcs),
+        recalls=recalls,
         seen=max((e.seen for e in srcs), default=""),
-        via=_via(srcs),
+        via=via,
         tier=tier,
         sources=tuple(e.id for e in srcs),
     )
+
+
+def _within(via: tuple[tuple[str, int], ...], recalls: int) -> tuple[tuple[str, int], ...]:
+    """`via` (most recalled first) cut to at most `recalls` recalls in all."""
+    out = []
+    for leaf, n in via:
+        if min(n, recalls) > 0:
+            out.append((leaf, min(n, recalls)))
+            recalls -= min(n, recalls)
+    return tuple(out)
 
 
 def _via(srcs: list[Entry]) -> tuple[tuple[str, int], ...]:

@@ -50,8 +50,11 @@ class Chunk:
 
     @property
     def key(self) -> str:
-        """Identity in the index: content plus where it sits (plus its context, if embedded)."""
-        key = f"{self.path}:{self.start}-{self.end}:{self.hash}"
+        """Identity in the index: content plus where it sits and what the index stores of it
+        (its ids, time and importance: a summary merged into another at the same lines, over
+        the same raw messages, is another chunk), plus its context, if embedded."""
+        ts = self.ts.timestamp() if self.ts else ""
+        key = f"{self.path}:{self.start}-{self.end}:{self.hash}:{','.join(self.ids)}@{ts}~{self.importance}"
         return key if self.embed is None else f"{key}:{self.vhash}"
 
     @property

@@ -49,10 +49,11 @@ from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "6"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
+VERSION = "7"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
 # 4: raw leaves are embedded with, and count the words of, the leaves around them;
 # 5: lines end at LF only (a file with CR endings had chunks at other lines, or none);
-# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark
+# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark;
+# 7: a chunk's key holds its ids, time and importance (a merged summary's leaves named the old id)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
@@ -67,11 +68,11 @@ COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cp
 # toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
 # before them has none, which is all right unless its manifest says it holds tokens
 TOKEN_COLS = ("toff", "tlen")
-TOKENS = f"{maxsim.D}:toks.bin"
-# Each label's stable key: a hash of its chunk's key (path, lines, content hash), so ties
+TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
+# Each label's stable key: a hash of its chunk's key (path, lines, content hash, ids...), so ties
 # in a ranking break the same way whatever order refreshes added the chunks in (labels do
 # not); an index written before it gets it from its chunks table once (Index.load_state)
-STABLE_COL = "skey"  # the manifest's `tokens`: row width and where the rows are
+STABLE_COL = "skey"
 
 
 @dataclass
@@ -99,21 +100,33 @@ def conflicted_note(paths) -> str | None:
             "docs/hooks.md, one brain on two machines)")
 
 
+def _paths(meta: dict, key: str) -> list[str] | None:
+    """A list of paths the manifest records under `key` ([] when absent); None when it holds
+    anything else (a hand-edited or damaged manifest: _readable has the index rebuilt)."""
+    try:
+        value = json.loads(meta.get(key, "[]"))
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        return None
+    return value
+
+
+def _readable(meta: dict) -> bool:
+    """Whether the manifest's own values parse (a hand-edited one may not): else rebuild."""
+    return (meta.get("labels", "0").isdigit() and _paths(meta, "unread") is not None
+            and _paths(meta, "conflicted") is not None)
+
+
 def _unread(meta: dict) -> list[str]:
     """The files whose summaries' raw leaves a refresh could not read (recall.deep: the brain
     did not load), as its manifest records them."""
-    try:
-        return list(json.loads(meta.get("unread", "[]")))
-    except ValueError:
-        return []
+    return _paths(meta, "unread") or []
 
 
 def conflicted(meta: dict) -> tuple[str, ...]:
     """The files a refresh left out for holding conflict markers, as its manifest records them."""
-    try:
-        return tuple(json.loads(meta.get("conflicted", "[]")))
-    except ValueError:
-        return ()
+    return tuple(_paths(meta, "conflicted") or ())
 
 
 class Index:
@@ -467,9 +480,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
     if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
         want["tokens"] = TOKENS
-    loaded = idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) and \
-        getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
-    fresh = force or any(idx.meta.get(k) != v for k, v in want.items()) or not (
+    readable = _readable(idx.meta)
+    loaded = readable and idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) \
+        and getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
+    fresh = force or not readable or any(idx.meta.get(k) != v for k, v in want.items()) or not (
         loaded or idx.load_state())
     if fresh:
         idx.wipe()

@@ -474,7 +474,11 @@ def _top(scores: np.ndarray, n: int, skey: np.ndarray) -> list[int]:
     if pos.shape[0] > n:
         part = scores[pos]
         cut = part[np.argpartition(-part, n - 1)[n - 1]]
-        pos = pos[part >= cut]
+        above, tied = pos[part > cut], pos[part == cut]
+        need = n - above.shape[0]
+        if tied.shape[0] > need:  # thousands tie on a small vocabulary: pick, do not sort them all
+            tied = tied[np.argpartition(skey[tied], need - 1)[:need]]
+        pos = np.concatenate([above, tied])
     return pos[np.lexsort((skey[pos], -scores[pos]))][:n].tolist()
 
 

@@ -59,7 +59,7 @@ def pamd_is_committing(brain) -> bool:
     """True inside a commit that pamd itself is making (ingest, compact, synapse pull...).
 
     pamd commits through `git commit` so hooks run, with PAMD_COMMIT=1 in the environment
-    (every release has set it). pamd's author in GIT_AUTHOR_NAME/EMAIL is no sign of it:
+    (set since 0.2.0). pamd's author in GIT_AUTHOR_NAME/EMAIL is no sign of it:
     `git commit --amend` of a pamd commit gives the hook the amended commit's author, so a
     person's edit under synapse/ went through as pamd's.
     """

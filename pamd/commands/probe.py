@@ -36,6 +36,7 @@ def run(args) -> int:
 def _run(args) -> int:
     import json
 
+    from pamd.consolidate.provenance import History
     from pamd.edge.brain import Brain
     from pamd.errors import PamdError
     from pamd.fidelity.probe import load, run_probes, run_probes_at
@@ -49,8 +50,9 @@ def _run(args) -> int:
         if base is None:
             raise PamdError(f"--against {args.against!r} is no commit of the brain {brain.root}",
                             "name a branch, a tag or a commit, e.g. --against HEAD")
-    probes = load(brain, probes_path(brain.root.resolve(), args.file, own))
-    results = run_probes(brain, probes, args.now, args.k)
+    history = History(brain)  # one reading of the brain and its history for both
+    probes = load(brain, probes_path(brain.root.resolve(), args.file, own), history)
+    results = run_probes(brain, probes, args.now, args.k, history)
     lost = [r for r in results if r.rank is None]
     # With --against: the lost ones that resolve at REV (the rest were lost there too).
     there = {id(r.probe): b for r, b in zip(lost, run_probes_at(brain, base, [r.probe for r in lost],

@@ -71,10 +71,20 @@ class History:
         self._at: dict[tuple[str, str], tuple[str, str] | None] = {}  # (rev, path) -> its key in _docs
         self._head: str | None = None
 
-    def in_tree(self, ids: set[str]) -> dict[str, Entry]:
+    def tree(self) -> dict[str, Entry]:
+        """The work tree's entries by id, read once."""
         if self._tree is None:
             self._tree = {e.id: e for e in self.brain.load().entries}
-        return {eid: self._tree[eid] for eid in ids if eid in self._tree}
+        return self._tree
+
+    def in_tree(self, ids: set[str]) -> dict[str, Entry]:
+        tree = self.tree()
+        return {eid: tree[eid] for eid in ids if eid in tree}
+
+    def ids(self) -> set[str]:
+        """Every id whose entry header a commit of the history added or removed."""
+        self._scan()
+        return set(self.touches)
 
     def _scan(self) -> list[str]:
         if self._lines is not None:

@@ -39,7 +39,9 @@ class Result:
     hit: str = ""
 
 
-def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
+def load(brain: Brain, rel: str = PROBES, history=None) -> list[Probe]:
+    """The probes of `rel`; `history` (provenance.History) is the brain's reading that
+    run_probes uses too, so the ids are checked without reading the brain twice."""
     text = brain.read(rel)  # an absolute `rel` (a file outside the brain) is read as it is
     if text is None and rel != PROBES:
         raise PamdError(f"{rel}: no such file", "check the path; --file is taken from the cwd, else the brain's root")
@@ -81,11 +83,11 @@ def load(brain: Brain, rel: str = PROBES) -> list[Probe]:
             raise PamdError(f"{rel}:{i}: the same probe as line {seen[key]}", "delete one of them")
         seen[key] = i
         out.append(Probe(q, ids, txt, i))
-    _check_known(brain, rel, out)
+    _check_known(brain, rel, out, history)
     return out
 
 
-def _check_known(brain: Brain, rel: str, probes: list[Probe]) -> None:
+def _check_known(brain: Brain, rel: str, probes: list[Probe], history=None) -> None:
     """Refuse an expected id the brain never had (in its tree, under synapse/, or in its
     history, trash dropped since included): such a probe could never resolve, and with
     --against (the hook, the nightly workflow) it would never fail either, so the fact
@@ -93,7 +95,9 @@ def _check_known(brain: Brain, rel: str, probes: list[Probe]) -> None:
     named = {x for p in probes for x in p.expect_ids}
     if not named:
         return
-    entries = brain.load().entries
+    from pamd.consolidate.provenance import History
+
+    entries = (history or History(brain)).tree().values()
     known = {e.id for e in entries} | {s for e in entries for s in e.sources}
     if named - known:
         from pamd.edge.lineage import ID_RE, scan
@@ -101,6 +105,8 @@ def _check_known(brain: Brain, rel: str, probes: list[Probe]) -> None:
         synapse = brain.root / "synapse"
         for path in sorted(synapse.rglob("*.md")) if synapse.is_dir() else ():
             known |= set(ID_RE.findall(path.read_text(encoding="utf-8", errors="replace")))
+    if named - known and history is not None:
+        known |= history.ids()  # the pass run_probes reads provenance from, read once for both
     if named - known:
         lin = scan(brain)
         known |= lin.added | {s for srcs in lin.sources.values() for s in srcs}
@@ -118,7 +124,7 @@ def _check_known(brain: Brain, rel: str, probes: list[Probe]) -> None:
                                 "is probed by expect_text")
 
 
-def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) -> list[Result]:
+def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10, history=None) -> list[Result]:
     from pamd.consolidate.provenance import History, expand_ids
     from pamd.recall import api
 
@@ -126,8 +132,8 @@ def run_probes(brain: Brain, probes: list[Probe], now: datetime, k: int = 10) ->
     lineage: dict[str, set[str]] = {}
     # Each summary's sources as the tree names them (`from=`): provenance that needs no
     # history, so a shallow clone or a rewritten history still resolves what it names.
-    named = {e.id: e.sources for e in brain.load().entries if e.sources}
-    history = History(brain)  # read once (on first need) for every probe
+    history = history or History(brain)  # read once (on first need) for every probe
+    named = {e.id: e.sources for e in history.tree().values() if e.sources}
 
     def behind(eid: str) -> set[str]:
         out: set[str] = set()

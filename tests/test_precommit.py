@@ -257,8 +257,11 @@ def test_pamd_run_by_its_full_path_commits_through_the_init_ci_config(brain, hoo
     root = brain.cwd
     assert brain("init", "--ci")[0] == 0
     assert precommit(root, home, "install").returncode == 0
+    # every folder that offers a pamd-hook goes: the venv's own, and such as pyenv's shims,
+    # which name the scripts of whatever pamd the interpreter's global site once installed
     bare = {**os.environ, "PRE_COMMIT_HOME": str(home), "PATH": os.pathsep.join(
-        d for d in os.environ["PATH"].split(os.pathsep) if d and Path(d).resolve() != BIN.resolve())}
+        d for d in os.environ["PATH"].split(os.pathsep)
+        if d and Path(d).resolve() != BIN.resolve() and not (Path(d) / "pamd-hook").exists())}
     assert shutil.which("pamd-hook", path=bare["PATH"]) is None
     before = git(root, "rev-parse", "HEAD").strip()
     r = subprocess.run([str(BIN / "pamd"), "--now", "2026-11-20T10:00:00Z", "remember", "We ship on Tuesdays."],

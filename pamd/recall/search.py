@@ -297,19 +297,46 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
             q, qtok = q
         q = q.reshape(1, -1)
         kk = min(cand, n_allowed)
-        idx.hnsw.set_ef(max(2 * kk, 64))
-        flt = None if mask is None else (lambda lb: bool(allowed[lb]))
-        try:
-            labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
-        except RuntimeError:  # fewer reachable elements than asked for
-            labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
+        found = _graph_knn(idx, q, kk, allowed, mask) + _delta_knn(idx, q, kk, allowed)
         # rank by exact similarity, ties by the chunks' stable keys: the same order in every
         # index of the tree, however refreshes numbered its chunks (store.STABLE_COL)
         skey = cols["skey"]
-        order = sorted(zip(dist[0].tolist(), skey[labels[0]].tolist(), labels[0].tolist(), strict=False))
+        order = sorted((d, int(skey[lb]), lb) for d, lb in found)[:kk]
         dense_top = [lb for _, _, lb in order]
         sims = [1.0 - dd for dd, _, _ in order]  # hnswlib "ip" distance is 1 - inner product
     return Lists(own, lex, lex_top, dense_top, sims, rows, qtok)
+
+
+def _graph_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray,
+               mask: np.ndarray | None) -> list[tuple[float, int]]:
+    """(distance, label) of the graph's kk nearest allowed chunks (hnswlib "ip": 1 - cosine)."""
+    if idx.delta is not None:  # the graph holds fewer than all: ask it for no more than it has
+        kk = min(kk, int(allowed[:idx.graph_labels].sum()))
+    if kk <= 0:
+        return []
+    idx.hnsw.set_ef(max(2 * kk, 64))
+    flt = None if mask is None else (lambda lb: bool(allowed[lb]))
+    try:
+        labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
+    except RuntimeError:  # fewer reachable elements than asked for
+        labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
+    return list(zip(dist[0].tolist(), labels[0].tolist(), strict=True))
+
+
+def _delta_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray) -> list[tuple[float, int]]:
+    """The same for the chunks waiting beside the graph (store.DELTA_MAX), by exact search."""
+    if idx.delta is None or not idx.delta.shape[0]:
+        return []
+    first = idx.graph_labels
+    ok = allowed[first:first + idx.delta.shape[0]]
+    live = np.flatnonzero(ok)
+    if not live.shape[0]:
+        return []
+    sims = (idx.delta @ q[0].astype(np.float32))[live]
+    if live.shape[0] > kk:
+        keep = np.argpartition(-sims, kk - 1)[:kk]
+        live, sims = live[keep], sims[keep]
+    return [(float(np.float32(1.0) - s), int(first + i)) for s, i in zip(sims, live, strict=True)]
 
 
 def query_cover(idx: Index, query: str, ls: Lists) -> np.ndarray:

@@ -10,7 +10,12 @@ Layout (all untracked, all rebuildable from the tree):
                    toks.bin; the manifest's toks_stamp is the file's size:mtime:inode)
     cols.npz       per-label columns for filters and BM25 (alive, tier, ts,
                    importance, length), loaded whole at query time
-    hnsw-N.bin     the hnswlib graph of generation N; labels are chunk labels
+    hnsw-N.bin     the hnswlib graph written at generation N (the manifest's graph_gen);
+                   labels are chunk labels, all those below graph_labels
+    delta-N.npy    the vectors of the chunks added since (labels graph_labels and up) at
+                   generation N, searched exactly beside the graph: a refresh that only
+                   adds chunks (an ingest) writes this small file instead of the whole
+                   graph, until DELTA_MAX of them wait or a chunk of the graph is retired
     toks.bin       with an embedder that has token states (pamd.recall.maxsim): each
                    chunk's int8 token rows, appended as chunks are added; cols.npz
                    holds each label's first row and count (toff, tlen), and a query
@@ -60,6 +65,11 @@ EMBED_BATCH = 32
 POSTINGS_CACHE = 64 << 20  # bytes of decoded postings a warm Index keeps
 # Rebuild from scratch when more than this share of labels are retired chunks.
 MAX_DEAD = 0.5
+# Chunks a refresh may keep beside the graph (delta-N.npy, searched exactly) before it writes
+# them into the graph: a query reads them all (4,096 x 384 floats: ~0.3 ms), and each refresh
+# that adds chunks writes them all (6 MB), where writing the graph costs a whole file
+# (~85 MB at 50,000 chunks) to write and hash.
+DELTA_MAX = 4096
 
 # prev/next: the neighbouring places in the file (hit shaping); cprev/cnext: the chunks whose
 # words a chunk's BM25 also counts — the same, except for a summary's raw leaves, whose
@@ -115,7 +125,14 @@ def _paths(meta: dict, key: str) -> list[str] | None:
 def _readable(meta: dict) -> bool:
     """Whether the manifest's own values parse (a hand-edited one may not): else rebuild."""
     return (meta.get("labels", "0").isdigit() and _paths(meta, "unread") is not None
-            and _paths(meta, "conflicted") is not None)
+            and _paths(meta, "conflicted") is not None
+            and all(meta.get(k, "0").isdigit() for k in ("graph_gen", "graph_labels")))
+
+
+def _graph_gen(meta: dict) -> str:
+    """The generation whose graph file the index reads (an index written before delta files
+    wrote its graph at every generation)."""
+    return meta.get("graph_gen", meta.get("gen", "0"))
 
 
 def _unread(meta: dict) -> list[str]:
@@ -139,6 +156,8 @@ class Index:
         self.meta: dict[str, str] = {}
         self.cols: dict[str, np.ndarray] = {}
         self.hnsw = None
+        self.graph_labels = 0  # labels below it are in the graph, the rest in `delta`
+        self.delta: np.ndarray | None = None
 
     # ------------------------------------------------------------ opening
     def open(self) -> None:
@@ -176,7 +195,7 @@ class Index:
         if self.db is not None:
             self.db.close()
             self.db = None
-        self.hnsw = None
+        self.hnsw, self.delta, self.graph_labels = None, None, 0
         self.meta, self.cols = {}, {}
         shutil.rmtree(self.dir, ignore_errors=True)
         self._make_dir()
@@ -222,10 +241,24 @@ class Index:
                     cols[STABLE_COL][label] = stable_key(key)
             _write_cols(self)
         if n == 0:
-            self.hnsw = None
+            self.hnsw, self.delta, self.graph_labels = None, None, 0
             self.loaded_gen = self.meta.get("gen")
             return True
-        path = self.dir / f"hnsw-{self.meta.get('gen', '0')}.bin"
+        in_graph = int(self.meta.get("graph_labels", n))
+        if not 0 < in_graph <= n:
+            return False
+        delta = None
+        if in_graph < n:
+            path = self.dir / f"delta-{self.meta.get('gen', '0')}.npy"
+            if not _intact(path, self.meta.get("delta_sum", "")):
+                return False
+            try:
+                delta = np.load(path, allow_pickle=False)
+            except (OSError, ValueError, EOFError):
+                return False
+            if delta.dtype != np.float32 or delta.shape != (n - in_graph, int(self.meta["dims"])):
+                return False
+        path = self.dir / f"hnsw-{_graph_gen(self.meta)}.bin"
         if not _intact(path, self.meta.get("hnsw_sum", "")):
             return False
         hnswlib = _hnswlib()
@@ -234,7 +267,7 @@ class Index:
             index.load_index(str(path), max_elements=0, allow_replace_deleted=False)
         except (RuntimeError, ValueError, MemoryError, OSError):
             return False
-        self.hnsw = index
+        self.hnsw, self.delta, self.graph_labels = index, delta, in_graph
         self.loaded_gen = self.meta.get("gen")
         return True
 
@@ -631,20 +664,39 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         gen = int(idx.meta.get("gen", "0")) + (1 if (dead or new_chunks or fresh) else 0)
-        old_file = idx.dir / f"hnsw-{idx.meta.get('gen', '0')}.bin"
-        hnsw_sum = idx.meta.get("hnsw_sum", "")
+        old_graph = idx.dir / f"hnsw-{_graph_gen(idx.meta)}.bin"
+        old_delta = idx.dir / f"delta-{idx.meta.get('gen', '0')}.npy"
+        hnsw_sum, delta_sum = idx.meta.get("hnsw_sum", ""), idx.meta.get("delta_sum", "")
+        graph_gen, in_graph = _graph_gen(idx.meta), idx.graph_labels
         if dead or new_chunks or fresh:
-            hnsw_sum = _write_hnsw(idx, embedder.dims, dead, labels, vectors, gen) or ""
+            if (not fresh and idx.hnsw is not None and all(d >= in_graph for d in dead)
+                    and total - in_graph <= DELTA_MAX):
+                # only additions (and retired additions): the graph stays as it is
+                rows = vectors if idx.delta is None else np.vstack([idx.delta, vectors])
+                rows = np.ascontiguousarray(rows, np.float32)
+                delta_sum = _write_delta(idx, rows, gen)
+                idx.delta = rows
+            else:
+                # the delta's live chunks join the graph with the new ones
+                waiting = [lb for lb in range(in_graph, n_old) if idx.cols["alive"][lb]]
+                if waiting:
+                    vectors = np.vstack([idx.delta[np.asarray(waiting) - in_graph], vectors])
+                hnsw_sum = _write_hnsw(idx, embedder.dims, dead, waiting + labels, vectors, gen) or ""
+                graph_gen, in_graph, delta_sum = str(gen), total, ""
+                idx.delta, idx.graph_labels = None, total
         _write_cols(idx)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
+                "graph_gen": graph_gen, "graph_labels": str(in_graph), "delta_sum": delta_sum,
                 "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
                 "conflicted": conflicted_meta, "unread": unread_meta,
                 "toks_stamp": idx.meta.get("toks_stamp", "")}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]
-    if old_file.name != f"hnsw-{gen}.bin":
-        old_file.unlink(missing_ok=True)
+    if old_graph.name != f"hnsw-{graph_gen}.bin":
+        old_graph.unlink(missing_ok=True)
+    if old_delta.name != f"delta-{gen}.npy":
+        old_delta.unlink(missing_ok=True)
     rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])
     return rep
 
@@ -833,6 +885,18 @@ def _hnswlib():
         raise PamdError("pamd's search stack is not installed (no hnswlib): recall, index and probe "
                         "need it", "pip install 'pamd[search]'") from None
     return hnswlib
+
+
+def _write_delta(idx: Index, rows: np.ndarray, gen: int) -> str:
+    """delta-N.npy: the vectors of the chunks waiting beside the graph; its checksum."""
+    path = idx.dir / f"delta-{gen}.npy"
+    tmp = idx.dir / f"delta-{gen}.tmp"
+    with open(tmp, "wb") as f:
+        np.save(f, np.ascontiguousarray(rows, np.float32), allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return _checksum(path) or ""
 
 
 def _write_hnsw(idx: Index, dims: int, dead: list[int], labels: list[int], vectors: np.ndarray,

@@ -200,10 +200,17 @@ def _graph(brain: Path) -> tuple[str, int, int]:
     return g.name, st.st_ino, st.st_mtime_ns
 
 
-def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_exactly(brain, capsys):
+def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_exactly(brain, capsys,
+                                                                                      monkeypatch):
     """An ingest adds chunks and retires none: the refresh writes their vectors to a small
     delta file, searched exactly beside the graph, instead of writing (and hashing) the whole
-    graph again (85 MB at 50,000 chunks). What recall finds is what a rebuilt index finds."""
+    graph again (85 MB at 50,000 chunks); `pamd index` and the hooks' refresh do not even read
+    the graph. What recall finds is what a rebuilt index finds."""
+    from pamd.recall import store
+
+    read = []
+    real = store.Index.load_graph
+    monkeypatch.setattr(store.Index, "load_graph", lambda self: read.append(self.graph_file) or real(self))
     queries = ["coffee machine broken", "what does Anna drink", "deployment day"]
     recall_json(brain, queries[0], capsys)
     graph = _graph(brain)
@@ -212,11 +219,13 @@ def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_ex
                    ("assistant", "Deployments move to Wednesdays from next month.")],
                   start=entries()[-1].ts.replace(hour=15))
     (brain / "memory/L0/2026-12-01.md").write_text(render_doc({}, "", new), "utf-8")
+    read.clear()
     code, out, _ = run(brain, "index", capsys=capsys)
     assert code == 0 and "+2 -0" in out and "2 embedded" in out
-    assert _graph(brain) == graph  # not written again
+    assert _graph(brain) == graph and not any(read)  # not written again, nor read
     assert len(list((brain / ".pamd/index").glob("delta-*.npy"))) == 1
     refreshed = [recall_json(brain, q, capsys, "--no-log") for q in queries]
+    assert any(read)  # a search reads it
     assert new[0].id in refreshed[0][0]["ids"] and new[1].id in refreshed[2][0]["ids"]
     # a filter applies to the waiting chunks too
     assert all(h["path"] != "memory/L0/2026-12-01.md"

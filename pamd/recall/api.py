@@ -38,7 +38,7 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
     if cached is not None:
         cached.close()
     with store.lock(brain.state_dir):
-        rep, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, force, progress)
+        rep, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, force, progress, graph=False)
         idx.close()
     return rep
 

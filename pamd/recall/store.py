@@ -158,6 +158,7 @@ class Index:
         self.hnsw = None
         self.graph_labels = 0  # labels below it are in the graph, the rest in `delta`
         self.delta: np.ndarray | None = None
+        self.graph_file: Path | None = None  # checked, not loaded yet (load_state(graph=False))
 
     # ------------------------------------------------------------ opening
     def open(self) -> None:
@@ -195,7 +196,7 @@ class Index:
         if self.db is not None:
             self.db.close()
             self.db = None
-        self.hnsw, self.delta, self.graph_labels = None, None, 0
+        self.hnsw, self.delta, self.graph_labels, self.graph_file = None, None, 0, None
         self.meta, self.cols = {}, {}
         shutil.rmtree(self.dir, ignore_errors=True)
         self._make_dir()
@@ -216,8 +217,10 @@ class Index:
             self.db.close()
             self.db = None
 
-    def load_state(self) -> bool:
-        """Load columns and the hnsw graph; False if anything is missing or damaged."""
+    def load_state(self, graph: bool = True) -> bool:
+        """Load columns and the hnsw graph; False if anything is missing or damaged. Without
+        `graph`, the graph file is checked but left on disk until load_graph (a refresh that
+        only adds chunks writes them beside it and never reads it)."""
         n = int(self.meta.get("labels", "0"))
         try:
             with np.load(self.dir / "cols.npz") as z:
@@ -241,7 +244,7 @@ class Index:
                     cols[STABLE_COL][label] = stable_key(key)
             _write_cols(self)
         if n == 0:
-            self.hnsw, self.delta, self.graph_labels = None, None, 0
+            self.hnsw, self.delta, self.graph_labels, self.graph_file = None, None, 0, None
             self.loaded_gen = self.meta.get("gen")
             return True
         in_graph = int(self.meta.get("graph_labels", n))
@@ -261,14 +264,24 @@ class Index:
         path = self.dir / f"hnsw-{_graph_gen(self.meta)}.bin"
         if not _intact(path, self.meta.get("hnsw_sum", "")):
             return False
+        self.hnsw, self.graph_file = None, path
+        if graph and not self.load_graph():
+            return False
+        self.delta, self.graph_labels = delta, in_graph
+        self.loaded_gen = self.meta.get("gen")
+        return True
+
+    def load_graph(self) -> bool:
+        """The graph load_state checked and left on disk, loaded; False if hnswlib cannot."""
+        if self.graph_file is None:
+            return True
         hnswlib = _hnswlib()
         index = hnswlib.Index(space="ip", dim=int(self.meta["dims"]))
         try:
-            index.load_index(str(path), max_elements=0, allow_replace_deleted=False)
+            index.load_index(str(self.graph_file), max_elements=0, allow_replace_deleted=False)
         except (RuntimeError, ValueError, MemoryError, OSError):
             return False
-        self.hnsw, self.delta, self.graph_labels = index, delta, in_graph
-        self.loaded_gen = self.meta.get("gen")
+        self.hnsw, self.graph_file = index, None
         return True
 
     # ------------------------------------------------------------ reading
@@ -473,11 +486,14 @@ def lock(state_dir: Path) -> Lock:
 
 
 def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
-            force: bool = False, progress=None, idx: Index | None = None) -> tuple[Report, Index]:
+            force: bool = False, progress=None, idx: Index | None = None,
+            graph: bool = True) -> tuple[Report, Index]:
     """Bring .pamd/index up to date with the tree; the caller holds `lock` and closes the Index.
 
     Passing the Index of an earlier call keeps its loaded graph when no other
-    process has changed the index since (a warm, long-lived caller).
+    process has changed the index since (a warm, long-lived caller). With `graph`
+    (a search follows) the Index comes back with its graph loaded; without, the graph
+    is read only if the refresh must write it.
     """
     if idx is not None and idx.db is not None and _ino(idx) != getattr(idx, "ino", None):
         idx.close()  # another process rebuilt the index from scratch
@@ -492,13 +508,13 @@ def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
             idx = Index(state_dir)
             idx.open()
     try:
-        return _refresh(idx, root, state_dir, embedder, config, force, progress), idx
+        return _refresh(idx, root, state_dir, embedder, config, force, progress, graph), idx
     except sqlite3.DatabaseError:
         # A damaged page inside a file that opens ("database disk image is malformed"):
         # the index is derived from the tree, so build it again, once.
         idx.wipe()
         try:
-            return _refresh(idx, root, state_dir, embedder, config, True, progress), idx
+            return _refresh(idx, root, state_dir, embedder, config, True, progress, graph), idx
         except BaseException:
             idx.close()
             raise
@@ -508,7 +524,7 @@ def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
 
 
 def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config: dict,
-             force: bool, progress) -> Report:
+             force: bool, progress, graph: bool = True) -> Report:
     rep = Report()
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
     if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
@@ -517,7 +533,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     loaded = readable and idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) \
         and getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
     fresh = force or not readable or any(idx.meta.get(k) != v for k, v in want.items()) or not (
-        loaded or idx.load_state())
+        loaded or idx.load_state(graph)) or (graph and not idx.load_graph())
     if fresh:
         idx.wipe()
         idx.open()
@@ -622,7 +638,14 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     total = n_old + len(new_chunks)
     if not fresh and total > 1000 and live_after < (1 - MAX_DEAD) * total:
         idx.close()
-        return _refresh(idx, root, state_dir, embedder, config, True, progress)
+        return _refresh(idx, root, state_dir, embedder, config, True, progress, graph)
+    in_graph = idx.graph_labels
+    # only additions (and retired additions): they wait beside the graph, which stays as it is
+    spill = (not fresh and (idx.hnsw is not None or idx.graph_file is not None)
+             and all(d >= in_graph for d in dead) and total - in_graph <= DELTA_MAX)
+    if (dead or new_chunks) and not spill and not idx.load_graph():
+        idx.close()  # the graph must be written, and hnswlib cannot read it: start again
+        return _refresh(idx, root, state_dir, embedder, config, True, progress, graph)
 
     if not (fresh or dead or new_chunks):
         # No chunk came or went: a touched file (new stat only), or new bytes whose chunks kept
@@ -667,11 +690,9 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         old_graph = idx.dir / f"hnsw-{_graph_gen(idx.meta)}.bin"
         old_delta = idx.dir / f"delta-{idx.meta.get('gen', '0')}.npy"
         hnsw_sum, delta_sum = idx.meta.get("hnsw_sum", ""), idx.meta.get("delta_sum", "")
-        graph_gen, in_graph = _graph_gen(idx.meta), idx.graph_labels
+        graph_gen = _graph_gen(idx.meta)
         if dead or new_chunks or fresh:
-            if (not fresh and idx.hnsw is not None and all(d >= in_graph for d in dead)
-                    and total - in_graph <= DELTA_MAX):
-                # only additions (and retired additions): the graph stays as it is
+            if spill:
                 rows = vectors if idx.delta is None else np.vstack([idx.delta, vectors])
                 rows = np.ascontiguousarray(rows, np.float32)
                 delta_sum = _write_delta(idx, rows, gen)

@@ -266,6 +266,20 @@ def test_retiring_a_chunk_of_the_graph_writes_the_waiting_chunks_into_it(brain, 
     assert [recall_json(brain, x, capsys, "--no-log") for x in (q, "printer toner", "fire drill")] == refreshed
 
 
+def test_files_a_killed_refresh_left_go_with_the_next_refresh_that_writes(brain, capsys):
+    recall_json(brain, "load test", capsys)
+    ix = brain / ".pamd/index"
+    strays = [ix / "hnsw-98.bin", ix / "hnsw-99.tmp", ix / "delta-97.npy", ix / "delta-99.tmp"]
+    for f in strays:
+        f.write_bytes(b"left by a kill")
+    new = entries([("user", "The espresso machine in the kitchen is broken again.")],
+                  start=entries()[-1].ts.replace(hour=15))
+    (brain / "memory/L0/2026-12-01.md").write_text(render_doc({}, "", new), "utf-8")
+    assert new[0].id in recall_json(brain, "espresso machine", capsys)[0]["ids"]
+    assert not any(f.exists() for f in strays)
+    assert len(list(ix.glob("hnsw-*"))) == 1 and len(list(ix.glob("delta-*"))) == 1
+
+
 @pytest.mark.parametrize("damage", ["garbage", "missing", "short"])
 def test_a_damaged_delta_file_is_rebuilt_silently(brain, capsys, damage):
     import numpy as np

@@ -714,10 +714,12 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
     idx.meta = meta
     idx.loaded_gen = meta["gen"]
-    if old_graph.name != f"hnsw-{graph_gen}.bin":
-        old_graph.unlink(missing_ok=True)
-    if old_delta.name != f"delta-{gen}.npy":
-        old_delta.unlink(missing_ok=True)
+    # the files of earlier generations, and any a killed refresh left (under the lock: no
+    # search is reading them)
+    keep = {f"hnsw-{graph_gen}.bin", f"delta-{gen}.npy" if in_graph < total else ""}
+    for f in (old_graph, old_delta, *idx.dir.glob("hnsw-*"), *idx.dir.glob("delta-*")):
+        if f.name not in keep:
+            f.unlink(missing_ok=True)
     rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])
     return rep
 

@@ -255,6 +255,34 @@ def test_a_prefix_of_a_real_session_says_nothing_the_whole_does_not(name):
         assert prefix <= whole, cut
 
 
+def test_a_live_session_cut_inside_its_last_line_is_ingested_up_to_it(brain, tmp_path):
+    """A hook or cron ingesting a session Claude Code is still writing can read half a
+    record at its end: that line is left for the next ingest (a note says so), not an
+    error that stops every file of the run; a finished bad line still is one."""
+    data = next(CLAUDE.glob("8463c716-*.jsonl")).read_bytes()
+    lines = data.split(b"\n")
+    live = tmp_path / "live.jsonl"
+    live.write_bytes(b"\n".join(lines[:1300]) + b"\n" + lines[1300][:500])
+    other = tmp_path / "short.jsonl"
+    other.write_bytes((CLAUDE / "short.jsonl").read_bytes())
+    r = brain.proc("ingest", str(live), str(other))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode() == (f"pamd: note: {live}:1301: the last line is unfinished (no newline, not JSON yet):"
+                                 " left for the next ingest\n")
+    got = {e.id for e in entries(brain.cwd)}
+    assert {m.text for m in sources.read(other.read_bytes(), other.name)} <= {e.text for e in entries(brain.cwd)}
+    live.write_bytes(data)  # the line written whole, and the session on
+    code, out, err = brain("ingest", str(live), str(other))
+    assert code == 0 and err == "", err
+    from pamd.encode.ingest import message_id
+    whole = {message_id(m) for m in sources.read(data, live.name)}
+    assert got < {e.id for e in entries(brain.cwd)} == whole | {message_id(m) for m in sources.read(
+        other.read_bytes(), other.name)}
+    # a bad line with its newline written is finished: refused as before, in one line
+    live.write_bytes(b"\n".join(lines[:1300]) + b"\n" + lines[1300][:500] + b"\n")
+    refused(brain, live, needle=f"{live}:1301: malformed JSON")
+
+
 # OpenAI-style and pamd-style JSON
 
 def test_a_pamd_style_json_list_beside_another_file(brain, tmp_path):

@@ -40,6 +40,8 @@ def run(args) -> int:
         print(f"ingested {plan.summary_line()} ({sha[:8]})")
     else:
         print(f"nothing new: {plural(plan.skipped, 'entry')} already in the brain")
+    for note in plan.notes:
+        print(f"pamd: note: {note}", file=sys.stderr)
     if plan.stamped:
         print(f"pamd: note: {plural(plan.stamped, 'message')} from stdin had no time and took the run's"
               " (piped again, stored again; ingest a file or give each a ts to dedupe)", file=sys.stderr)

@@ -158,17 +158,22 @@ def detect(text: str, name: str) -> str:
 
 
 def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | None = None, *,
-         untimed: str | None = None) -> list[Message]:
+         untimed: str | None = None, notes: list[str] | None = None) -> list[Message]:
     """Parse one input; raise PamdError (naming name:line) on anything malformed.
 
     Long tool output is cut short, never inside a secret `redactor` (default:
     the built-in patterns) finds, so redacting the messages leaves no part of one.
     `untimed`, if given, anchors the ids of messages without a time (stdin: the
-    time of the run, so the same words piped again later are new).
+    time of the run, so the same words piped again later are new). A JSONL
+    input's last line that is not JSON and has no newline after it is one its
+    writer is still writing (a live session): it is left out, and `notes` gets
+    a line saying so.
     """
     redactor = redactor or Redactor()
     text = decode(data, name)
     fmt = fmt or detect(text, name)
+    if fmt in ("pamd", "claude-code") or (fmt == "openai" and _looks_jsonl(text.lstrip())):
+        text = _finished(text, name, notes if notes is not None else [])
     session = clean_token(PurePath(name).stem or "stdin")
     if fmt == "pamd":
         msgs = _pamd(text, name, session)
@@ -202,6 +207,27 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
         raise PamdError(f"{name}: {plural(len(msgs), 'record')} but no message text in any",
                         "give each message a 'content' (or 'text') string")
     return out
+
+
+def _finished(text: str, name: str, notes: list[str]) -> str:
+    """`text` without a last line still being written: no newline after it, and not JSON yet.
+
+    A file the agent is still writing (a hook or cron ingesting a live session)
+    can end in half a record; the next ingest reads it whole. A malformed line
+    with a newline after it is finished, and stays an error.
+    """
+    head, sep, tail = text.rpartition("\n")
+    if not sep or not tail.strip() or not head.strip():
+        return text
+    try:
+        json.loads(tail)
+    except RecursionError:  # whole, only too deep: _jsonl says so
+        return text
+    except ValueError:
+        notes.append(f"{name}:{text.count(sep) + 1}: the last line is unfinished (no newline, not JSON yet):"
+                     " left for the next ingest")
+        return head + sep
+    return text
 
 
 def _jsonl(text: str, name: str):

@@ -130,6 +130,28 @@ def test_a_ten_megabyte_message_is_refused(brain, tmp_path):
     assert not (brain.cwd / "memory" / "L0").exists()
 
 
+def test_a_claude_code_session_with_a_paste_over_one_mebibyte_is_ingested_cut(brain, tmp_path):
+    """Nobody can split a session Claude Code writes: refusing one huge paste stopped every
+    later ingest of that session. It is cut to fit, as long tool output is, and said so."""
+    paste = "Deploy failed, the log:\n" + "ошибка " * 200_000  # 2.6 MB of two-byte letters
+    recs = [{"type": "user", "sessionId": "s-big", "timestamp": "2026-11-30T10:00:00Z",
+             "message": {"role": "user", "content": paste}},
+            {"type": "queue-operation", "operation": "enqueue", "sessionId": "s-big",
+             "timestamp": "2026-11-30T10:00:01Z", "content": "and this " + "x" * (2 << 20)},
+            {"type": "assistant", "sessionId": "s-big", "timestamp": "2026-11-30T10:00:05Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "The deploy failed on a lock."}]}}]
+    f = tmp_path / "s.jsonl"
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    es = entries(brain.cwd)
+    assert [e.text[:23] for e in es] == ["Deploy failed, the log:", "and this " + "x" * 14, "The deploy failed on a "]
+    for e in es[:2]:
+        assert len(e.text.encode()) <= 1 << 20
+        assert e.text.endswith(" more characters in the source transcript]")
+    assert brain("ingest", str(f))[1].startswith("nothing new")
+
+
 def test_missing_file_and_a_bad_file_among_good_ones(brain, tmp_path):
     code, _, err = brain("ingest", str(tmp_path / "missing.jsonl"))
     assert code == 1 and "no such file" in err

@@ -521,6 +521,17 @@ def _truncate(text: str, limit: int, redactor: Redactor) -> str:
     return text[:cut] + f"\n…[{len(text) - cut} more characters in the source transcript]"
 
 
+def _fit(text: str, redactor: Redactor) -> str:
+    """A Claude Code message over 1 MiB (a log pasted into the prompt) cut to fit, as tool
+    output is: nobody can split a session Claude Code writes, and refusing it would stop
+    every later ingest of that session. Smaller messages are kept whole (their ids stay)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return text
+    room = MAX_MESSAGE_BYTES - 100  # the note on what was cut
+    return _truncate(text, len(data[:room].decode("utf-8", "ignore")), redactor)
+
+
 def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
     out: list[Message] = []
     records = list(_jsonl(text, name))
@@ -529,14 +540,14 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     queued = []  # (where, message): kept apart so the other messages keep their seq
 
     def enqueued(line: int, rec: dict) -> Message:
-        return Message("user", rec["content"], _time(rec.get("timestamp"), name, line),
+        return Message("user", _fit(rec["content"], redactor), _time(rec.get("timestamp"), name, line),
                        str(rec.get("sessionId") or session), len(out))
 
     def said(role: str, body: str, ts, sess: str, line: int, block: int) -> Message:
         # The record that hands a queued message over is that message, as its
         # enqueue alone gives it (a growing file may hold only the enqueue yet);
         # `was` keeps what older pamd read from this record.
-        m = Message(role, body, ts, sess, len(out))
+        m = Message(role, _fit(body, redactor), ts, sess, len(out))
         if (line, block) in handed:
             return replace(enqueued(*handed[(line, block)]), was=m)
         return m

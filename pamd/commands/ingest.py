@@ -6,13 +6,15 @@ from pathlib import Path
 HELP = "take transcripts into L0: tag, score, redact secrets, commit once"
 EXAMPLE = """pamd ingest session.jsonl chat.json
 pamd ingest ~/.claude/projects/app/*.jsonl --format claude-code
-cat timed.jsonl | pamd ingest -  # untimed stdin takes the run's time: new each run"""
+cat timed.jsonl | pamd ingest -  # untimed stdin takes the run's time: new each run
+pamd --brain ~/brains/agent ingest -  # as a Claude Code hook: the session its input names"""
 
 
 def add_arguments(p) -> None:
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="transcript files, or - for stdin (untimed messages there take the run's time:"
-                   " piped again, they are stored again)")
+                   " piped again, they are stored again; a Claude Code hook's input there: the"
+                   " transcript it names)")
     p.add_argument("--format", choices=["pamd", "openai", "claude-code", "markdown"],
                    help="force the input format (default: detect)")
 
@@ -25,9 +27,16 @@ def run(args) -> int:
 
     brain = Brain.find(args.brain)
     inputs = []
-    for f in args.files:
+    files = list(args.files)
+    while files:
+        f = files.pop(0)
         if f == "-":
-            inputs.append((STDIN, sys.stdin.buffer.read()))
+            data = sys.stdin.buffer.read()
+            named = _hook_transcripts(data)
+            if named is None:
+                inputs.append((STDIN, data))
+            else:
+                files[:0] = named
             continue
         p = Path(f)
         if p.is_dir():
@@ -46,3 +55,19 @@ def run(args) -> int:
         print(f"pamd: note: {plural(plan.stamped, 'message')} from stdin had no time and took the run's"
               " (piped again, stored again; ingest a file or give each a ts to dedupe)", file=sys.stderr)
     return 0
+
+
+def _hook_transcripts(data: bytes) -> list[str] | None:
+    """The transcripts a Claude Code hook's input names (its `transcript_path`, and a
+    finished subagent's `agent_transcript_path`), or None when stdin is no such input."""
+    import json
+
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(obj, dict) and isinstance(obj.get("hook_event_name"), str)
+            and isinstance(obj.get("transcript_path"), str) and obj["transcript_path"]):
+        return None
+    extra = obj.get("agent_transcript_path")
+    return [obj["transcript_path"], *([extra] if isinstance(extra, str) and extra else [])]

@@ -12,7 +12,8 @@ Formats (auto-detected, or forced with --format):
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
-  its "acompact" worker; skill/command expansions become short system entries; a
+  its "acompact" worker; a subagent's (sidechain's) "user" text is the agent's
+  prompt for it, stored as the assistant's; skill/command expansions become short system entries; a
   message the user typed while the agent worked (a queue-operation "enqueue") is one
   user message at the time it was queued, whether or not the user record that later
   hands it over is in the file yet, so a file read while it grows gives it one id).
@@ -543,13 +544,18 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         return Message("user", _fit(rec["content"], redactor), _time(rec.get("timestamp"), name, line),
                        str(rec.get("sessionId") or session), len(out))
 
-    def said(role: str, body: str, ts, sess: str, line: int, block: int) -> Message:
+    def said(role: str, body: str, ts, sess: str, line: int, block: int, sidechain: bool = False) -> Message:
         # The record that hands a queued message over is that message, as its
         # enqueue alone gives it (a growing file may hold only the enqueue yet);
         # `was` keeps what older pamd read from this record.
         m = Message(role, _fit(body, redactor), ts, sess, len(out))
         if (line, block) in handed:
             return replace(enqueued(*handed[(line, block)]), was=m)
+        if sidechain and role == "user":
+            # A subagent's "user" is the agent that started it (its Task prompt), not the
+            # person: stored as the assistant's words, so it is not taken for what the
+            # person asked (STATE's goals and focus). Older pamd stored it as the user's.
+            return replace(m, role="assistant", was=m)
         return m
 
     for line, rec in records:
@@ -578,8 +584,9 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
             continue
         role = msg.get("role")
         role = role if isinstance(role, str) and role else rec["type"]
+        side = bool(rec.get("isSidechain"))
         if isinstance(content, str):
-            out.append(said(role, content, ts, sess, line, -1))
+            out.append(said(role, content, ts, sess, line, -1, side))
             continue
         if not isinstance(content, list):
             continue
@@ -588,7 +595,7 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                out.append(said(role, block["text"], ts, sess, line, i))
+                out.append(said(role, block["text"], ts, sess, line, i, side))
             elif kind == "tool_use":
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
                 call = f"[tool {block.get('name', '?')}] {args}"

@@ -439,7 +439,8 @@ def _hook_command(event: str) -> str:
 def test_the_claude_code_hooks_docs_give_ingest_each_session_as_it_runs(tmp_path):
     """The exact Stop/SessionEnd commands of docs/hooks.md, run as Claude Code runs them
     (a shell in the project folder, the hook's JSON on stdin): two sessions ending at once,
-    a session read while its last line is half written, then finished, then again."""
+    a session read while its last line is half written, then finished, then again, and a
+    session that ended before it wrote a transcript."""
     import os
     import subprocess
     import sys
@@ -501,3 +502,9 @@ def test_the_claude_code_hooks_docs_give_ingest_each_session_as_it_runs(tmp_path
     assert len(texts()) == 10 and len(set(texts())) == 10
     assert git(brain, "status", "--porcelain") == ""
     assert int(git(brain, "rev-list", "--count", "HEAD")) == 1 + 2 + 2  # init, two sessions, two more turns
+    # a session that ends having said nothing: Claude Code wrote no file for it yet
+    ((code, out, err),) = run(("SessionEnd", "ccc"))
+    assert (code, out) == (0, "nothing new: no transcript to read yet\n")
+    assert err == f"pamd: note: {sessions / 'ccc.jsonl'}: no transcript written yet (the session said nothing):" \
+                  " nothing to ingest\n"
+    assert int(git(brain, "rev-list", "--count", "HEAD")) == 5

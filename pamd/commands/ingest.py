@@ -28,6 +28,7 @@ def run(args) -> int:
     brain = Brain.find(args.brain)
     inputs = []
     files = list(args.files)
+    hooked, unwritten = set(), []
     while files:
         f = files.pop(0)
         if f == "-":
@@ -37,13 +38,25 @@ def run(args) -> int:
                 inputs.append((STDIN, data))
             else:
                 files[:0] = named
+                hooked.update(named)
             continue
         p = Path(f)
+        if f in hooked and not (p.is_file() and p.stat().st_size):
+            # Claude Code writes a session's file with its first message: a session that
+            # ends having said nothing has none yet. Nothing to take in, not an error.
+            unwritten.append(f)
+            continue
         if p.is_dir():
             raise PamdError(f"{f} is a directory", f"name its transcripts, e.g. {f.rstrip('/')}/*.jsonl")
         if not p.is_file():
             raise PamdError(f"{f}: no such file", "check the path")
         inputs.append((str(p) if str(p) != STDIN else f"./{p}", p.read_bytes()))  # a file named stdin
+    for f in unwritten:
+        print(f"pamd: note: {f}: no transcript written yet (the session said nothing): nothing to ingest",
+              file=sys.stderr)
+    if unwritten and not inputs:
+        print("nothing new: no transcript to read yet")
+        return 0
     plan, sha = ingest(brain, inputs, args.now, args.format)
     if sha:
         print(f"ingested {plan.summary_line()} ({sha[:8]})")

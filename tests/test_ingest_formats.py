@@ -257,8 +257,9 @@ def test_a_prefix_of_a_real_session_says_nothing_the_whole_does_not(name):
 
 def test_a_live_session_cut_inside_its_last_line_is_ingested_up_to_it(brain, tmp_path):
     """A hook or cron ingesting a session Claude Code is still writing can read half a
-    record at its end: that line is left for the next ingest (a note says so), not an
-    error that stops every file of the run; a finished bad line still is one."""
+    record at its end, even half a character: that line is left for the next ingest (a
+    note says so), not an error that stops every file of the run; a finished bad line
+    still is one."""
     data = next(CLAUDE.glob("8463c716-*.jsonl")).read_bytes()
     lines = data.split(b"\n")
     live = tmp_path / "live.jsonl"
@@ -281,6 +282,12 @@ def test_a_live_session_cut_inside_its_last_line_is_ingested_up_to_it(brain, tmp
     # a bad line with its newline written is finished: refused as before, in one line
     live.write_bytes(b"\n".join(lines[:1300]) + b"\n" + lines[1300][:500] + b"\n")
     refused(brain, live, needle=f"{live}:1301: malformed JSON")
+    # cut inside a character (Claude Code writes UTF-8 as it is: "→" in a file it read)
+    at = lines[1251].index("→".encode()) + 1
+    live.write_bytes(b"\n".join(lines[:1251]) + b"\n" + lines[1251][:at])
+    r = brain.proc("ingest", str(live))
+    assert (r.returncode, r.stdout) == (0, b"nothing new: 367 entries already in the brain\n"), r.stderr
+    assert r.stderr.decode().startswith(f"pamd: note: {live}:1252: the last line is unfinished")
 
 
 def test_a_subagents_prompt_is_the_agents_words_not_what_the_person_asked(brain, tmp_path):

@@ -171,10 +171,7 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
     a line saying so.
     """
     redactor = redactor or Redactor()
-    text = decode(data, name)
-    fmt = fmt or detect(text, name)
-    if fmt in ("pamd", "claude-code") or (fmt == "openai" and _looks_jsonl(text.lstrip())):
-        text = _finished(text, name, notes if notes is not None else [])
+    text, fmt = _finished(data, name, fmt, notes if notes is not None else [])
     session = clean_token(PurePath(name).stem or "stdin")
     if fmt == "pamd":
         msgs = _pamd(text, name, session)
@@ -210,25 +207,38 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
     return out
 
 
-def _finished(text: str, name: str, notes: list[str]) -> str:
-    """`text` without a last line still being written: no newline after it, and not JSON yet.
+def _finished(data: bytes, name: str, fmt: str | None, notes: list[str]) -> tuple[str, str]:
+    """The input's text and format, without a JSONL input's last line still being written.
 
     A file the agent is still writing (a hook or cron ingesting a live session)
-    can end in half a record; the next ingest reads it whole. A malformed line
-    with a newline after it is finished, and stays an error.
+    can end in half a record, even half a character: a last line with no newline
+    after it that is not JSON yet. The next ingest reads it whole. A malformed
+    line with a newline after it is finished, and stays an error.
     """
-    head, sep, tail = text.rpartition("\n")
-    if not sep or not tail.strip() or not head.strip():
-        return text
+    head, sep, tail = data.rpartition(b"\n")
+    if head.strip() and tail.strip() and not _whole_json(tail):
+        try:
+            text = decode(head + sep, name)
+            found = fmt or detect(text, name)
+        except PamdError:
+            found = None  # not a JSONL input: reading it whole says what is wrong
+        if found in ("pamd", "claude-code") or (found == "openai" and _looks_jsonl(text.lstrip())):
+            line = text.count("\n") + 1
+            notes.append(f"{name}:{line}: the last line is unfinished (no newline, not JSON yet):"
+                         " left for the next ingest")
+            return text, found
+    text = decode(data, name)
+    return text, fmt or detect(text, name)
+
+
+def _whole_json(line: bytes) -> bool:
     try:
-        json.loads(tail)
+        json.loads(line)
     except RecursionError:  # whole, only too deep: _jsonl says so
-        return text
-    except ValueError:
-        notes.append(f"{name}:{text.count(sep) + 1}: the last line is unfinished (no newline, not JSON yet):"
-                     " left for the next ingest")
-        return head + sep
-    return text
+        return True
+    except ValueError:  # also UnicodeDecodeError: cut inside a character
+        return False
+    return True
 
 
 def _jsonl(text: str, name: str):

@@ -437,10 +437,10 @@ def _hook_command(event: str) -> str:
 
 
 def test_the_claude_code_hooks_docs_give_ingest_each_session_as_it_runs(tmp_path):
-    """The exact Stop/SessionEnd commands of docs/hooks.md, run as Claude Code runs them
-    (a shell in the project folder, the hook's JSON on stdin): two sessions ending at once,
-    a session read while its last line is half written, then finished, then again, and a
-    session that ended before it wrote a transcript."""
+    """The exact hook commands of docs/hooks.md, run as Claude Code runs them (a shell in
+    the project folder, the hook's JSON on stdin): two sessions ending at once, a session
+    read while its last line is half written, then finished, then again, a session that
+    ended before it wrote a transcript, and a subagent that finished."""
     import os
     import subprocess
     import sys
@@ -464,14 +464,14 @@ def test_the_claude_code_hooks_docs_give_ingest_each_session_as_it_runs(tmp_path
         return [record(sid, i, ("user", "assistant")[i % 2], f"{sid} says thing {i} about the deploy")
                 for i in range(n)]
 
-    def hook(event, sid):
+    def hook(event, sid, **more):
         payload = {"session_id": sid, "transcript_path": str(sessions / f"{sid}.jsonl"), "cwd": str(project),
-                   "hook_event_name": event, "permission_mode": "default"}
+                   "hook_event_name": event, "permission_mode": "default", **more}
         return subprocess.Popen(["sh", "-c", _hook_command(event)], cwd=project, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE), json.dumps(payload).encode()
 
-    def run(*hooks):
-        started = [hook(event, sid) for event, sid in hooks]
+    def run(*hooks, **more):
+        started = [hook(event, sid, **more) for event, sid in hooks]
         return [(p.returncode, out.decode(), err.decode())
                 for p, data in started for out, err in [p.communicate(data, timeout=120)]]
 
@@ -508,3 +508,17 @@ def test_the_claude_code_hooks_docs_give_ingest_each_session_as_it_runs(tmp_path
     assert err == f"pamd: note: {sessions / 'ccc.jsonl'}: no transcript written yet (the session said nothing):" \
                   " nothing to ingest\n"
     assert int(git(brain, "rev-list", "--count", "HEAD")) == 5
+    # a subagent finishes: its own transcript, under SESSION/subagents/, comes in with it
+    sub = sessions / "bbb" / "subagents" / "agent-a1.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_text("".join(json.dumps({**json.loads(record("bbb", 20 + i, role, text)), "isSidechain": True,
+                                       "agentId": "a1"}) + "\n"
+                           for i, (role, text) in enumerate([("user", "Find where the deploy lock is taken"),
+                                                             ("assistant", "The lock is taken in deploy.sh")])))
+    ((code, out, err),) = run(("SubagentStop", "bbb"), agent_id="a1", agent_type="Explore",
+                              agent_transcript_path=str(sub))
+    assert code == 0 and out.startswith("ingested 2 new entries, 3 already known") and err == "", (out, err)
+    es = [e for p in sorted((brain / "memory" / "L0").glob("*.md"))
+          for e in parse_doc(p.read_text(), p.name).entries if e.session == "bbb.a1"]
+    assert [(e.role, e.text) for e in es] == [("assistant", "Find where the deploy lock is taken"),
+                                              ("assistant", "The lock is taken in deploy.sh")]

@@ -4,9 +4,10 @@ import hashlib
 import json
 import shutil
 import string
+from pathlib import Path
 
 import pytest
-from conftest import CLAUDE, DATA, git, head_count
+from conftest import CLAUDE, DATA, REPO, git, head_count
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact import SECRETS
@@ -128,6 +129,28 @@ def test_a_ten_megabyte_message_is_refused(brain, tmp_path):
     code, _, err = brain("ingest", str(big))
     assert code == 1 and "larger than 1 MiB" in err
     assert not (brain.cwd / "memory" / "L0").exists()
+
+
+def test_a_claude_code_session_with_a_paste_over_one_mebibyte_is_ingested_cut(brain, tmp_path):
+    """Nobody can split a session Claude Code writes: refusing one huge paste stopped every
+    later ingest of that session. It is cut to fit, as long tool output is, and said so."""
+    paste = "Deploy failed, the log:\n" + "ошибка " * 200_000  # 2.6 MB of two-byte letters
+    recs = [{"type": "user", "sessionId": "s-big", "timestamp": "2026-11-30T10:00:00Z",
+             "message": {"role": "user", "content": paste}},
+            {"type": "queue-operation", "operation": "enqueue", "sessionId": "s-big",
+             "timestamp": "2026-11-30T10:00:01Z", "content": "and this " + "x" * (2 << 20)},
+            {"type": "assistant", "sessionId": "s-big", "timestamp": "2026-11-30T10:00:05Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "The deploy failed on a lock."}]}}]
+    f = tmp_path / "s.jsonl"
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+    code, out, err = brain("ingest", str(f))
+    assert code == 0, err
+    es = entries(brain.cwd)
+    assert [e.text[:23] for e in es] == ["Deploy failed, the log:", "and this " + "x" * 14, "The deploy failed on a "]
+    for e in es[:2]:
+        assert len(e.text.encode()) <= 1 << 20
+        assert e.text.endswith(" more characters in the source transcript]")
+    assert brain("ingest", str(f))[1].startswith("nothing new")
 
 
 def test_missing_file_and_a_bad_file_among_good_ones(brain, tmp_path):
@@ -399,3 +422,103 @@ def test_remember_takes_its_text_unquoted_as_one_entry(brain):
     assert "> We decided to ship on Friday\n" in l0.read_text() and "· assistant" in l0.read_text()
     code, out, _ = brain("remember", "We decided to ship on Friday", "--role", "assistant")
     assert code == 0 and out.startswith("already remembered as ")
+
+
+def _hook_command(event: str) -> str:
+    """The command docs/hooks.md tells a person to paste into Claude Code's settings for `event`."""
+    import re
+
+    doc = (REPO / "docs" / "hooks.md").read_text()
+    block = re.search(r"## Claude Code: .*?```json\n(.*?)```", doc, re.S).group(1)
+    (entry,) = json.loads(block)["hooks"][event]
+    (hook,) = entry["hooks"]
+    assert hook["type"] == "command"
+    return hook["command"]
+
+
+def test_the_claude_code_hooks_docs_give_ingest_each_session_as_it_runs(tmp_path):
+    """The exact hook commands of docs/hooks.md, run as Claude Code runs them (a shell in
+    the project folder, the hook's JSON on stdin): two sessions ending at once, a session
+    read while its last line is half written, then finished, then again, a session that
+    ended before it wrote a transcript, and a subagent that finished."""
+    import os
+    import subprocess
+    import sys
+
+    home = Path(os.environ["HOME"])  # conftest's own: ~/brains/agent is inside tmp_path
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PAMD_NOW": "2026-11-30T12:00:00Z"}
+    brain = home / "brains" / "agent"
+    subprocess.run([sys.executable, "-m", "pamd", "init", str(brain)], check=True, capture_output=True, env=env)
+    project = tmp_path / "app"
+    project.mkdir()
+    sessions = home / ".claude" / "projects" / "-app"
+    sessions.mkdir(parents=True)
+
+    def record(sid, i, role, text):
+        return json.dumps({"type": role, "sessionId": sid, "cwd": str(project), "isSidechain": False,
+                           "timestamp": f"2026-11-30T10:{i:02d}:00Z", "uuid": f"{sid}-{i}",
+                           "message": {"role": role, "content": [{"type": "text", "text": text}]}})
+
+    def session(sid, n):
+        return [record(sid, i, ("user", "assistant")[i % 2], f"{sid} says thing {i} about the deploy")
+                for i in range(n)]
+
+    def hook(event, sid, **more):
+        payload = {"session_id": sid, "transcript_path": str(sessions / f"{sid}.jsonl"), "cwd": str(project),
+                   "hook_event_name": event, "permission_mode": "default", **more}
+        return subprocess.Popen(["sh", "-c", _hook_command(event)], cwd=project, env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE), json.dumps(payload).encode()
+
+    def run(*hooks, **more):
+        started = [hook(event, sid, **more) for event, sid in hooks]
+        return [(p.returncode, out.decode(), err.decode())
+                for p, data in started for out, err in [p.communicate(data, timeout=120)]]
+
+    def texts():
+        out = []
+        for p in sorted((brain / "memory" / "L0").glob("*.md")):
+            out += [e.text for e in parse_doc(p.read_text(), p.name).entries]
+        return out
+
+    a, b = session("aaa", 4), session("bbb", 3)
+    (sessions / "aaa.jsonl").write_text("\n".join(a) + "\n")
+    (sessions / "bbb.jsonl").write_text("\n".join(b) + "\n")
+    for code, out, err in run(("Stop", "aaa"), ("Stop", "bbb")):  # two sessions' turns end at once
+        assert code == 0 and out.startswith("ingested ") and err == "", (out, err)
+    assert sorted(texts()) == sorted([f"aaa says thing {i} about the deploy" for i in range(4)]
+                                     + [f"bbb says thing {i} about the deploy" for i in range(3)])
+    a = session("aaa", 7)
+    (sessions / "aaa.jsonl").write_text("\n".join(a[:6]) + "\n" + a[6][:40])  # Claude Code writing line 7
+    ((code, out, err),) = run(("Stop", "aaa"))
+    assert code == 0 and out.startswith("ingested 2 new entries, 4 already known"), (out, err)
+    assert err == f"pamd: note: {sessions / 'aaa.jsonl'}:7: the last line is unfinished (no newline, not JSON" \
+                  " yet): left for the next ingest\n"
+    (sessions / "aaa.jsonl").write_text("\n".join(a) + "\n")
+    ((code, out, err),) = run(("SessionEnd", "aaa"))
+    assert code == 0 and out.startswith("ingested 1 new entry, 6 already known") and err == "", (out, err)
+    ((code, out, err),) = run(("SessionEnd", "aaa"))
+    assert (code, out, err) == (0, "nothing new: 7 entries already in the brain\n", "")
+    assert len(texts()) == 10 and len(set(texts())) == 10
+    assert git(brain, "status", "--porcelain") == ""
+    assert int(git(brain, "rev-list", "--count", "HEAD")) == 1 + 2 + 2  # init, two sessions, two more turns
+    # a session that ends having said nothing: Claude Code wrote no file for it yet
+    ((code, out, err),) = run(("SessionEnd", "ccc"))
+    assert (code, out) == (0, "nothing new: no transcript to read yet\n")
+    assert err == f"pamd: note: {sessions / 'ccc.jsonl'}: no transcript written yet (the session said nothing):" \
+                  " nothing to ingest\n"
+    assert int(git(brain, "rev-list", "--count", "HEAD")) == 5
+    # a subagent finishes: its own transcript, under SESSION/subagents/, comes in with it
+    sub = sessions / "bbb" / "subagents" / "agent-a1.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_text("".join(json.dumps({**json.loads(record("bbb", 20 + i, role, text)), "isSidechain": True,
+                                       "agentId": "a1"}) + "\n"
+                           for i, (role, text) in enumerate([("user", "Find where the deploy lock is taken"),
+                                                             ("assistant", "The lock is taken in deploy.sh")])))
+    ((code, out, err),) = run(("SubagentStop", "bbb"), agent_id="a1", agent_type="Explore",
+                              agent_transcript_path=str(sub))
+    assert code == 0 and out.startswith("ingested 2 new entries, 3 already known") and err == "", (out, err)
+    es = [e for p in sorted((brain / "memory" / "L0").glob("*.md"))
+          for e in parse_doc(p.read_text(), p.name).entries if e.session == "bbb.a1"]
+    assert [(e.role, e.text) for e in es] == [("assistant", "Find where the deploy lock is taken"),
+                                              ("assistant", "The lock is taken in deploy.sh")]

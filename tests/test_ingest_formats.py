@@ -255,6 +255,74 @@ def test_a_prefix_of_a_real_session_says_nothing_the_whole_does_not(name):
         assert prefix <= whole, cut
 
 
+def test_a_live_session_cut_inside_its_last_line_is_ingested_up_to_it(brain, tmp_path):
+    """A hook or cron ingesting a session Claude Code is still writing can read half a
+    record at its end, even half a character: that line is left for the next ingest (a
+    note says so), not an error that stops every file of the run; a finished bad line
+    still is one."""
+    data = next(CLAUDE.glob("8463c716-*.jsonl")).read_bytes()
+    lines = data.split(b"\n")
+    live = tmp_path / "live.jsonl"
+    live.write_bytes(b"\n".join(lines[:1300]) + b"\n" + lines[1300][:500])
+    other = tmp_path / "short.jsonl"
+    other.write_bytes((CLAUDE / "short.jsonl").read_bytes())
+    r = brain.proc("ingest", str(live), str(other))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode() == (f"pamd: note: {live}:1301: the last line is unfinished (no newline, not JSON yet):"
+                                 " left for the next ingest\n")
+    got = {e.id for e in entries(brain.cwd)}
+    assert {m.text for m in sources.read(other.read_bytes(), other.name)} <= {e.text for e in entries(brain.cwd)}
+    live.write_bytes(data)  # the line written whole, and the session on
+    code, out, err = brain("ingest", str(live), str(other))
+    assert code == 0 and err == "", err
+    from pamd.encode.ingest import message_id
+    whole = {message_id(m) for m in sources.read(data, live.name)}
+    assert got < {e.id for e in entries(brain.cwd)} == whole | {message_id(m) for m in sources.read(
+        other.read_bytes(), other.name)}
+    # a bad line with its newline written is finished: refused as before, in one line
+    live.write_bytes(b"\n".join(lines[:1300]) + b"\n" + lines[1300][:500] + b"\n")
+    refused(brain, live, needle=f"{live}:1301: malformed JSON")
+    # cut inside a character (Claude Code writes UTF-8 as it is: "→" in a file it read)
+    at = lines[1251].index("→".encode()) + 1
+    live.write_bytes(b"\n".join(lines[:1251]) + b"\n" + lines[1251][:at])
+    r = brain.proc("ingest", str(live))
+    assert (r.returncode, r.stdout) == (0, b"nothing new: 367 entries already in the brain\n"), r.stderr
+    assert r.stderr.decode().startswith(f"pamd: note: {live}:1252: the last line is unfinished")
+
+
+def test_a_subagents_prompt_is_the_agents_words_not_what_the_person_asked(brain, tmp_path):
+    """A subagent's transcript starts with a "user" record that is the Task prompt the agent
+    wrote: stored as the person's, it was user_intent (up to 1.00) and became STATE's
+    focus and goals in place of what the person asked."""
+    import yaml
+
+    main = next(CLAUDE.glob("4d5611e5-*.jsonl"))
+    sub = next((CLAUDE / main.stem / "subagents").glob("agent-a2898e3.jsonl"))
+    code, out, err = brain("ingest", str(main), str(sub), now="2026-02-12T17:00:00Z")
+    assert code == 0, err
+    prompt = next(e for e in entries(brain.cwd) if e.text.startswith("Very thorough exploration."))
+    assert (prompt.role, prompt.session) == ("assistant", f"{main.stem}.a2898e3")
+    assert prompt.type != "user_intent"
+    assert brain("compact", now="2026-02-12T17:00:00Z")[0] == 0
+    state = yaml.safe_load((brain.cwd / "STATE.md").read_text().split("---")[1])
+    assert state["current_focus"].startswith("Work on bead spotter-dov.")
+    assert not any(g.startswith("Very thorough") for g in state["active_goals"])
+
+
+def test_a_brain_that_holds_a_subagents_prompt_as_the_users_takes_no_copy(brain, tmp_path):
+    main = next(CLAUDE.glob("8463c716-*.jsonl"))
+    sub = next((CLAUDE / main.stem / "subagents").glob("agent-a7be2f0.jsonl"))
+    msgs = sources.read(sub.read_bytes(), sub.name)
+    assert [m.was.role for m in msgs if m.was is not None] == ["user"]
+    older = tmp_path / "older.jsonl"  # what older pamd read: the prompt as the user's
+    older.write_text("".join(json.dumps({"ts": m.ts.isoformat(), "role": (m.was or m).role, "text": m.text,
+                                         "session": m.session}) + "\n" for m in msgs))
+    assert brain("ingest", str(older))[0] == 0
+    code, out, err = brain("ingest", str(sub))
+    assert code == 0, err
+    assert "nothing new" in out
+
+
 # OpenAI-style and pamd-style JSON
 
 def test_a_pamd_style_json_list_beside_another_file(brain, tmp_path):

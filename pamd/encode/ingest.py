@@ -40,6 +40,7 @@ class IngestPlan:
     skipped: int = 0
     redacted: Counter = field(default_factory=Counter)
     stamped: int = 0  # new entries from stdin that had no time and took the run's
+    notes: list[str] = field(default_factory=list)  # inputs' unfinished last lines, left for the next run
 
     def summary_line(self) -> str:
         return f"{plural(len(self.entries), 'new entry', 'new entries')}, {self.skipped} already known"
@@ -236,12 +237,13 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     messages: list[sources.Message] = []
     legacy: list[str | None] = []
     free: list[str | None] = []
+    notes: list[str] = []
     for name, data in inputs:
         if name == STDIN:  # no file to be read again: its untimed messages are said now
-            msgs = sources.read(data, name, fmt, secrets, untimed=fmt_time(now))
+            msgs = sources.read(data, name, fmt, secrets, untimed=fmt_time(now), notes=notes)
             legacy += [None] * len(msgs)
         else:
-            msgs = sources.read(data, name, fmt, secrets)
+            msgs = sources.read(data, name, fmt, secrets, notes=notes)
             legacy += [legacy_id(m) for m in msgs]
         free += nameless_ids(msgs)
         messages += msgs
@@ -255,4 +257,5 @@ def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: st
     plan, sha = ingest_entries(brain, entries, [Path(n).name for n, _ in inputs], now, "ingest", redacted,
                                aliases, nameless)
     plan.stamped = sum(1 for e in plan.entries if e.id in said_now)
+    plan.notes = notes
     return plan, sha

@@ -12,7 +12,8 @@ Formats (auto-detected, or forced with --format):
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
   skipped, and so is Claude Code's own compaction: its injected summaries and
-  its "acompact" worker; skill/command expansions become short system entries; a
+  its "acompact" worker; a subagent's (sidechain's) "user" text is the agent's
+  prompt for it, stored as the assistant's; skill/command expansions become short system entries; a
   message the user typed while the agent worked (a queue-operation "enqueue") is one
   user message at the time it was queued, whether or not the user record that later
   hands it over is in the file yet, so a file read while it grows gives it one id).
@@ -158,17 +159,19 @@ def detect(text: str, name: str) -> str:
 
 
 def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | None = None, *,
-         untimed: str | None = None) -> list[Message]:
+         untimed: str | None = None, notes: list[str] | None = None) -> list[Message]:
     """Parse one input; raise PamdError (naming name:line) on anything malformed.
 
     Long tool output is cut short, never inside a secret `redactor` (default:
     the built-in patterns) finds, so redacting the messages leaves no part of one.
     `untimed`, if given, anchors the ids of messages without a time (stdin: the
-    time of the run, so the same words piped again later are new).
+    time of the run, so the same words piped again later are new). A JSONL
+    input's last line that is not JSON and has no newline after it is one its
+    writer is still writing (a live session): it is left out, and `notes` gets
+    a line saying so.
     """
     redactor = redactor or Redactor()
-    text = decode(data, name)
-    fmt = fmt or detect(text, name)
+    text, fmt = _finished(data, name, fmt, notes if notes is not None else [])
     session = clean_token(PurePath(name).stem or "stdin")
     if fmt == "pamd":
         msgs = _pamd(text, name, session)
@@ -202,6 +205,40 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
         raise PamdError(f"{name}: {plural(len(msgs), 'record')} but no message text in any",
                         "give each message a 'content' (or 'text') string")
     return out
+
+
+def _finished(data: bytes, name: str, fmt: str | None, notes: list[str]) -> tuple[str, str]:
+    """The input's text and format, without a JSONL input's last line still being written.
+
+    A file the agent is still writing (a hook or cron ingesting a live session)
+    can end in half a record, even half a character: a last line with no newline
+    after it that is not JSON yet. The next ingest reads it whole. A malformed
+    line with a newline after it is finished, and stays an error.
+    """
+    head, sep, tail = data.rpartition(b"\n")
+    if head.strip() and tail.strip() and not _whole_json(tail):
+        try:
+            text = decode(head + sep, name)
+            found = fmt or detect(text, name)
+        except PamdError:
+            found = None  # not a JSONL input: reading it whole says what is wrong
+        if found in ("pamd", "claude-code") or (found == "openai" and _looks_jsonl(text.lstrip())):
+            line = text.count("\n") + 1
+            notes.append(f"{name}:{line}: the last line is unfinished (no newline, not JSON yet):"
+                         " left for the next ingest")
+            return text, found
+    text = decode(data, name)
+    return text, fmt or detect(text, name)
+
+
+def _whole_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except RecursionError:  # whole, only too deep: _jsonl says so
+        return True
+    except ValueError:  # also UnicodeDecodeError: cut inside a character
+        return False
+    return True
 
 
 def _jsonl(text: str, name: str):
@@ -495,6 +532,17 @@ def _truncate(text: str, limit: int, redactor: Redactor) -> str:
     return text[:cut] + f"\n…[{len(text) - cut} more characters in the source transcript]"
 
 
+def _fit(text: str, redactor: Redactor) -> str:
+    """A Claude Code message over 1 MiB (a log pasted into the prompt) cut to fit, as tool
+    output is: nobody can split a session Claude Code writes, and refusing it would stop
+    every later ingest of that session. Smaller messages are kept whole (their ids stay)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return text
+    room = MAX_MESSAGE_BYTES - 100  # the note on what was cut
+    return _truncate(text, len(data[:room].decode("utf-8", "ignore")), redactor)
+
+
 def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
     out: list[Message] = []
     records = list(_jsonl(text, name))
@@ -503,16 +551,21 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     queued = []  # (where, message): kept apart so the other messages keep their seq
 
     def enqueued(line: int, rec: dict) -> Message:
-        return Message("user", rec["content"], _time(rec.get("timestamp"), name, line),
+        return Message("user", _fit(rec["content"], redactor), _time(rec.get("timestamp"), name, line),
                        str(rec.get("sessionId") or session), len(out))
 
-    def said(role: str, body: str, ts, sess: str, line: int, block: int) -> Message:
+    def said(role: str, body: str, ts, sess: str, line: int, block: int, sidechain: bool = False) -> Message:
         # The record that hands a queued message over is that message, as its
         # enqueue alone gives it (a growing file may hold only the enqueue yet);
         # `was` keeps what older pamd read from this record.
-        m = Message(role, body, ts, sess, len(out))
+        m = Message(role, _fit(body, redactor), ts, sess, len(out))
         if (line, block) in handed:
             return replace(enqueued(*handed[(line, block)]), was=m)
+        if sidechain and role == "user":
+            # A subagent's "user" is the agent that started it (its Task prompt), not the
+            # person: stored as the assistant's words, so it is not taken for what the
+            # person asked (STATE's goals and focus). Older pamd stored it as the user's.
+            return replace(m, role="assistant", was=m)
         return m
 
     for line, rec in records:
@@ -541,8 +594,9 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
             continue
         role = msg.get("role")
         role = role if isinstance(role, str) and role else rec["type"]
+        side = bool(rec.get("isSidechain"))
         if isinstance(content, str):
-            out.append(said(role, content, ts, sess, line, -1))
+            out.append(said(role, content, ts, sess, line, -1, side))
             continue
         if not isinstance(content, list):
             continue
@@ -551,7 +605,7 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                out.append(said(role, block["text"], ts, sess, line, i))
+                out.append(said(role, block["text"], ts, sess, line, i, side))
             elif kind == "tool_use":
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
                 call = f"[tool {block.get('name', '?')}] {args}"

@@ -981,7 +981,8 @@ def test_dna_over_its_budget_retires_pamds_least_recalled_oldest_reflexes_at_def
         if "over their 60-token budget" in msg:
             before = yaml.safe_load(git(root, "show", "HEAD^:DNA.md").split("---\n")[1])["reflexes"]
             gone = [r for r in before if isinstance(r, dict) and r not in items]
-            assert gone and all(r["from"][0] in msg for r in gone)
+            assert gone and all(f"\n- {' '.join(r['text'].split())} (from {', '.join(r['from'])})" in msg
+                                for r in gone), msg
             retired.update({r["from"][0]: r for r in gone})
     assert retired, "the budget was never reached"
     # least recalled first: the recalled reflex (10 recalls) outlives every lesson; oldest lessons go first

@@ -275,11 +275,11 @@ def bound_dna(text: str, cfg: dict[str, Any], tree: list[Entry]) -> tuple[str, l
 
 def retired_note(gone: list[dict[str, Any]], cfg: dict[str, Any]) -> str:
     """The commit message's line naming the reflexes `bound_dna` retired."""
-    named = "; ".join(f"\"{_sentence(g['text'], 80)}\" (from {', '.join(_ids(g.get('from')))})" for g in gone)
+    named = "".join(f"\n- {' '.join(g['text'].split())} (from {', '.join(_ids(g.get('from')))})" for g in gone)
     return (f"DNA.md's reflexes were over their {int(cfg['myelin']['dna_budget']):,}-token budget "
             f"([myelin] dna_budget): retired {len(gone)} of pamd's (least recalled, oldest first; never "
-            f"a person's): {named}. Their memories stay in the tiers and in history (recall, "
-            "`pamd expand ID`); learned_from keeps them from being made reflexes again.")
+            "a person's). Their memories stay in the tiers and in history (recall, `pamd expand ID`); "
+            f"learned_from keeps them from being made reflexes again:{named}")
 
 
 _LESSON_OF = re.compile(r"\s*\(lesson of \d{4}-\d{2}-\d{2}\)\s*$", re.IGNORECASE)

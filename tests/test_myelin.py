@@ -1001,6 +1001,10 @@ def test_dna_over_its_budget_retires_pamds_least_recalled_oldest_reflexes_at_def
     # a budget lowered by hand is kept by the next defrag, even on a night with nothing else to do
     cfg.write_text(cfg.read_text().replace("dna_budget = 60", "dna_budget = 20", 1))
     git(root, "commit", "-qam", "an even smaller DNA budget")
+    m = head_count(root)
+    code, out, _ = brain("defrag", "--plan", now="2026-12-08T23:30:00Z")  # says what it would retire
+    assert code == 0 and "over their 20-token budget" in out and head_count(root) == m
+    assert git(root, "status", "--porcelain") == ""
     assert brain("defrag", now="2026-12-08T23:30:00Z")[0] == 0
     assert "over their 20-token budget" in git(root, "log", "-1", "--format=%B")
     left = meta(dna)["reflexes"]

@@ -100,6 +100,20 @@ def test_plan_prints_decisions_and_writes_nothing(week):
     assert head_count(week.cwd) == n and git(week.cwd, "status", "--porcelain") == ""
 
 
+def test_defrag_plan_counts_memory_md_entries_as_staying(week):
+    """Session 11 review: `pamd defrag --plan` on a brain whose memories had all reached
+    MEMORY.md said "0 to compress, 0 to drop, 0 stay": its entries were left out of the plan."""
+    root = week.cwd
+    assert week("defrag", now=iso(START + timedelta(days=20)))[0] == 0
+    l4 = [e for e in tier_entries(root) if e.tier == "L4"]
+    assert l4 and all(e.tier != "L0" for e in tier_entries(root))
+    for cmd in ("defrag", "compact"):
+        code, out, err = week(cmd, "--plan", now=iso(START + timedelta(days=21)))
+        assert code == 0, err
+        assert out.splitlines()[-1] == f"0 to compress, 0 to drop, {len(l4)} stay", out
+        assert all(f"{e.id:<15}L4" in out for e in l4) and "in MEMORY.md" in out
+
+
 def test_expand_recovers_raw_text_from_an_l3_line(week):
     root = week.cwd
     week("compact", now=iso(START + timedelta(days=1, hours=6)))

@@ -939,3 +939,73 @@ def test_boot_during_a_merge_leaves_conflicted_files_out_and_says_so(brain, tmp_
     code, out, err = brain("boot")
     assert code == 0 and err == "" and "m1 note" in out and "left out" not in out
     assert json.loads(brain("boot", "--json")[1])["conflicted"] == []
+
+
+FAILURES = [("backup", "disk full on /var/backups"), ("export", "permission denied on /srv/export"),
+            ("migration", "lock timeout on table invoices"), ("upload", "TLS handshake failed to s3"),
+            ("build", "out of memory in the webpack step"), ("cron", "missing env var DATABASE_URL")]
+
+
+def test_dna_over_its_budget_retires_pamds_least_recalled_oldest_reflexes_at_defrag(brain, tmp_path):
+    """Session 11 review: DNA.md had no size bound (a lesson a day, some 10,000 tokens a year).
+    `[myelin] dna_budget`: the nightly defrag retires pamd's least recalled, oldest reflexes,
+    never a person's; the commit names them; they are not made again; their memories stay."""
+    from pamd.core.entry import count_tokens
+
+    root = brain.cwd
+    mine = "Always run the linter before pushing."
+    dna = root / "DNA.md"
+    dna.write_text(dna.read_text().replace("reflexes: []", f"reflexes:\n- {mine}", 1))
+    cfg = root / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace("dna_budget = 5000", "dna_budget = 60", 1))
+    git(root, "commit", "-qam", "my reflex, a small DNA budget")
+    es = seed(brain, tmp_path)
+    touch_and_compact(brain, es["decided"].id, 10)  # day 0: a lesson and a recalled reflex (10)
+    first = [r for r in meta(dna)["reflexes"] if isinstance(r, dict) and r["kind"] == "lesson"]
+    assert len(first) == 1
+    retired: dict[str, dict] = {}
+    for day, (job, err) in enumerate(FAILURES, 1):
+        f = tmp_path / f"d{day}.jsonl"
+        rows = [("assistant", f"The {job} job failed with error: {err}, nothing was written."),
+                ("assistant", f"Fixed the {job} job by changing its config; it works now.")]
+        f.write_text("\n".join(json.dumps({"ts": f"2026-12-0{day}T09:0{i}:00Z", "role": r, "text": t,
+                                           "session": job}) for i, (r, t) in enumerate(rows)) + "\n")
+        assert brain("ingest", str(f), now=f"2026-12-0{day}T09:10:00Z")[0] == 0
+        code, out, err_ = brain("defrag", now=f"2026-12-0{day}T23:00:00Z")
+        assert code == 0, err_
+        items = meta(dna)["reflexes"]
+        ours = [r for r in items if isinstance(r, dict)]
+        assert items[0] == mine  # a person's reflex is never retired
+        assert sum(count_tokens(r["text"]) for r in ours) <= 60
+        msg = git(root, "log", "-1", "--format=%B")
+        if "over their 60-token budget" in msg:
+            before = yaml.safe_load(git(root, "show", "HEAD^:DNA.md").split("---\n")[1])["reflexes"]
+            gone = [r for r in before if isinstance(r, dict) and r not in items]
+            assert gone and all(f"\n- {' '.join(r['text'].split())} (from {', '.join(r['from'])})" in msg
+                                for r in gone), msg
+            retired.update({r["from"][0]: r for r in gone})
+    assert retired, "the budget was never reached"
+    # least recalled first: the recalled reflex (10 recalls) outlives every lesson; oldest lessons go first
+    kinds = [r["kind"] for r in meta(dna)["reflexes"] if isinstance(r, dict)]
+    assert "recalled" in kinds
+    assert first[0]["from"][0] in retired
+    # a retired reflex is not made again, and its memories stay reachable
+    n = head_count(root)
+    assert brain("defrag", now="2026-12-08T23:00:00Z")[0] == 0
+    later = [r for r in meta(dna)["reflexes"] if isinstance(r, dict)]
+    assert not any(r["from"] == old["from"] for r in later for old in retired.values())
+    assert head_count(root) in (n, n + 1)
+    code, out, _ = brain("expand", first[0]["from"][0])
+    assert code == 0 and "permission denied" in out
+    assert brain("check")[0] == 0 and brain("fsck")[0] == 0
+    # a budget lowered by hand is kept by the next defrag, even on a night with nothing else to do
+    cfg.write_text(cfg.read_text().replace("dna_budget = 60", "dna_budget = 20", 1))
+    git(root, "commit", "-qam", "an even smaller DNA budget")
+    m = head_count(root)
+    code, out, _ = brain("defrag", "--plan", now="2026-12-08T23:30:00Z")  # says what it would retire
+    assert code == 0 and "over their 20-token budget" in out and head_count(root) == m
+    assert git(root, "status", "--porcelain") == ""
+    assert brain("defrag", now="2026-12-08T23:30:00Z")[0] == 0
+    assert "over their 20-token budget" in git(root, "log", "-1", "--format=%B")
+    left = meta(dna)["reflexes"]
+    assert left[0] == mine and [r["kind"] for r in left[1:]] == ["recalled"]

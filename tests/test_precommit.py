@@ -388,6 +388,37 @@ def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monk
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert seam._hook_path() == {"PATH": f"{user}{os.pathsep}/usr/bin:/bin"}
     (base / "pamd-hook").write_text("#!/bin/sh\n")  # the interpreter's own comes first (a venv)
+    (base / "pamd-hook").chmod(0o755)
     assert seam._hook_path() == {"PATH": f"{base}{os.pathsep}/usr/bin:/bin"}
     monkeypatch.setenv("PATH", f"/usr/bin:{base}")
+    assert seam._hook_path() == {}
+
+
+def test_an_older_pamd_hook_earlier_on_path_does_not_run_pamds_own_hooks(brain, tmp_path, monkeypatch):
+    """Session 11 review: the scripts folder was put on the hooks' PATH only when PATH lacked it.
+    A PATH holding it after another folder with a `pamd-hook` (pyenv's shims, naming the scripts
+    of whatever pamd the global interpreter once installed, as on CI machines) ran that older
+    pamd-hook in the `init --ci` hooks: every pamd commit refused by a pamd that is not this one."""
+    from pamd.edge import git as seam
+
+    root = brain.cwd
+    home = tmp_path / "pc-home"
+    old = tmp_path / "shims"
+    old.mkdir()
+    (old / "pamd-hook").write_text('#!/bin/sh\necho "older pamd-hook ran: $*" >&2\nexit 1\n')
+    (old / "pamd-hook").chmod(0o755)
+    assert brain("init", "--ci")[0] == 0
+    assert precommit(root, home, "install").returncode == 0
+    path = os.pathsep.join([str(old), str(BIN), os.environ["PATH"]])
+    monkeypatch.setenv("PATH", path)
+    assert seam._hook_path() == {"PATH": f"{BIN}{os.pathsep}{path}"}
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PATH": path}
+    before = git(root, "rev-parse", "HEAD").strip()
+    r = subprocess.run([str(BIN / "pamd"), "--now", "2026-11-20T10:00:00Z", "remember", "We ship on Tuesdays."],
+                       cwd=root, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "older pamd-hook" not in r.stderr
+    assert git(root, "rev-parse", "HEAD^").strip() == before
+    # this pamd's own pamd-hook found first: PATH is left as it is
+    monkeypatch.setenv("PATH", os.pathsep.join([str(BIN), str(old), os.environ["PATH"]]))
     assert seam._hook_path() == {}

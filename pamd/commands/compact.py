@@ -25,6 +25,13 @@ def run(args, mode: str = "compact") -> int:
             print(row)
         print(f"{len(out.plan.moving)} to compress, {len(out.plan.dropped)} to drop, "
               f"{len(out.plan.decisions) - len(out.plan.moving) - len(out.plan.dropped)} stay")
+        if mode == "defrag":
+            from pamd.edge.brain import DNA
+            from pamd.myelin import myelin
+
+            _, retired = myelin.bound_dna(brain.read(DNA) or "", brain.config, [])
+            if retired:  # the reflexes this night's lessons may add aside
+                print(myelin.retired_note(retired, brain.config))
         return 0
     print(f"nothing to {mode}" if out.sha is None else out.message.split("\n", 1)[0] + f" ({out.sha[:8]})")
     for note in [*summarizer_notes(out), unrecorded_spend(out)]:

@@ -299,7 +299,9 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text))
         state_text = brain.read(STATE)
         stale_state = snapshot.is_stale(state_text, entries)
-        if plan.empty and not changes and not touched and not new_lessons and not stale_state:
+        # DNA.md over its budget is cut by the nightly defrag, also on a night with nothing else to do
+        dna_over = mode == "defrag" and myelin.dna_over(dna_text, cfg)
+        if plan.empty and not changes and not touched and not new_lessons and not stale_state and not dna_over:
             out.usage = premade.usage  # what an earlier attempt paid for, if anything
             return out
         summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer)
@@ -335,6 +337,10 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         reflexes = myelin.recall_reflexes(after, cfg, texts) + new_lessons
         changes[DNA] = myelin.merge_dna(dna_text, reflexes, after, tried=declined)
         notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
+        if mode == "defrag":
+            changes[DNA], retired = myelin.bound_dna(changes[DNA], cfg, after)
+            if retired:
+                notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
             changes[STATE], state_notes = refreshed_state(state_text, snapshot.snapshot(entries, now),
                                                           *pamds_state(brain, state_text))

@@ -171,6 +171,9 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
     _enforce_budgets(by_id, config, ceiling)
     if mode == "defrag":
         _bound_memory(by_id, [e for e in entries if e.tier == "L4"], config, now)
+    for e in entries:  # MEMORY.md's entries stay unless merged: `--plan` counts and lists them
+        if e.tier == "L4" and e.id not in by_id:
+            by_id[e.id] = Decision(e, retention(e, config, now), KEEP, "L4", "in MEMORY.md")
     plan.decisions = sorted(by_id.values(), key=lambda d: (tier_index(d.entry.tier), d.entry.ts))
     buckets: dict[str, list[Entry]] = {}
     for d in plan.moving:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -341,21 +342,32 @@ def _lines(exc: git.GitCommandError) -> list[str]:
 
 
 def _hook_path() -> dict[str, str]:
-    """PATH with this pamd's scripts folder first, when PATH lacks it.
+    """PATH with this pamd's scripts folder first, unless PATH already finds this pamd's
+    `pamd-hook` first.
 
     The brain's hooks (the `.pre-commit-config.yaml` of `pamd init --ci` runs `pamd-hook` from
     PATH) run inside pamd's own git commands. pamd started by its full path from a virtualenv
     that is not active (cron, a daemon, an agent's tool config) left them without `pamd-hook`:
     "Executable `pamd-hook` not found", and every commit refused. `pip install --user` puts
-    the scripts in the user scheme's folder (~/.local/bin), which cron's PATH lacks too."""
+    the scripts in the user scheme's folder (~/.local/bin), which cron's PATH lacks too.
+    A PATH holding the folder after another `pamd-hook` (pyenv's shims name the scripts of
+    whatever pamd the global interpreter once installed) ran that other, older pamd's hooks."""
     here = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")]
     scripts = next((d for d in here if d and os.path.isfile(os.path.join(d, "pamd-hook"))), None)
     path = os.environ.get("PATH", "")
     if not scripts:
         return {}
-    if scripts in path.split(os.pathsep):
+    first = shutil.which("pamd-hook", path=path) if path else None
+    if first and _same_file(first, os.path.join(scripts, "pamd-hook")):
         return {}
     return {"PATH": scripts + os.pathsep + path if path else scripts}
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _first(exc: git.GitCommandError) -> str:

@@ -48,7 +48,7 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
 def boot_files(brain: Brain) -> dict[str, Any]:
     """Tokens of the files boot starts from, against `[boot] budget`. They grow with the
     brain's age (a lesson or a MEMORY.md fact a day; MEMORY.md's entries have their own budget,
-    [tiers.budgets] L4, but not DNA.md's reflexes),
+    [tiers.budgets] L4, and pamd's DNA.md reflexes [myelin] dna_budget, but not a person's lines),
     so a person sees them here; past half the budget, a warning (boot cuts only entries)."""
     sizes = {}
     for rel in BOOT_FILES:
@@ -57,7 +57,8 @@ def boot_files(brain: Brain) -> dict[str, Any]:
     budget = int(brain.config.get("boot", {}).get("budget", 500_000))
     uncut = sum(sizes[rel] for rel in BOOT_FILES[:3])
     warning = (f"DNA.md, PRELOAD.md and STATE.md, which boot never cuts, hold {uncut:,} tokens, "
-               f"over half of [boot] budget = {budget:,}: prune DNA.md's reflexes by hand"
+               f"over half of [boot] budget = {budget:,}: prune your own lines in them, or lower "
+               f"[myelin] dna_budget"
                if uncut > budget / 2 else None)
     return {"tokens": sizes, "budget": budget, "warning": warning}
 

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pamd.consolidate.summarizers.lesson import said, states_failure
-from pamd.core.entry import Entry, add_via
+from pamd.core.entry import Entry, add_via, count_tokens
 from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
 from pamd.myelin.recall_log import Pending
@@ -218,6 +218,68 @@ def merge_dna(text: str, reflexes: list[dict[str, Any]], tree: list[Entry],
     if relearned:
         meta[LEARNED] = keep
     return "---\n" + dump_yaml(meta) + "---\n" + body
+
+
+def _pamds(item: Any) -> bool:
+    """A reflex pamd wrote (`kind: lesson` or `recalled`, its `from:` ids, a text): the only
+    kind the DNA.md bound retires. Anything else in the lists is a person's."""
+    return (isinstance(item, dict) and item.get("kind") in ("lesson", "recalled")
+            and bool(_ids(item.get("from"))) and isinstance(item.get("text"), str))
+
+
+def _recorded_recalls(item: dict[str, Any]) -> int:
+    n = item.get("recalls")
+    return n if isinstance(n, int) and not isinstance(n, bool) else 0
+
+
+def dna_over(text: str, cfg: dict[str, Any]) -> bool:
+    """Whether pamd's reflexes in DNA.md pass `[myelin] dna_budget` (0: no bound)."""
+    budget = int(cfg["myelin"].get("dna_budget", 0) or 0)
+    if budget <= 0 or not text:
+        return False
+    try:
+        meta, _ = parse_dna(text)
+    except PamdError:
+        return False
+    return sum(count_tokens(i["text"]) for i in meta.get("reflexes") or [] if _pamds(i)) > budget
+
+
+def bound_dna(text: str, cfg: dict[str, Any], tree: list[Entry]) -> tuple[str, list[dict[str, Any]]]:
+    """DNA.md with pamd's reflexes cut to `[myelin] dna_budget` tokens of text, and the ones retired.
+
+    The least recalled go first (a lesson counts 0, a recalled reflex the recalls it was made
+    at), the oldest (first in the list) among equals; a person's items are never retired nor
+    counted. A retired reflex's sources stay in `learned_from` while they are in the tree, so it
+    is not made again; its memories stay in the tiers, and its text in history."""
+    if not dna_over(text, cfg):
+        return text, []
+    budget = int(cfg["myelin"]["dna_budget"])
+    meta, body = parse_dna(text)
+    items = list(meta.get("reflexes") or [])
+    ours = [(i, item) for i, item in enumerate(items) if _pamds(item)]
+    over = sum(count_tokens(item["text"]) for _, item in ours) - budget
+    retire: set[int] = set()
+    for i, item in sorted(ours, key=lambda p: (_recorded_recalls(p[1]), p[0])):
+        if over <= 0:
+            break
+        retire.add(i)
+        over -= count_tokens(item["text"])
+    meta["reflexes"] = [item for i, item in enumerate(items) if i not in retire]
+    gone = [items[i] for i in sorted(retire)]
+    learned = {str(x) for x in meta.get(LEARNED) or []} | {s for item in gone for s in _ids(item.get("from"))}
+    _follow(learned, tree)
+    present = {e.id for e in tree}
+    meta[LEARNED] = sorted(learned & present)
+    return "---\n" + dump_yaml(meta) + "---\n" + body, gone
+
+
+def retired_note(gone: list[dict[str, Any]], cfg: dict[str, Any]) -> str:
+    """The commit message's line naming the reflexes `bound_dna` retired."""
+    named = "".join(f"\n- {' '.join(g['text'].split())} (from {', '.join(_ids(g.get('from')))})" for g in gone)
+    return (f"DNA.md's reflexes were over their {int(cfg['myelin']['dna_budget']):,}-token budget "
+            f"([myelin] dna_budget): retired {len(gone)} of pamd's (least recalled, oldest first; never "
+            "a person's). Their memories stay in the tiers and in history (recall, `pamd expand ID`); "
+            f"learned_from keeps them from being made reflexes again:{named}")
 
 
 _LESSON_OF = re.compile(r"\s*\(lesson of \d{4}-\d{2}-\d{2}\)\s*$", re.IGNORECASE)

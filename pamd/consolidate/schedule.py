@@ -23,6 +23,7 @@ from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 log = logging.getLogger("pamd.daemon")
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 IDLE = "idle-runs.json"
 AHEAD = "warned-ahead"  # in IDLE: the future run date run-due has warned about
 
@@ -164,6 +165,28 @@ def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, list[str
     return done
 
 
+def held_signals(fn):
+    """`fn`, run with SIGTERM/SIGINT held back: Ctrl-C in a terminal and a service manager's
+    stop (systemd signals every process of the unit) go to the whole process group, and
+    killed the run's git children (and a brain's hook) mid-commit. Blocked, a signal waits
+    for the daemon's handler, which stops the daemon once `fn` is over; ignored too, since
+    children inherit the disposition (a hook's shell clears the blocked mask, but keeps a
+    signal ignored at its start ignored). Linux keeps a blocked signal pending even while
+    it is ignored, so none is lost (but setting SIG_IGN again would drop it: not nested)."""
+    def held(*args, **kwargs):
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if set(STOP_SIGNALS) <= old:  # inside a held call already
+            return fn(*args, **kwargs)
+        handlers = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for s, h in handlers.items():
+                signal.signal(s, h)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return held
+
+
 def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | None = None,
            stop: threading.Event | None = None, clock=None) -> int:
     """Run until SIGTERM/SIGINT; each job logs one line; a failing run is logged, not fatal.
@@ -183,6 +206,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     clock = clock or (lambda: datetime.now(UTC))
 
+    @held_signals
     def job(mode: str) -> bool:
         """One run, logged in one line; whether it went through (committed or had nothing to do)."""
         now = clock().replace(microsecond=0)
@@ -221,6 +245,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     retry_defrag = False  # the last defrag failed: the compact job runs what is due instead
 
+    @held_signals
     def run_what_is_due() -> None:
         """What `pamd run-due` would run now, from the brain's history: so a defrag (or a
         compact) missed while the machine was off or asleep runs at start or on waking,
@@ -266,7 +291,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         log.info("received signal %d; stopping after the current run", signum)
         stop.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     log.info("daemon on %s: compact every %g min, %s", brain.root, minutes,
              "no defrag (defrag_at is off)" if off else f"defrag daily at {at} UTC")
     try:

@@ -1,0 +1,77 @@
+"""The daemon as a person runs it: in a terminal (Ctrl-C), under a service manager
+(SIGTERM to the whole group), across clock changes. Real processes, real git."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from conftest import git
+from test_compaction import START, defragged_tonight, iso, week  # noqa: F401 - fixture
+
+
+def _hook(root, script: str) -> None:
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+
+
+def _wait_for(path, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and not path.exists():
+        time.sleep(0.05)
+    assert path.exists(), f"{path} never appeared"
+
+
+SLOW_HOOKS = {  # a pre-commit hook that says it runs, then takes two seconds
+    "python": f"#!{sys.executable}\nimport sys, time\nopen(sys.argv[0] + '.ran', 'w').close()\ntime.sleep(2)\n",
+    "sh": "#!/bin/sh\ntouch \"$0.ran\"\nsleep 2\n",
+}
+
+
+@pytest.mark.parametrize("hook", sorted(SLOW_HOOKS))
+def test_ctrl_c_or_a_group_sigterm_mid_commit_finishes_or_cleanly_aborts_the_run(week, hook):
+    """Ctrl-C in the daemon's terminal (SIGINT to its process group) or a service manager's
+    stop (systemd: SIGTERM to every process of the unit) reached pamd's git children too:
+    the `git commit` of a running compaction died, and with it GitPython's `git cat-file`,
+    so the rollback failed too and the daemon exited leaving the run half applied (tier
+    files deleted and staged, a journal for the next run; `pamd boot` and `status` read an
+    empty L0 meanwhile). Now git and pamd's other children ignore the signal and the run
+    finishes, as the daemon's "stopping after the current run" says. A brain's shell hook
+    resets the signal (git does, for its hooks): it dies, git refuses the commit, and the run
+    rolls back cleanly; the daemon stops either way, the tree as before or one commit on."""
+    defragged_tonight(week)
+    root = week.cwd
+    _hook(root, SLOW_HOOKS[hook])
+    marker = root / ".git" / "hooks" / "pre-commit.ran"
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        week("remember", f"A note to compact before signal {int(sig)}.", now=iso(START + timedelta(hours=2)))
+        before = git(root, "rev-parse", "HEAD").strip()
+        marker.unlink(missing_ok=True)  # the hook ran for that commit too
+        proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--compact-every", "0.02",
+                                 "--defrag-at", "off"],
+                                cwd=root, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _wait_for(marker)  # the compaction is inside `git commit`
+            os.killpg(proc.pid, sig)  # the whole group, as a terminal or systemd does
+            _, log = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, log
+        assert "Traceback" not in log and "unexpectedly" not in log, log
+        assert f"received signal {int(sig)}" in log and "daemon stopped" in log, log
+        assert git(root, "status", "--porcelain") == "", log
+        assert not (root / ".pamd" / "txn.json").exists(), log
+        if hook == "python":  # git and the hook ignored it: the run finished
+            assert "Pamd-Run: compact" in git(root, "log", "-1", "--format=%B"), log
+            assert git(root, "rev-parse", "HEAD~1").strip() == before
+        else:
+            assert "compact failed: git commit failed" in log, log
+            assert git(root, "rev-parse", "HEAD").strip() == before

@@ -75,3 +75,65 @@ def test_ctrl_c_or_a_group_sigterm_mid_commit_finishes_or_cleanly_aborts_the_run
         else:
             assert "compact failed: git commit failed" in log, log
             assert git(root, "rev-parse", "HEAD").strip() == before
+
+
+def test_the_clock_set_back_does_not_stall_the_compactions(week, monkeypatch):
+    """`schedule` counts its intervals in naive local time: a clock set back (by hand, NTP,
+    a dead RTC corrected) or the end of DST in a local zone (an hour back) left the next
+    compaction that much further ahead, so the daemon did not compact for the jump plus an
+    interval. An interval is now never further ahead than itself."""
+    import datetime as dt
+    import threading
+    import types
+
+    import schedule
+
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    defragged_tonight(week)
+    root = week.cwd
+    shift = [dt.timedelta(0)]
+
+    class Shifted(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime.now(tz) + shift[0]
+
+    fake = types.ModuleType("shifted_datetime")
+    fake.__dict__.update(dt.__dict__)
+    fake.datetime = Shifted
+    monkeypatch.setattr(schedule, "datetime", fake)  # schedule's own `import datetime`
+
+    def compacts() -> int:
+        return int(git(root, "rev-list", "--count", "--grep=^Pamd-Run: compact$", "HEAD").strip())
+
+    def note(n: int) -> None:  # something new for each compaction to commit
+        assert week("remember", f"Note {n} on the build box.", now=iso(START + timedelta(hours=2)))[0] == 0
+
+    stop = threading.Event()
+    seen: list[int] = []
+
+    def drive() -> None:
+        try:
+            deadline = time.time() + 30
+            while time.time() < deadline and compacts() < 1:
+                time.sleep(0.1)
+            seen.append(compacts())
+            note(1)
+            shift[0] = dt.timedelta(hours=-1)  # the clock goes back an hour
+            time.sleep(4 * 1.2 + 2)  # four intervals
+            seen.append(compacts())
+        finally:
+            stop.set()
+
+    note(0)
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        assert daemon(Brain(root), compact_minutes=0.02, defrag_at="off", stop=stop,
+                      clock=lambda: dt.datetime.now(dt.UTC) + shift[0]) == 0
+    finally:
+        stop.set()
+        helper.join()
+    assert seen[0] == 1 and seen[1] == 2, seen

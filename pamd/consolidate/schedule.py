@@ -271,7 +271,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             job("compact")
 
     sched = schedule.Scheduler()
-    sched.every(max(1, round(minutes * 60))).seconds.do(compact_job)
+    interval = max(1, round(minutes * 60))
+    compacting = sched.every(interval).seconds.do(compact_job)
     # defrag_at is UTC, and so is this clock: `schedule`'s daily .at() counts in local
     # time, computed once, which an hour's DST change would shift for half the year.
     # Each time a new slot passes (also across a suspend: the clock jumps past it),
@@ -297,6 +298,11 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     try:
         run_what_is_due()  # what was missed before the start (the machine was off at defrag_at)
         while not stop.is_set():
+            # `schedule` counts in naive local time: a clock set back (by hand, NTP) or the end
+            # of DST in the local zone would leave the next compaction that much further ahead.
+            late = (sched.idle_seconds or 0) - interval
+            if late > 0:
+                compacting.next_run -= timedelta(seconds=late)
             sched.run_pending()
             defrag_when_due()
             stop.wait(min(1.0, max(0.05, sched.idle_seconds or 1.0)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -210,6 +211,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     def job(mode: str) -> bool:
         """One run, logged in one line; whether it went through (committed or had nothing to do)."""
         now = clock().replace(microsecond=0)
+        note = None
         # A failed defrag is not left to the next night: the compact job asks due() again.
         again = f"; trying again with the next compact run, in {minutes:g} min" if mode == "defrag" else ""
         try:
@@ -225,8 +227,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
                 from pamd.recall.refresh import after_commit
 
                 note = after_commit(fresh)
-                if note:
-                    log.info("%s", note)
+                if loaded := sys.modules.get("pamd.recall.embed"):
+                    loaded.unload()  # ~230 MB a daemon would hold for the next commit, 30 min on
             # the commit's subject says the mode ("pamd compact: 1 entry into 1 summary"), and
             # the log format starts "pamd ": said once, as the lines of an idle run read
             subject = out.message.split("\n", 1)[0].removeprefix("pamd ")
@@ -235,6 +237,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             notes = summarizer_notes(out)
             log.log(logging.WARNING if notes else logging.INFO, "%s",
                     "; ".join([line, *(f"warning: {n}" for n in notes)]))
+            if note:
+                log.info("%s", note)  # after the run's own line
         except PamdError as exc:
             log.warning("%s failed: %s%s", mode, exc, again)
             return False

@@ -179,3 +179,29 @@ def test_the_daemon_lets_go_of_the_embedding_model_between_runs(week, caplog):
         helper.join()
     assert "index: " in caplog.text, caplog.text
     assert loaded == [0], caplog.text
+
+
+def test_boot_recall_and_status_after_a_run_killed_mid_commit_read_the_rolled_back_brain(week, tmp_path):
+    """A compaction killed mid-commit (kill -9 of the daemon, a laptop's crash) leaves the
+    tree half applied until the next run recovers it: a daemon's next run is up to 30
+    minutes away, or never if the daemon is what died. `pamd boot`, `recall` and `status`
+    read that tree meanwhile: the tier files the run had deleted were gone (status: L0 0
+    entries; boot: an agent with no recent memory). Reads now recover first, as runs do,
+    when no live run holds the lock."""
+    root = week.cwd
+    now = iso(START + timedelta(days=3))
+    log = tmp_path / "checkpoints"
+    assert week.proc("compact", now=now, env={"PAMD_FAULT_LOG": str(log)}).returncode == 0
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    names = log.read_text().split("\n")
+    at = next(int(n.split()[0]) for n in names if n.endswith(" git:commit"))  # all written and staged
+    expected = git(root, "ls-files", "-s")
+    for command in (["status"], ["boot"], ["recall", "staging box"]):
+        killed = week.proc("compact", now=now, env={"PAMD_FAULT_AT": str(at)})
+        assert killed.returncode == -signal.SIGKILL
+        assert (root / ".pamd" / "txn.json").exists() and git(root, "status", "--porcelain")
+        out = week.proc(*command, now=now)
+        assert out.returncode == 0, out.stderr
+        assert b"rolled back a pamd run that was killed mid-commit" in out.stderr, out.stderr
+        assert git(root, "status", "--porcelain") == "" and not (root / ".pamd" / "txn.json").exists()
+        assert git(root, "ls-files", "-s") == expected

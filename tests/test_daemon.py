@@ -77,22 +77,13 @@ def test_ctrl_c_or_a_group_sigterm_mid_commit_finishes_or_cleanly_aborts_the_run
             assert git(root, "rev-parse", "HEAD").strip() == before
 
 
-def test_the_clock_set_back_does_not_stall_the_compactions(week, monkeypatch):
-    """`schedule` counts its intervals in naive local time: a clock set back (by hand, NTP,
-    a dead RTC corrected) or the end of DST in a local zone (an hour back) left the next
-    compaction that much further ahead, so the daemon did not compact for the jump plus an
-    interval. An interval is now never further ahead than itself."""
+def _shift_schedules_clock(monkeypatch) -> list:
+    """`schedule`'s clock moved by shift[0] (it reads datetime.datetime.now(), naive local)."""
     import datetime as dt
-    import threading
     import types
 
     import schedule
 
-    from pamd.consolidate.schedule import daemon
-    from pamd.edge.brain import Brain
-
-    defragged_tonight(week)
-    root = week.cwd
     shift = [dt.timedelta(0)]
 
     class Shifted(dt.datetime):
@@ -104,6 +95,23 @@ def test_the_clock_set_back_does_not_stall_the_compactions(week, monkeypatch):
     fake.__dict__.update(dt.__dict__)
     fake.datetime = Shifted
     monkeypatch.setattr(schedule, "datetime", fake)  # schedule's own `import datetime`
+    return shift
+
+
+def test_the_clock_set_back_does_not_stall_the_compactions(week, monkeypatch):
+    """`schedule` counts its intervals in naive local time: a clock set back (by hand, NTP,
+    a dead RTC corrected) or the end of DST in a local zone (an hour back) left the next
+    compaction that much further ahead, so the daemon did not compact for the jump plus an
+    interval. An interval is now never further ahead than itself."""
+    import datetime as dt
+    import threading
+
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    defragged_tonight(week)
+    root = week.cwd
+    shift = _shift_schedules_clock(monkeypatch)
 
     def compacts() -> int:
         return int(git(root, "rev-list", "--count", "--grep=^Pamd-Run: compact$", "HEAD").strip())
@@ -205,3 +213,45 @@ def test_boot_recall_and_status_after_a_run_killed_mid_commit_read_the_rolled_ba
         assert b"rolled back a pamd run that was killed mid-commit" in out.stderr, out.stderr
         assert git(root, "status", "--porcelain") == "" and not (root / ".pamd" / "txn.json").exists()
         assert git(root, "ls-files", "-s") == expected
+
+
+def test_waking_past_the_defrag_time_makes_one_commit_not_a_compact_and_a_defrag(week, monkeypatch):
+    """A laptop that slept through 02:30 woke to the compact job (overdue) and the night's
+    defrag at once: the compaction committed first, then the defrag (which does everything
+    a compaction does) a second commit and a second index refresh. The defrag now goes
+    first, and the compaction after it finds nothing to do."""
+    import datetime as dt
+    import threading
+
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    root = week.cwd
+    shift = _shift_schedules_clock(monkeypatch)
+    real = dt.datetime.now(dt.UTC)
+    assert week("defrag", now=iso(real))[0] == 0  # tonight's done: nothing due at the start
+    assert week("remember", "An old note about the build box.", now=iso(START + timedelta(hours=1)))[0] == 0
+    head = git(root, "rev-parse", "HEAD").strip()
+    stop = threading.Event()
+
+    def drive() -> None:
+        try:
+            time.sleep(1.5)
+            shift[0] = dt.timedelta(days=1, hours=1)  # asleep for a day
+            deadline = time.time() + 60
+            while time.time() < deadline and "Pamd-Run: defrag" not in git(root, "log", "-1", "--format=%B"):
+                time.sleep(0.2)
+            time.sleep(2)
+        finally:
+            stop.set()
+
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        assert daemon(Brain(root), compact_minutes=30, defrag_at="02:30", stop=stop,
+                      clock=lambda: dt.datetime.now(dt.UTC) + shift[0]) == 0
+    finally:
+        stop.set()
+        helper.join()
+    runs = git(root, "log", "--format=%(trailers:key=Pamd-Run,valueonly)", f"{head}..HEAD").split()
+    assert runs == ["defrag"], runs

@@ -307,8 +307,10 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             late = (sched.idle_seconds or 0) - interval
             if late > 0:
                 compacting.next_run -= timedelta(seconds=late)
-            sched.run_pending()
+            # the defrag first: waking past defrag_at with a compaction overdue too, the defrag
+            # does its work in one commit, and the compaction then finds nothing to do
             defrag_when_due()
+            sched.run_pending()
             stop.wait(min(1.0, max(0.05, sched.idle_seconds or 1.0)))
     finally:
         for s, h in old.items():

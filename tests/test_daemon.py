@@ -45,12 +45,14 @@ def test_ctrl_c_or_a_group_sigterm_mid_commit_finishes_or_cleanly_aborts_the_run
     empty L0 meanwhile). Now git and pamd's other children ignore the signal and the run
     finishes, as the daemon's "stopping after the current run" says. A brain's shell hook
     resets the signal (git does, for its hooks): it dies, git refuses the commit, and the run
-    rolls back cleanly; the daemon stops either way, the tree as before or one commit on."""
+    rolls back cleanly; the daemon stops either way, the tree as before or one commit on.
+    SIGHUP (the daemon's terminal closed) killed it outright, mid-commit too: it is now a
+    stop like the others (unless `nohup` ignores it)."""
     defragged_tonight(week)
     root = week.cwd
     _hook(root, SLOW_HOOKS[hook])
     marker = root / ".git" / "hooks" / "pre-commit.ran"
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: its terminal closed
         week("remember", f"A note to compact before signal {int(sig)}.", now=iso(START + timedelta(hours=2)))
         before = git(root, "rev-parse", "HEAD").strip()
         marker.unlink(missing_ok=True)  # the hook ran for that commit too
@@ -255,3 +257,21 @@ def test_waking_past_the_defrag_time_makes_one_commit_not_a_compact_and_a_defrag
         helper.join()
     runs = git(root, "log", "--format=%(trailers:key=Pamd-Run,valueonly)", f"{head}..HEAD").split()
     assert runs == ["defrag"], runs
+
+
+def test_a_daemon_started_under_nohup_keeps_running_when_its_terminal_closes(week):
+    defragged_tonight(week)
+    proc = subprocess.Popen([sys.executable, "-m", "pamd", "daemon", "--defrag-at", "off"],
+                            cwd=week.cwd, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))  # as nohup
+    try:
+        time.sleep(3)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.5)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        _, log = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "received signal 15" in log and "signal 1;" not in log, log

@@ -24,7 +24,8 @@ from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 log = logging.getLogger("pamd.daemon")
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP: the terminal the daemon was started from closed (unless `nohup` ignores it)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 IDLE = "idle-runs.json"
 AHEAD = "warned-ahead"  # in IDLE: the future run date run-due has warned about
 
@@ -167,7 +168,7 @@ def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, list[str
 
 
 def held_signals(fn):
-    """`fn`, run with SIGTERM/SIGINT held back: Ctrl-C in a terminal and a service manager's
+    """`fn`, run with SIGTERM/SIGINT/SIGHUP held back: Ctrl-C in a terminal and a service manager's
     stop (systemd signals every process of the unit) go to the whole process group, and
     killed the run's git children (and a brain's hook) mid-commit. Blocked, a signal waits
     for the daemon's handler, which stops the daemon once `fn` is over; ignored too, since
@@ -190,7 +191,8 @@ def held_signals(fn):
 
 def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | None = None,
            stop: threading.Event | None = None, clock=None) -> int:
-    """Run until SIGTERM/SIGINT; each job logs one line; a failing run is logged, not fatal.
+    """Run until SIGTERM/SIGINT/SIGHUP (one ignored at start, as `nohup` does, stays ignored);
+    each job logs one line; a failing run is logged, not fatal.
 
     `clock()` is the UTC time (default: the real one; tests move it)."""
     import schedule
@@ -296,7 +298,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         log.info("received signal %d; stopping after the current run", signum)
         stop.set()
 
-    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS if signal.getsignal(s) != signal.SIG_IGN}
     log.info("daemon on %s: compact every %g min, %s", brain.root, minutes,
              "no defrag (defrag_at is off)" if off else f"defrag daily at {at} UTC")
     try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -275,3 +276,5 @@ def test_a_daemon_started_under_nohup_keeps_running_when_its_terminal_closes(wee
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and "received signal 15" in log and "signal 1;" not in log, log
+    # defrag_at is UTC: each line says its time's offset (it was local time, with no zone)
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[+-]\d{4} pamd daemon on ", log), log

@@ -26,6 +26,7 @@ def run(args) -> int:
     if args.budget is not None and args.budget <= 0:
         raise PamdError("--budget must be a positive number of tokens")
     brain = Brain.find(args.brain)
+    brain.recover_for_reading()
     view = TreeView.at(brain, args.at)
     now = args.now if args.now_given else view.time()
     out = build(view.read, view.files(), view.config(), now, args.budget)

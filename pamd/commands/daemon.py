@@ -32,7 +32,9 @@ def run(args) -> int:
         raise PamdError("--defrag-at is empty", 'use "HH:MM", 00:00 to 23:59 UTC, or "off"')
     # pamd's own lines at INFO; other libraries' only from WARNING (google-genai and httpx
     # log two INFO lines per LLM request, which would bury the one line per run)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s pamd %(message)s")
+    # with the time's UTC offset: defrag_at and every Pamd-Now are UTC, the clock may be local
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s pamd %(message)s",
+                        datefmt="%Y-%m-%d %H:%M:%S%z")
     logging.getLogger("pamd").setLevel(logging.INFO)
     brain = Brain.find(args.brain)
     return daemon(brain, every, args.defrag_at)

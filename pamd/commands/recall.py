@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from pamd.recall import api, store
 
     brain = Brain.find(args.brain)
+    brain.recover_for_reading()
     # The first recall after an ingest embeds the new entries: say so on a terminal.
     progress = Progress(what="index is stale; embedding new chunks")
     try:

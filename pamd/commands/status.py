@@ -16,6 +16,7 @@ def run(args) -> int:
     from pamd.edge.status import status
 
     brain = Brain.find(args.brain)
+    brain.recover_for_reading()
     st = status(brain, args.now)
     if args.json:
         print(json.dumps(st, indent=2))

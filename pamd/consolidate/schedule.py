@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -23,6 +24,8 @@ from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 log = logging.getLogger("pamd.daemon")
+# SIGHUP: the terminal the daemon was started from closed (unless `nohup` ignores it)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 IDLE = "idle-runs.json"
 AHEAD = "warned-ahead"  # in IDLE: the future run date run-due has warned about
 
@@ -164,9 +167,32 @@ def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, list[str
     return done
 
 
+def held_signals(fn):
+    """`fn`, run with SIGTERM/SIGINT/SIGHUP held back: Ctrl-C in a terminal and a service manager's
+    stop (systemd signals every process of the unit) go to the whole process group, and
+    killed the run's git children (and a brain's hook) mid-commit. Blocked, a signal waits
+    for the daemon's handler, which stops the daemon once `fn` is over; ignored too, since
+    children inherit the disposition (a hook's shell clears the blocked mask, but keeps a
+    signal ignored at its start ignored). Linux keeps a blocked signal pending even while
+    it is ignored, so none is lost (but setting SIG_IGN again would drop it: not nested)."""
+    def held(*args, **kwargs):
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if set(STOP_SIGNALS) <= old:  # inside a held call already
+            return fn(*args, **kwargs)
+        handlers = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for s, h in handlers.items():
+                signal.signal(s, h)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return held
+
+
 def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | None = None,
            stop: threading.Event | None = None, clock=None) -> int:
-    """Run until SIGTERM/SIGINT; each job logs one line; a failing run is logged, not fatal.
+    """Run until SIGTERM/SIGINT/SIGHUP (one ignored at start, as `nohup` does, stays ignored);
+    each job logs one line; a failing run is logged, not fatal.
 
     `clock()` is the UTC time (default: the real one; tests move it)."""
     import schedule
@@ -183,9 +209,11 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     clock = clock or (lambda: datetime.now(UTC))
 
+    @held_signals
     def job(mode: str) -> bool:
         """One run, logged in one line; whether it went through (committed or had nothing to do)."""
         now = clock().replace(microsecond=0)
+        note = None
         # A failed defrag is not left to the next night: the compact job asks due() again.
         again = f"; trying again with the next compact run, in {minutes:g} min" if mode == "defrag" else ""
         try:
@@ -201,8 +229,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
                 from pamd.recall.refresh import after_commit
 
                 note = after_commit(fresh)
-                if note:
-                    log.info("%s", note)
+                if loaded := sys.modules.get("pamd.recall.embed"):
+                    loaded.unload()  # ~230 MB a daemon would hold for the next commit, 30 min on
             # the commit's subject says the mode ("pamd compact: 1 entry into 1 summary"), and
             # the log format starts "pamd ": said once, as the lines of an idle run read
             subject = out.message.split("\n", 1)[0].removeprefix("pamd ")
@@ -211,6 +239,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             notes = summarizer_notes(out)
             log.log(logging.WARNING if notes else logging.INFO, "%s",
                     "; ".join([line, *(f"warning: {n}" for n in notes)]))
+            if note:
+                log.info("%s", note)  # after the run's own line
         except PamdError as exc:
             log.warning("%s failed: %s%s", mode, exc, again)
             return False
@@ -221,6 +251,7 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
 
     retry_defrag = False  # the last defrag failed: the compact job runs what is due instead
 
+    @held_signals
     def run_what_is_due() -> None:
         """What `pamd run-due` would run now, from the brain's history: so a defrag (or a
         compact) missed while the machine was off or asleep runs at start or on waking,
@@ -246,7 +277,8 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
             job("compact")
 
     sched = schedule.Scheduler()
-    sched.every(max(1, round(minutes * 60))).seconds.do(compact_job)
+    interval = max(1, round(minutes * 60))
+    compacting = sched.every(interval).seconds.do(compact_job)
     # defrag_at is UTC, and so is this clock: `schedule`'s daily .at() counts in local
     # time, computed once, which an hour's DST change would shift for half the year.
     # Each time a new slot passes (also across a suspend: the clock jumps past it),
@@ -266,14 +298,21 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
         log.info("received signal %d; stopping after the current run", signum)
         stop.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS if signal.getsignal(s) != signal.SIG_IGN}
     log.info("daemon on %s: compact every %g min, %s", brain.root, minutes,
              "no defrag (defrag_at is off)" if off else f"defrag daily at {at} UTC")
     try:
         run_what_is_due()  # what was missed before the start (the machine was off at defrag_at)
         while not stop.is_set():
-            sched.run_pending()
+            # `schedule` counts in naive local time: a clock set back (by hand, NTP) or the end
+            # of DST in the local zone would leave the next compaction that much further ahead.
+            late = (sched.idle_seconds or 0) - interval
+            if late > 0:
+                compacting.next_run -= timedelta(seconds=late)
+            # the defrag first: waking past defrag_at with a compaction overdue too, the defrag
+            # does its work in one commit, and the compaction then finds nothing to do
             defrag_when_due()
+            sched.run_pending()
             stop.wait(min(1.0, max(0.05, sched.idle_seconds or 1.0)))
     finally:
         for s, h in old.items():

@@ -203,6 +203,27 @@ class Brain:
             raise PamdError(f"the brain has unresolved conflicts in {', '.join(conflicted[:3])}",
                             "resolve them and commit, then run again")
 
+    def recover_for_reading(self) -> str | None:
+        """Before a read (boot, recall, status): finish the recovery of a run that died
+        mid-commit, whose half-applied tree would else be read until the next run (half an
+        hour for a daemon, or never if the daemon is what died). Only when no live run holds
+        the lock (its journal is its own); said on stderr."""
+        if not (self.state_dir / JOURNAL).exists():
+            return None
+        try:
+            with Lock(self.state_dir / "lock", wait=False) as lock:
+                self.repo.hold_fd = lock.fd
+                try:
+                    done = self.recover()
+                finally:
+                    self.repo.hold_fd = None
+        except PamdError:  # a run is at work: its journal is not a dead run's
+            return None
+        if done:
+            what = "kept the commit of" if done == "committed" else "rolled back"
+            print(f"pamd: note: {what} a pamd run that was killed mid-commit", file=sys.stderr)
+        return done
+
     def recover(self) -> str | None:
         """Roll back (or confirm) a run that died mid-commit; return what was done.
 

@@ -122,3 +122,14 @@ def test_isolate_keeps_the_brains_own_variables_and_drops_another_repos(brain, p
     assert "GIT_INDEX_FILE" not in os.environ
     assert "GIT_WORK_TREE" not in os.environ
     assert "GIT_PREFIX" not in os.environ
+
+
+def test_a_projects_amended_commit_does_not_date_the_brains_commit(brain, project):
+    root = brain.cwd
+    log = _hook(project, "pre-commit", root, "amended")
+    (project / "a.txt").write_text("two\n")
+    # `--date` (and `--amend`, which keeps the old one) hands the hook GIT_AUTHOR_DATE
+    git(project, "commit", "-qam", "second", "--date=2001-01-01T00:00:00+00:00")
+    assert log.read_text().endswith("rc=0\n"), log.read_text()
+    assert not git(root, "log", "-1", "--format=%aI").startswith("2001")
+    assert git(project, "log", "-1", "--format=%aI").startswith("2001")

@@ -29,6 +29,9 @@ LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAM
              "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
              "GIT_COMMON_DIR", "GIT_QUARANTINE_PATH")
 # Those that name a place: whether they name the brain's repository tells whose they are.
+# What `git commit` tells its hooks about the commit it makes (`--amend` and `--date` give an
+# old date): not the date of a commit pamd makes in another repository.
+_COMMIT_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE")
 _PLACES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
            "GIT_QUARANTINE_PATH", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
 
@@ -61,7 +64,7 @@ def isolate(start: Path, gitdir: Path | None = None) -> None:
         else:
             mine = any(place == d or place.startswith(d + os.sep) for d in own[1:])
         if not mine:
-            for k in LOCAL_ENV:
+            for k in (*LOCAL_ENV, *_COMMIT_ENV):
                 os.environ.pop(k, None)
             return
 

@@ -39,3 +39,8 @@ class VisibleStream:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def raw(stream):
+    """The stream under a VisibleStream, for pamd's own control characters (a progress line's CR)."""
+    return stream._stream if isinstance(stream, VisibleStream) else stream

@@ -23,6 +23,19 @@ def test_visible_escapes_what_a_terminal_would_act_on():
     assert visible(plain) == plain
 
 
+def test_the_stream_escapes_every_way_of_writing():
+    import io
+
+    from pamd.core.visible import VisibleStream, raw
+
+    buf = io.StringIO()
+    s = VisibleStream(buf)
+    print("a\x1b[2J", file=s)
+    s.writelines(["b\x07", "c\u202e\n"])
+    assert buf.getvalue() == "a\\x1b[2J\nb\\x07c\\u202e\n"
+    assert raw(s) is buf and raw(buf) is buf
+
+
 def _nasty_brain(brain) -> bytes:
     """A person's (or a clone's) MEMORY.md note holding escape sequences, committed."""
     mem = brain.cwd / "MEMORY.md"

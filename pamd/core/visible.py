@@ -37,6 +37,10 @@ class VisibleStream:
         self._stream.write(visible(text))
         return len(text)
 
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 

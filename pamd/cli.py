@@ -16,6 +16,7 @@ import traceback
 from datetime import UTC, datetime
 
 from pamd import __version__
+from pamd.core.visible import VisibleStream
 from pamd.errors import PamdError
 
 # In the order `pamd --help` lists them: the pipeline first.
@@ -105,6 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Stored text (and a user's words in an error) must not reach a terminal as control
+    # sequences: human output shows them escaped; --json stays exact (JSON escapes them).
+    out, err = sys.stdout, sys.stderr
+    sys.stderr = VisibleStream(err)
+    try:
+        return _main(argv, out)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None, out) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's own parser, with its usage, not pamd's
@@ -113,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    if not getattr(args, "json", False):
+        sys.stdout = VisibleStream(out)
     try:
         args.now_given = bool(args.now or os.environ.get("PAMD_NOW"))
         args.now = now_arg(args.now)

@@ -48,7 +48,10 @@ class Progress:
 
     def __call__(self, done: int, total: int) -> None:
         if self.on:
-            print(f"\r{self.what} {done}/{total}", end="", file=sys.stderr, flush=True)
+            from pamd.core.visible import raw
+
+            # its own CR redraws the line: past the stream that shows stored text's escaped
+            print(f"\r{self.what} {done}/{total}", end="", file=raw(sys.stderr), flush=True)
             self.shown = True
 
     def done(self) -> None:

@@ -22,10 +22,86 @@ from pamd.errors import PamdError
 
 _RUN = re.compile(r"^Pamd-Run: (\S+)$", re.M)
 
+# `git rev-parse --local-env-vars` (git 2.39), and receive-pack's quarantine: what git
+# exports to a hook about *its* repository.
+LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+             "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+             "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
+             "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
+             "GIT_COMMON_DIR", "GIT_QUARANTINE_PATH")
+# Those that name a place: whether they name the brain's repository tells whose they are.
+# What `git commit` tells its hooks about the commit it makes (`--amend` and `--date` give an
+# old date): not the date of a commit pamd makes in another repository.
+_COMMIT_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE")
+_PLACES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+           "GIT_QUARANTINE_PATH", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+
+
+def isolate(start: Path, gitdir: Path | None = None) -> None:
+    """Forget git's per-repository variables when they belong to another repository.
+
+    pamd run from a hook of a person's project (`pamd remember` in its post-commit, the
+    pre-commit framework, an IDE) inherits that repository's GIT_INDEX_FILE, GIT_DIR,
+    GIT_WORK_TREE, GIT_OBJECT_DIRECTORY...: pamd's git would read the project's index
+    ("uncommitted edits" in a clean brain), take the project for the working tree, write
+    the brain's objects elsewhere, `git init` the project again. They are kept when every
+    place they name is the brain's (its .git, or its working tree): pamd's own hooks run
+    by git in the brain, where GIT_INDEX_FILE is the commit's index. `gitdir`: the
+    repository `start` will have (`pamd init`), else found above `start` as git would.
+    GitPython reads os.environ itself (at Repo() and at every command), so that is where
+    they are dropped."""
+    named = [(k, v) for k in _PLACES for v in os.environ.get(k, "").split(os.pathsep) if v]
+    if not named:
+        return
+    try:
+        cwd = os.getcwd()  # where git resolves a relative one (a hook runs at its top level)
+    except OSError:
+        cwd = str(start)
+    own = _own_dirs(Path(start), gitdir)
+    for key, value in named:
+        place = os.path.realpath(os.path.join(cwd, value))
+        if key == "GIT_WORK_TREE":
+            mine = place in own[:1]
+        else:
+            mine = any(place == d or place.startswith(d + os.sep) for d in own[1:])
+        if not mine:
+            for k in (*LOCAL_ENV, *_COMMIT_ENV):
+                os.environ.pop(k, None)
+            return
+
+
+def _own_dirs(start: Path, gitdir: Path | None) -> list[str]:
+    """[working tree, git dir, common dir] of the repository at `start`, ignoring the
+    environment; [] outside any."""
+    if gitdir is not None:
+        top, dotgit = start, gitdir
+    else:
+        here = Path(os.path.realpath(start))
+        for top in (here, *here.parents):
+            dotgit = top / ".git"
+            if dotgit.exists():
+                break
+        else:
+            return []
+    if dotgit.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
+        try:
+            text = dotgit.read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return []
+        dotgit = top / text.removeprefix("gitdir:").strip()
+    git_dir = os.path.realpath(dotgit)
+    common = git_dir
+    try:
+        common = os.path.realpath(os.path.join(git_dir, Path(git_dir, "commondir").read_text("utf-8").strip()))
+    except (OSError, UnicodeDecodeError):
+        pass
+    return [os.path.realpath(top), git_dir, common]
+
 
 class Repo:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        isolate(self.root)
         try:
             self._repo = git.Repo(self.root)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -39,6 +115,7 @@ class Repo:
 
     @staticmethod
     def init(root: Path) -> Repo:
+        isolate(root, Path(root) / ".git")
         try:
             git.Repo.init(root, initial_branch="main")
         except TypeError:  # very old git without --initial-branch
@@ -51,6 +128,7 @@ class Repo:
     def toplevel(start: Path) -> Path | None:
         """The working tree of the repository holding `start` (an existing folder); None
         outside any. A bare repository has no working tree for a brain: refused."""
+        isolate(start)
         try:
             found = git.Repo(start, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):

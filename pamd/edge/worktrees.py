@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pamd.edge.git import LOCAL_ENV as _LOCAL_ENV
 from pamd.edge.git import Repo
 from pamd.errors import PamdError
 
@@ -141,14 +142,6 @@ def checkout_of(repo: Repo, rev: str, seed_state: Path | None = None) -> Iterato
         except PamdError:
             pass
         os.environ.update(saved)
-
-
-# `git rev-parse --local-env-vars` (git 2.39): what a hook inherits about *its* repository.
-_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
-              "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
-              "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
-              "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
-              "GIT_COMMON_DIR")
 
 
 def _seed_caches(state: Path, into: Path) -> None:

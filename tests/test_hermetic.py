@@ -1,0 +1,41 @@
+"""The tests see none of the machine they run on: its git config, its temp folder, pamd's variables.
+
+CI runs the suite with the machine's global python, HOME and git config, as root; a person runs it
+from a shell with their own. What conftest pins is checked here, so a test that passes only by the
+luck of one environment fails on every machine instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from conftest import FOREIGN_ENV
+
+
+def test_git_reads_only_the_tests_own_config(tmp_path):
+    # XDG_CONFIG_HOME names a second global config (a global commit.gpgsign, core.hooksPath or
+    # diff.noprefix there reached every test's git); GIT_CONFIG_GLOBAL and the system file too.
+    out = subprocess.run(["git", "config", "--list", "--show-origin"], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout
+    origins = {line.split("\t", 1)[0] for line in out.splitlines()}
+    assert origins == {f"file:{Path(os.environ['HOME']) / '.gitconfig'}"}, out
+    assert not [var for var in FOREIGN_ENV if var in os.environ]
+
+
+def test_temp_files_and_crash_logs_stay_in_the_tests_own_folder(brain, monkeypatch):
+    """An internal error's log went to /tmp/pamd-crash-*.log, from every test that injects one."""
+    here = Path(tempfile.gettempdir())
+    assert Path(os.environ["TMPDIR"]) == here and "pytest" in str(here)
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr("pamd.commands.status.run", explode)
+    code, _, err = brain("status")
+    assert code == 3 and len(err.strip().splitlines()) == 1, err
+    logs = list(here.glob("pamd-crash-*.log"))
+    assert len(logs) == 1 and f"(details in {logs[0]})" in err
+    assert "RuntimeError: injected" in logs[0].read_text()

@@ -32,6 +32,21 @@ FOREIGN_ENV = (
 )
 
 
+def pytest_configure(config) -> None:
+    """Stop at once, with one line, when pytest's temp folder lies inside a git repository (a
+    TMPDIR or --basetemp in a checkout): a brain cannot live there, and every test would fail."""
+    tmp = given = Path(config.option.basetemp or tempfile.gettempdir()).resolve()
+    while not tmp.exists():
+        tmp = tmp.parent
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV}
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=tmp, capture_output=True, text=True,
+                         env=env)
+    if top.returncode == 0:
+        raise pytest.UsageError(f"the tests' temp folder {given} is inside the git repository "
+                                f"{top.stdout.strip()}, where no brain can be made: point TMPDIR or "
+                                "--basetemp outside it")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_git(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")

@@ -26,16 +26,17 @@ def test_git_reads_only_the_tests_own_config(tmp_path):
 
 
 def test_temp_files_and_crash_logs_stay_in_the_tests_own_folder(brain, monkeypatch):
-    """An internal error's log went to /tmp/pamd-crash-*.log, from every test that injects one."""
+    """An internal error's log went to /tmp/pamd-crash-*.log, from every test that injects one; and
+    an exception whose message spans lines (git's) printed them all, not one line naming the log."""
     here = Path(tempfile.gettempdir())
     assert Path(os.environ["TMPDIR"]) == here and "pytest" in str(here)
 
-    def explode(*args, **kwargs):
-        raise RuntimeError("injected")
+    def explode(*args, **kwargs):  # as a GitCommandError says it: cmdline, stderr on lines below
+        raise RuntimeError("injected\n  cmdline: git add -- x.md\n  stderr: 'fatal: x'")
 
     monkeypatch.setattr("pamd.commands.status.run", explode)
     code, _, err = brain("status")
     assert code == 3 and len(err.strip().splitlines()) == 1, err
     logs = list(here.glob("pamd-crash-*.log"))
     assert len(logs) == 1 and f"(details in {logs[0]})" in err
-    assert "RuntimeError: injected" in logs[0].read_text()
+    assert "RuntimeError: injected" in err and "stderr: 'fatal: x'" in logs[0].read_text()

@@ -48,23 +48,26 @@ def pytest_configure(config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_git(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("home")
-    tmpl = tmp_path_factory.mktemp("git-template")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tmpl))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for var in FOREIGN_ENV:
-        monkeypatch.delenv(var, raising=False)
-    # Temp files (a crash log, `pamd demo`'s brain, a defrag worktree) land in the test's own
-    # folder, in this process and in the pamd processes it starts: nothing is left in /tmp.
-    tmp = tmp_path_factory.mktemp("tmp")
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
-    subprocess.run(["git", "config", "--global", "user.email", "person@example.com"], check=True)
-    subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
-
+def _isolated_git(tmp_path_factory):
+    # A MonkeyPatch of its own: a test's `monkeypatch.undo()` must not bring back the machine's
+    # HOME (its git identity and config) or /tmp halfway through the test.
+    with pytest.MonkeyPatch.context() as mp:
+        home = tmp_path_factory.mktemp("home")
+        tmpl = tmp_path_factory.mktemp("git-template")
+        mp.setenv("HOME", str(home))
+        mp.setenv("GIT_TEMPLATE_DIR", str(tmpl))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        for var in FOREIGN_ENV:
+            mp.delenv(var, raising=False)
+        # Temp files (a crash log, `pamd demo`'s brain, a defrag worktree) land in the test's own
+        # folder, in this process and in the pamd processes it starts: nothing is left in /tmp.
+        tmp = tmp_path_factory.mktemp("tmp")
+        mp.setenv("TMPDIR", str(tmp))
+        mp.setattr(tempfile, "tempdir", str(tmp))
+        subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
+        subprocess.run(["git", "config", "--global", "user.email", "person@example.com"], check=True)
+        subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+        yield
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout

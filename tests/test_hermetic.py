@@ -40,3 +40,13 @@ def test_temp_files_and_crash_logs_stay_in_the_tests_own_folder(brain, monkeypat
     logs = list(here.glob("pamd-crash-*.log"))
     assert len(logs) == 1 and f"(details in {logs[0]})" in err
     assert "RuntimeError: injected" in err and "stderr: 'fatal: x'" in logs[0].read_text()
+
+
+def test_a_tests_monkeypatch_undo_keeps_the_isolation(tmp_path, monkeypatch):
+    """Two tests call `monkeypatch.undo()` mid-test; it undid conftest's isolation too (the same
+    fixture), so their next `git commit` ran with the machine's HOME, identity and config."""
+    home = os.environ["HOME"]
+    monkeypatch.setenv("PAMD_NOW", "2026-11-30T12:00:00Z")
+    monkeypatch.undo()
+    assert os.environ["HOME"] == home and "PAMD_NOW" not in os.environ
+    assert Path(tempfile.gettempdir()) == Path(os.environ["TMPDIR"])

@@ -30,6 +30,7 @@ class Repo:
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise PamdError(f"{self.root} is not a git repository", "run `pamd init`") from None
         self.git = self._repo.git
+        self.git.update_environment(**_own_repository(self.root, Path(self._repo.git_dir)))
         # The fd of the brain's flock while a run holds it. Every git command of
         # the run inherits it, so a git child that outlives a killed pamd (kill -9,
         # the OOM killer) keeps the brain locked until it exits: the next run
@@ -335,6 +336,26 @@ class Repo:
             return self._exec(list(args), strip_newline_in_stdout=strip, **({"env": env} if env else {}))
         except git.GitCommandError as exc:
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
+
+
+def _own_repository(root: Path, gitdir: Path) -> dict[str, str]:
+    """This brain's own GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE where the environment names
+    another repository's: pamd run from a git hook of another repository (an agent's project
+    remembering its commits) inherits the variables git gives its hooks, and with that
+    repository's index (`git commit -a` exports `.git/index.lock`) every brain file looked
+    edited, and `git add` would have staged into it. Values inside the brain (a brain's own
+    hooks, run in a pamd commit, read its temporary index) are kept."""
+    mine = (root.resolve(), gitdir.resolve())
+    own = {"GIT_DIR": gitdir, "GIT_WORK_TREE": root, "GIT_INDEX_FILE": gitdir / "index"}
+    out: dict[str, str] = {}
+    for var, path in own.items():
+        value = os.environ.get(var)
+        if not value:
+            continue
+        where = Path(os.path.abspath(value)).resolve()
+        if not any(where == d or d in where.parents for d in mine):
+            out[var] = str(path)
+    return out
 
 
 def _stdin(paths: list[str]):

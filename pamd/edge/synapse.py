@@ -572,7 +572,9 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
             GIT_AUTHOR_EMAIL=email,
             GIT_COMMITTER_NAME=name,
             GIT_COMMITTER_EMAIL=email,
-        ):
+        ), brain.repo.git.custom_environment(GIT_INDEX_FILE=str(tmp / "index")):
+            # (the repo's own GIT_INDEX_FILE, set where pamd runs from another repository's hook,
+            # would win over the environment's)
             brain.repo.run("read-tree", "--empty")
             for rec in filter(None, listing):
                 info, rel = rec.split("\t", 1)

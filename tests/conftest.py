@@ -69,6 +69,7 @@ def _isolated_git(tmp_path_factory):
         subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
         yield
 
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 

@@ -143,7 +143,8 @@ def _main(argv: list[str] | None, out) -> int:
         fd, log = tempfile.mkstemp(prefix="pamd-crash-", suffix=".log")
         with os.fdopen(fd, "w") as f:
             traceback.print_exc(file=f)
-        print(f"pamd: internal error: {type(exc).__name__}: {exc} (details in {log})", file=sys.stderr)
+        said = (str(exc).strip().splitlines() or [""])[0]  # a GitCommandError spans lines: the log has them
+        print(f"pamd: internal error: {type(exc).__name__}: {said} (details in {log})", file=sys.stderr)
         return 3
 
 

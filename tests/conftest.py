@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,21 +17,57 @@ CLAUDE = SHARED / "bench" / "data" / "claude-code"
 NOW = "2026-11-30T12:00:00Z"
 
 
+# What the machine's environment could bring in: git's other config files (XDG_CONFIG_HOME
+# holds a global config too), another repository (a git hook running the tests sets GIT_DIR or
+# GIT_INDEX_FILE), an identity or date, and the variables pamd itself reads.
+FOREIGN_ENV = (
+    "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+    "PAMD_BRAIN", "PAMD_NOW", "PAMD_AUTHOR_NAME", "PAMD_AUTHOR_EMAIL", "PAMD_COMMIT", "PAMD_RUN",
+    "PAMD_HOOK_INDEX", "PAMD_FAULT_AT", "PAMD_FAULT_LOG", "PAMD_GEMINI_BASE_URL", "PAMD_OPENAI_BASE_URL",
+    "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY",
+)
+
+
+def pytest_configure(config) -> None:
+    """Stop at once, with one line, when pytest's temp folder lies inside a git repository (a
+    TMPDIR or --basetemp in a checkout): a brain cannot live there, and every test would fail."""
+    tmp = given = Path(config.option.basetemp or tempfile.gettempdir()).resolve()
+    while not tmp.exists():
+        tmp = tmp.parent
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV}
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=tmp, capture_output=True, text=True,
+                         env=env)
+    if top.returncode == 0:
+        raise pytest.UsageError(f"the tests' temp folder {given} is inside the git repository "
+                                f"{top.stdout.strip()}, where no brain can be made: point TMPDIR or "
+                                "--basetemp outside it")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_git(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("home")
-    tmpl = tmp_path_factory.mktemp("git-template")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tmpl))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
-    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
-        monkeypatch.delenv(var, raising=False)
-    subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
-    subprocess.run(["git", "config", "--global", "user.email", "person@example.com"], check=True)
-    subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
-    for var in ("PAMD_BRAIN", "PAMD_NOW", "GEMINI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
+def _isolated_git(tmp_path_factory):
+    # A MonkeyPatch of its own: a test's `monkeypatch.undo()` must not bring back the machine's
+    # HOME (its git identity and config) or /tmp halfway through the test.
+    with pytest.MonkeyPatch.context() as mp:
+        home = tmp_path_factory.mktemp("home")
+        tmpl = tmp_path_factory.mktemp("git-template")
+        mp.setenv("HOME", str(home))
+        mp.setenv("GIT_TEMPLATE_DIR", str(tmpl))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        for var in FOREIGN_ENV:
+            mp.delenv(var, raising=False)
+        # Temp files (a crash log, `pamd demo`'s brain, a defrag worktree) land in the test's own
+        # folder, in this process and in the pamd processes it starts: nothing is left in /tmp.
+        tmp = tmp_path_factory.mktemp("tmp")
+        mp.setenv("TMPDIR", str(tmp))
+        mp.setattr(tempfile, "tempdir", str(tmp))
+        subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
+        subprocess.run(["git", "config", "--global", "user.email", "person@example.com"], check=True)
+        subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+        yield
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -679,6 +679,22 @@ def test_expand_follows_provenance_into_entry_files_with_non_ascii_names(week):
     assert all("заметки ü" in f["path"] for f in raw)
 
 
+def test_expand_reads_history_under_a_persons_diff_prefix_config(week):
+    """A global `diff.noprefix` (a common dotfile setting) dropped git log -p's `a/`, and the
+    history reader cut two characters off every path: expand said "not in the tree nor in its
+    history" for every entry compaction had moved."""
+    root = week.cwd
+    assert week("compact", now=iso(START + timedelta(days=1, hours=6)))[0] == 0
+    summary = next(e for e in tier_entries(root) if e.sources)
+    for key, value in (("diff.noprefix", "true"), ("diff.mnemonicPrefix", "true"), ("color.ui", "always")):
+        git(root, "config", "--global", key, value)
+    code, out, err = week("expand", summary.id, "--json")
+    assert code == 0, err
+    raw = [f for f in json.loads(out) if f["id"].startswith("e-")]
+    assert {f["id"] for f in raw} == set(summary.sources)
+    assert all(f["path"].startswith("memory/L0/") for f in raw)
+
+
 def test_a_daily_note_not_yet_committed_waits_and_the_rest_of_defrag_goes_on(brain):
     root = brain.cwd
     (root / "memory").mkdir(exist_ok=True)

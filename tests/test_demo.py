@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -51,10 +51,10 @@ def test_demo_without_a_folder_works_inside_a_git_clone(tmp_path):
     assert r.returncode == 0, r.stderr
     assert not (clone / "pamd-demo-brain").exists()
     where = re.search(r"^The demo brain is in (\S+)\.", r.stdout, re.M).group(1)
-    assert tmp_path.resolve() not in Path(where).resolve().parents
+    assert clone.resolve() not in Path(where).resolve().parents
+    assert Path(tempfile.gettempdir()).resolve() in Path(where).resolve().parents  # the test's own, conftest
     assert subprocess.run(["git", "log", "--format=%s"], cwd=where, capture_output=True, text=True,
                           check=True).stdout.count("pamd defrag") == 2
-    shutil.rmtree(where)
 
 
 def test_a_demo_that_stops_at_init_leaves_no_sample_in_the_temp_folder(tmp_path):

@@ -915,3 +915,28 @@ def test_hooks_are_not_installed_where_core_hookspath_sends_every_repository(bra
     assert code == 0 and (root / ".git" / "hooks" / "pre-commit").is_file(), err
     git(root, "config", "--unset", "core.hooksPath")
     assert hook(root, "install", "--force").returncode == 0 and (shared / "pre-commit").is_file()
+
+
+def test_pamd_run_from_another_repositorys_hook_commits_to_the_brain_alone(brain, tmp_path):
+    """An agent's project remembers its commits with a pre-commit hook that runs `pamd remember
+    --brain …`. git gives its hooks GIT_INDEX_FILE (the project's `.git/index.lock` under `git
+    commit -a`), and pamd's git read the brain through that index: "uncommitted edits in
+    memory/L0/…", nothing remembered, and a `git add` would have staged into the project."""
+    proj = tmp_path / "proj"
+    git(tmp_path, "init", "-q", str(proj))
+    (proj / "app.py").write_text("print(1)\n")
+    git(proj, "add", "app.py")
+    git(proj, "commit", "-qm", "first")
+    pre = proj / ".git" / "hooks" / "pre-commit"
+    pre.parent.mkdir(exist_ok=True)
+    pre.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m pamd remember --brain "
+                   f"{shlex.quote(str(brain.cwd))} --now 2026-11-30T12:00:00Z 'the app now prints 2'\n")
+    pre.chmod(0o755)
+    (proj / "app.py").write_text("print(2)\n")
+    n = head_count(brain.cwd)
+    r = subprocess.run(["git", "commit", "-qam", "second"], cwd=proj, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert head_count(brain.cwd) == n + 1 and "the app now prints 2" in git(brain.cwd, "show", "HEAD")
+    assert git(brain.cwd, "status", "--porcelain") == ""
+    assert git(proj, "show", "--name-only", "--format=", "HEAD").split() == ["app.py"]
+    assert git(proj, "status", "--porcelain") == ""

@@ -295,3 +295,27 @@ def test_init_hooks_in_a_clone_with_pamd_brain_naming_another_brain_is_refused(b
     brain.cwd = tmp_path  # outside any brain: PAMD_BRAIN's, as for every command
     code, out, err = brain("init", "--hooks")
     assert code == 0 and (other / ".git" / "hooks" / "pre-commit").is_file(), err
+
+
+def test_a_persons_global_commit_signing_does_not_stop_pamds_commits(tmp_path, brain):
+    """A global `commit.gpgsign = true` whose key cannot sign unattended (a passphrase or a
+    touch cron cannot give, no key at all) made `pamd init` and every later run fail with
+    "gpg failed to sign the data (a hook of this brain may have refused it…)". pamd signs its
+    commits only when the brain's own git config asks, and then names signing when it fails."""
+    fails = tmp_path / "gpg-that-fails"
+    fails.write_text("#!/bin/sh\nexit 1\n")
+    fails.chmod(0o755)
+    git(tmp_path, "config", "--global", "commit.gpgsign", "true")
+    git(tmp_path, "config", "--global", "gpg.program", str(fails))
+    brain.cwd = tmp_path
+    code, _, err = brain("init", str(tmp_path / "b2"))
+    assert code == 0, err
+    brain.cwd = tmp_path / "b2"
+    code, _, err = brain("remember", "We decided to keep invoices for seven years.")
+    assert code == 0, err
+    assert git(brain.cwd, "log", "--format=%s").count("pamd ") == 2
+    git(brain.cwd, "config", "--local", "commit.gpgsign", "true")  # the brain's own choice is kept
+    code, _, err = brain("remember", "Deploy of v2 is done, thanks!")
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "commit.gpgsign" in err and "a hook" not in err
+    assert head_count(brain.cwd) == 2 and git(brain.cwd, "status", "--porcelain") == ""

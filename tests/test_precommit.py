@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, git
+from conftest import FOREIGN_ENV, REPO, git
 
 BIN = Path(sys.executable).parent
 AWS = "AKIA" + "Q4XZ7RT2MB6KPL3N"  # split so this file is no secret itself
@@ -42,8 +42,12 @@ def hook_repo(tmp_path_factory) -> tuple[Path, str, Path]:
             (snap / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, snap / rel)
     ident = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    # A module fixture runs before conftest's per-test isolation: no config of the machine's
+    # (a global commit.gpgsign, core.hooksPath, init.templateDir) may reach this commit.
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     for args in (["init", "-q"], ["add", "-A"], [*ident, "commit", "-q", "-m", "snapshot"]):
-        subprocess.run(["git", *args], cwd=snap, check=True, capture_output=True)
+        subprocess.run(["git", *args], cwd=snap, check=True, capture_output=True, env=env)
     sha = git(snap, "rev-parse", "HEAD").strip()
     home = tmp_path_factory.mktemp("pre-commit-home")
     return snap, sha, home

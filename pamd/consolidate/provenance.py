@@ -93,8 +93,11 @@ class History:
         self._head = self.brain.repo.rev_parse("HEAD")
         if self._head is None:
             return self._lines
+        # The `a/`/`b/` that the paths below are cut from is pinned: a person's diff.noprefix or
+        # diff.mnemonicPrefix would change it.
         text = self.brain.repo.run("-c", "core.quotePath=false", "log", "-p", "--unified=0", "--no-color",
-                                   "--no-renames", "--no-ext-diff", "--format=%x00%H %P",
+                                   "--no-renames", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/",
+                                   "--format=%x00%H %P",
                                    *self.brain.repo.history())
         lines = self._lines = text.split("\n")
         pos, path, header = -1, None, False

@@ -325,6 +325,7 @@ class Repo:
         if run:  # and which run it is (a hook sees no message): the pamd-probe hook passes ingests
             env["PAMD_RUN"] = run.group(1)
         existing = [p for p in paths if (self.root / p).exists()]
+        sign = [] if self.signs() else ["--no-gpg-sign"]
         try:
             checkpoint("git:add")
             if existing:
@@ -337,12 +338,27 @@ class Repo:
             with tempfile.TemporaryFile() as msg:  # GitPython takes stdin as a file
                 msg.write(message.encode("utf-8"))
                 msg.seek(0)
-                self._exec(["commit", "--only", "-q", "-F", "-", "--", *paths], env=env, istream=msg)
+                self._exec(["commit", "--only", "-q", *sign, "-F", "-", "--", *paths], env=env, istream=msg)
             checkpoint("git:committed")
         except git.GitCommandError as exc:
-            raise PamdError(f"git commit failed: {_refusal(exc)}",
-                            "a hook of this brain may have refused it; nothing was committed") from None
+            said = _refusal(exc)
+            if sign or not re.search(r"failed to sign|gpg failed|signing failed", said):
+                raise PamdError(f"git commit failed: {said}",
+                                "a hook of this brain may have refused it; nothing was committed") from None
+            raise PamdError(f"git commit failed: {said}",
+                            "this brain's git config signs commits (commit.gpgsign) and signing failed: make "
+                            "the key usable without a prompt, or `git config --local commit.gpgsign false`; "
+                            "nothing was committed") from None
         return self.head() or ""
+
+    def signs(self) -> bool:
+        """Whether the brain's own git config asks to sign commits (`commit.gpgsign` set in its
+        .git/config). A person's global or system setting is not followed: pamd commits unattended
+        (cron, the daemon, CI), where a signing key that asks for a passphrase or a touch fails
+        every run, and its commits are pamd's, not that person's."""
+        code, out, _ = self._exec(["config", "--local", "--type=bool", "--get", "commit.gpgsign"],
+                                  with_extended_output=True, with_exceptions=False)
+        return code == 0 and out.strip() == "true"
 
     def committed_as(self, path: str, text: str | None) -> bool:
         """Whether HEAD holds exactly `text` at `path` (None: no such file)."""

@@ -278,3 +278,53 @@ def test_a_daemon_started_under_nohup_keeps_running_when_its_terminal_closes(wee
     assert proc.returncode == 0 and "received signal 15" in log and "signal 1;" not in log, log
     # defrag_at is UTC: each line says its time's offset (it was local time, with no zone)
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[+-]\d{4} pamd daemon on ", log), log
+
+
+def test_a_read_on_a_brain_it_cannot_lock_says_so_and_reads(week, tmp_path, monkeypatch):
+    """Merged-change review: a read's recovery takes the brain's lock, which a person who may
+    only read the brain (another user's, a read-only mount) cannot: `pamd status` and `boot`
+    stopped with an internal error (exit 3) whenever a dead run's journal was there."""
+    from pamd.edge import brain as brain_mod
+
+    root = week.cwd
+    now = iso(START + timedelta(days=3))
+    log = tmp_path / "checkpoints"
+    assert week.proc("compact", now=now, env={"PAMD_FAULT_LOG": str(log)}).returncode == 0
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    at = next(int(n.split()[0]) for n in log.read_text().split("\n") if n.endswith(" git:commit"))
+    assert week.proc("compact", now=now, env={"PAMD_FAULT_AT": str(at)}).returncode == -signal.SIGKILL
+
+    def cannot(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(brain_mod.Lock, "__enter__", cannot)
+    for command in (["status"], ["boot"]):
+        code, out, err = week(*command, "--now", now)
+        assert code == 0 and out, err
+        assert "could not be rolled back here (Permission denied)" in err and err.count("\n") == 1
+    assert (root / ".pamd" / "txn.json").exists()  # left for a run that may write
+
+
+def test_a_stop_signal_at_the_start_of_a_held_run_is_not_lost(monkeypatch):
+    """Merged-change review: a SIGTERM that came between blocking the stop signals and
+    ignoring them was pending, and setting SIG_IGN discards a pending signal: the daemon
+    never stopped. It is raised again once the run is over."""
+    from pamd.consolidate import schedule
+
+    got = []
+    old = signal.signal(signal.SIGTERM, lambda s, f: got.append(s))
+    real = signal.pthread_sigmask
+
+    def block_then_signal(how, mask):
+        was = real(how, mask)
+        if how == signal.SIG_BLOCK:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives blocked: pending
+        return was
+
+    monkeypatch.setattr(schedule.signal, "pthread_sigmask", block_then_signal)
+    try:
+        assert schedule.held_signals(lambda: "ran")() == "ran"
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGTERM, old)
+    assert got == [signal.SIGTERM]

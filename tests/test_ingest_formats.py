@@ -598,3 +598,16 @@ def test_an_item_pamd_does_not_know_is_refused_by_name(brain, tmp_path):
     f = tmp_path / "items.json"
     f.write_text(json.dumps([{"type": "message", "role": "user", "content": "hi"}, {"type": "weird_thing"}]))
     refused(brain, f, needle="items.json:1: Responses-API item type 'weird_thing' is not one pamd reads")
+
+
+def test_stdin_cut_inside_its_last_line_is_refused_not_half_taken(brain):
+    """Merged-change review: the rule that leaves a file's unfinished last line for the next
+    ingest also took stdin, which no later ingest reads: the earlier lines were committed,
+    the cut one dropped with a note promising it would be read later. Stdin is read once."""
+    n = head_count(brain.cwd)
+    data = (b'{"role": "user", "text": "hello there", "ts": "2026-11-30T08:00:00Z"}\n'
+            b'{"role": "user", "text": "oops')
+    r = brain.proc("ingest", "-", input=data)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith("pamd: error: stdin:2:") and err.count("\n") == 1, err
+    assert head_count(brain.cwd) == n and git(brain.cwd, "status", "--porcelain") == ""

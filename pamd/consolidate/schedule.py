@@ -179,6 +179,9 @@ def held_signals(fn):
         old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         if set(STOP_SIGNALS) <= old:  # inside a held call already
             return fn(*args, **kwargs)
+        # one that came between the block and the ignore is pending, and SIG_IGN discards a
+        # pending signal (POSIX): noted here, raised again once the handlers are back
+        early = signal.sigpending() & set(STOP_SIGNALS)
         handlers = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
         try:
             return fn(*args, **kwargs)
@@ -186,6 +189,8 @@ def held_signals(fn):
             for s, h in handlers.items():
                 signal.signal(s, h)
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            for s in early:
+                signal.raise_signal(s)
     return held
 
 

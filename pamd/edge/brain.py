@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from git import GitCommandError
+
 from pamd.core import config as config_mod
 from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, Doc, FormatError, Problem, parse_doc
@@ -218,6 +220,12 @@ class Brain:
                 finally:
                     self.repo.hold_fd = None
         except PamdError:  # a run is at work: its journal is not a dead run's
+            return None
+        except (OSError, GitCommandError) as exc:  # a brain this user may only read
+            print(f"pamd: note: a pamd run was killed mid-commit and could not be rolled back here "
+                  f"({getattr(exc, 'strerror', None) or type(exc).__name__}): what follows reads the "
+                  "tree as it left it; any pamd run that may write the brain finishes the recovery",
+                  file=sys.stderr)
             return None
         if done:
             what = "kept the commit of" if done == "committed" else "rolled back"

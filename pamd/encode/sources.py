@@ -166,12 +166,16 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
     the built-in patterns) finds, so redacting the messages leaves no part of one.
     `untimed`, if given, anchors the ids of messages without a time (stdin: the
     time of the run, so the same words piped again later are new). A JSONL
-    input's last line that is not JSON and has no newline after it is one its
+    file's last line that is not JSON and has no newline after it is one its
     writer is still writing (a live session): it is left out, and `notes` gets
-    a line saying so.
+    a line saying so. Stdin (`untimed`) is read once: there it is an error.
     """
     redactor = redactor or Redactor()
-    text, fmt = _finished(data, name, fmt, notes if notes is not None else [])
+    if untimed is None:  # a file: a line still being written is read by the next ingest
+        text, fmt = _finished(data, name, fmt, notes if notes is not None else [])
+    else:  # stdin is read once: a cut last line is an error, as any malformed line
+        text = decode(data, name)
+        fmt = fmt or detect(text, name)
     session = clean_token(PurePath(name).stem or "stdin")
     if fmt == "pamd":
         msgs = _pamd(text, name, session)

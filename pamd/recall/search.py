@@ -298,6 +298,8 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         q = q.reshape(1, -1)
         kk = min(cand, n_allowed)
         found = _graph_knn(idx, q, kk, allowed, mask) + _delta_knn(idx, q, kk, allowed)
+        if idx.delta is not None and found:
+            found = _exact(idx, q, found)
         # rank by exact similarity, ties by the chunks' stable keys: the same order in every
         # index of the tree, however refreshes numbered its chunks (store.STABLE_COL)
         skey = cols["skey"]
@@ -337,6 +339,22 @@ def _delta_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray) -> list[
         keep = np.argpartition(-sims, kk - 1)[:kk]
         live, sims = live[keep], sims[keep]
     return [(float(np.float32(1.0) - s), int(first + i)) for s, i in zip(sims, live, strict=True)]
+
+
+def _exact(idx: Index, q: np.ndarray, found: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """`found` with every distance computed again in one product, the graph's and the waiting
+    chunks' alike: hnswlib and numpy round a dot product differently in its last bit, and two
+    chunks with one text (one vector) must tie exactly, to be ordered by their stable keys
+    as in an index that holds both in its graph."""
+    labels = [lb for _, lb in found]
+    first = idx.graph_labels
+    in_graph = [lb for lb in labels if lb < first]
+    rows = {}
+    if in_graph:
+        rows.update(zip(in_graph, np.asarray(idx.hnsw.get_items(in_graph), np.float32), strict=True))
+    rows.update((lb, idx.delta[lb - first]) for lb in labels if lb >= first)
+    sims = np.stack([rows[lb] for lb in labels]) @ q[0].astype(np.float32)
+    return [(float(np.float32(1.0) - s), lb) for s, lb in zip(sims, labels, strict=True)]
 
 
 def query_cover(idx: Index, query: str, ls: Lists) -> np.ndarray:

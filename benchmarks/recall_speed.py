@@ -1,7 +1,7 @@
 """Recall speed: warm query p50 at N chunks, cold whole-process recall, incremental re-index,
 embedding throughput (docs/benchmarks.md, "Recall").
 
-    python benchmarks/recall_speed.py --chunks 100000 --incremental-base 50000 [--rerank 0]
+    python benchmarks/recall_speed.py --chunks 100000 --incremental-base 50000 [--rerank 0] [--keep]
 
 Big synthetic brains get their vectors pre-seeded in the vector cache (random unit
 vectors under the embedder's identity) so that building a 100,000-chunk index does not
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -137,6 +138,7 @@ def main() -> int:
     ap.add_argument("--incremental-base", type=int, default=50_000)
     ap.add_argument("--embedder", default="e5-small")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--keep", action="store_true", help="keep the synthetic brains (else removed)")
     ap.add_argument("--rerank", type=int, default=None,
                     help="[index] rerank for the brains (default: the template's)")
     a = ap.parse_args()
@@ -149,81 +151,86 @@ def main() -> int:
     print(f"embedder {emb.identity}, passage threads {cores()}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     tmp = Path(tempfile.mkdtemp(prefix="pamd-speed-"))
-
-    # throughput on ~200-token and short texts
-    rng = random.Random(7)
-    long = [" ".join(rng.choice(WORDS) for _ in range(150)) for _ in range(32)]
-    short = [" ".join(rng.choice(WORDS) for _ in range(15)) for _ in range(64)]
-    turns = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 40))) for _ in range(66)]
-    ctx = ["\n".join(f"user: {t}" for t in turns[i - 1 : i + 2]) for i in range(1, 65)]
-    for name, texts in (("~200-token", long), ("~20-token", short), ("~120-token contextual", ctx)):
-        t = time.perf_counter()
-        emb.passages(texts)
-        dt = time.perf_counter() - t
-        print(f"throughput {emb.name} {name}: {len(texts) / dt:.1f} chunks/s")
-
-    # warm query at N chunks
-    root = synthetic_brain(tmp / "big", a.chunks, emb, rerank=a.rerank)
-    brain = Brain(root)
-    t = time.perf_counter()
-    rep = api.index(brain, embedder=emb)
-    print(f"build {a.chunks} chunks (vectors pre-seeded): {time.perf_counter() - t:.1f} s ({rep})")
-    qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(a.queries)]
-    api.recall(brain, qs[0], embedder=emb, log=False)
-    plain = Plain(emb) if getattr(emb, "tokens", False) else None
-    lat, qlat, base = [], [], []
-    for i, q in enumerate(qs):
-        t = time.perf_counter()
-        emb.query(q)
-        qlat.append(time.perf_counter() - t)
-        # with token states, the same recall without the maxsim feature, in turns with it
-        # (the baseline in the same run, under the same load)
-        for e, out in ((emb, lat), (plain, base)) if i % 2 else ((plain, base), (emb, lat)):
-            if e is not None:
-                t = time.perf_counter()
-                api.recall(brain, q, k=10, embedder=e, log=False)
-                out.append(time.perf_counter() - t)
-    print(f"warm recall at {a.chunks}: p50 {1000 * statistics.median(lat):.1f} ms, "
-          f"p95 {1000 * sorted(lat)[int(0.95 * len(lat))]:.1f} ms "
-          f"(of which query embedding p50 {1000 * statistics.median(qlat):.1f} ms)")
-    if base:
-        print(f"  without maxsim (alternating): p50 {1000 * statistics.median(base):.1f} ms, "
-              f"p95 {1000 * sorted(base)[int(0.95 * len(base))]:.1f} ms; "
-              f"ratio {statistics.median(lat) / statistics.median(base):.2f}")
-
-    # cold whole process on the big brain and on a small one
-    for label, r in (("big", root),):
-        times = []
-        for q in qs[:5]:
+    try:
+        # throughput on ~200-token and short texts
+        rng = random.Random(7)
+        long = [" ".join(rng.choice(WORDS) for _ in range(150)) for _ in range(32)]
+        short = [" ".join(rng.choice(WORDS) for _ in range(15)) for _ in range(64)]
+        turns = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 40))) for _ in range(66)]
+        ctx = ["\n".join(f"user: {t}" for t in turns[i - 1 : i + 2]) for i in range(1, 65)]
+        for name, texts in (("~200-token", long), ("~20-token", short), ("~120-token contextual", ctx)):
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "pamd", "recall", "--brain", str(r), "--no-log",
-                            q], check=True, capture_output=True)
-            times.append(time.perf_counter() - t)
-        print(f"cold `pamd recall` whole process ({label}, {a.chunks} chunks): "
-              f"median {statistics.median(times):.2f} s")
+            emb.passages(texts)
+            dt = time.perf_counter() - t
+            print(f"throughput {emb.name} {name}: {len(texts) / dt:.1f} chunks/s")
 
-    # incremental: +100 new (really embedded) chunks on a base index
-    base = synthetic_brain(tmp / "base", a.incremental_base, emb, seed=2, rerank=a.rerank)
-    b2 = Brain(base)
-    api.index(b2, embedder=emb)
-    from pamd.core.entry import Entry, entry_id
-    from pamd.core.fmt import render_doc
+        # warm query at N chunks
+        root = synthetic_brain(tmp / "big", a.chunks, emb, rerank=a.rerank)
+        brain = Brain(root)
+        t = time.perf_counter()
+        rep = api.index(brain, embedder=emb)
+        print(f"build {a.chunks} chunks (vectors pre-seeded): {time.perf_counter() - t:.1f} s ({rep})")
+        qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(a.queries)]
+        api.recall(brain, qs[0], embedder=emb, log=False)
+        plain = Plain(emb) if getattr(emb, "tokens", False) else None
+        lat, qlat, base = [], [], []
+        for i, q in enumerate(qs):
+            t = time.perf_counter()
+            emb.query(q)
+            qlat.append(time.perf_counter() - t)
+            # with token states, the same recall without the maxsim feature, in turns with it
+            # (the baseline in the same run, under the same load)
+            for e, out in ((emb, lat), (plain, base)) if i % 2 else ((plain, base), (emb, lat)):
+                if e is not None:
+                    t = time.perf_counter()
+                    api.recall(brain, q, k=10, embedder=e, log=False)
+                    out.append(time.perf_counter() - t)
+        print(f"warm recall at {a.chunks}: p50 {1000 * statistics.median(lat):.1f} ms, "
+              f"p95 {1000 * sorted(lat)[int(0.95 * len(lat))]:.1f} ms "
+              f"(of which query embedding p50 {1000 * statistics.median(qlat):.1f} ms)")
+        if base:
+            print(f"  without maxsim (alternating): p50 {1000 * statistics.median(base):.1f} ms, "
+                  f"p95 {1000 * sorted(base)[int(0.95 * len(base))]:.1f} ms; "
+                  f"ratio {statistics.median(lat) / statistics.median(base):.2f}")
 
-    new = [Entry(id=entry_id("e", "new", str(i)), ts=datetime(2027, 1, 1, tzinfo=UTC)
-                 + timedelta(minutes=i), role="assistant",
-                 text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 40))) + f" new{i}")
-           for i in range(100)]
-    (base / "memory/L1").mkdir(parents=True, exist_ok=True)
-    (base / "memory/L1/2027-01-01.md").write_text(render_doc({}, "", new), "utf-8")
-    timed = Timed(emb)
-    t = time.perf_counter()
-    rep = api.index(b2, embedder=timed)
-    dt = time.perf_counter() - t
-    print(f"incremental +100 on {a.incremental_base}: {dt:.2f} s ({rep}); embedding "
-          f"{timed.texts} texts {timed.spent:.2f} s, the rest {dt - timed.spent:.2f} s")
-    size = sum(f.stat().st_size for f in (root / ".pamd/index").iterdir())
-    print(f"index size at {a.chunks} chunks: {size / 2**20:.0f} MB")
-    print(f"load average at end: {os.getloadavg()}")
+        # cold whole process on the big brain and on a small one
+        for label, r in (("big", root),):
+            times = []
+            for q in qs[:5]:
+                t = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "pamd", "recall", "--brain", str(r), "--no-log",
+                                q], check=True, capture_output=True)
+                times.append(time.perf_counter() - t)
+            print(f"cold `pamd recall` whole process ({label}, {a.chunks} chunks): "
+                  f"median {statistics.median(times):.2f} s")
+
+        # incremental: +100 new (really embedded) chunks on a base index
+        base = synthetic_brain(tmp / "base", a.incremental_base, emb, seed=2, rerank=a.rerank)
+        b2 = Brain(base)
+        api.index(b2, embedder=emb)
+        from pamd.core.entry import Entry, entry_id
+        from pamd.core.fmt import render_doc
+
+        new = [Entry(id=entry_id("e", "new", str(i)), ts=datetime(2027, 1, 1, tzinfo=UTC)
+                     + timedelta(minutes=i), role="assistant",
+                     text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 40))) + f" new{i}")
+               for i in range(100)]
+        (base / "memory/L1").mkdir(parents=True, exist_ok=True)
+        (base / "memory/L1/2027-01-01.md").write_text(render_doc({}, "", new), "utf-8")
+        timed = Timed(emb)
+        t = time.perf_counter()
+        rep = api.index(b2, embedder=timed)
+        dt = time.perf_counter() - t
+        print(f"incremental +100 on {a.incremental_base}: {dt:.2f} s ({rep}); embedding "
+              f"{timed.texts} texts {timed.spent:.2f} s, the rest {dt - timed.spent:.2f} s")
+        size = sum(f.stat().st_size for f in (root / ".pamd/index").iterdir())
+        print(f"index size at {a.chunks} chunks: {size / 2**20:.0f} MB")
+        print(f"load average at end: {os.getloadavg()}")
+    finally:  # two brains of 50,000 and 100,000 chunks: ~1.4 GB
+        if a.keep:
+            print(f"brains kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -732,9 +732,6 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
     import threading
     import time
 
-    from pamd.consolidate.schedule import daemon
-    from pamd.edge.brain import Brain
-
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     root = week.cwd
@@ -758,14 +755,10 @@ def test_the_daemon_defrags_at_defrag_at_utc_whatever_the_local_zone(week, monke
         finally:
             stop.set()
 
-    helper = threading.Thread(target=drive)
-    helper.start()
     try:
-        assert daemon(Brain(root), compact_minutes=10_000, defrag_at="02:30", stop=stop,
-                      clock=lambda: clock[0]) == 0
+        assert daemon_beside(root, drive, stop, compact_minutes=10_000, defrag_at="02:30",
+                             clock=lambda: clock[0]) == 0
     finally:
-        stop.set()
-        helper.join()
         monkeypatch.delenv("TZ")
         time.tzset()
     assert early == [["2026-11-04T02:30:00Z"]]
@@ -778,7 +771,7 @@ def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(w
     import threading
     import time
 
-    from pamd.consolidate.schedule import daemon, due
+    from pamd.consolidate.schedule import due
     from pamd.edge.brain import Brain
 
     root = week.cwd
@@ -808,13 +801,7 @@ def test_the_daemon_runs_a_defrag_missed_before_it_started_and_after_a_suspend(w
         finally:
             stop.set()
 
-    helper = threading.Thread(target=drive)
-    helper.start()
-    try:
-        assert daemon(Brain(root), compact_minutes=10_000, stop=stop, clock=lambda: clock[0]) == 0
-    finally:
-        stop.set()
-        helper.join()
+    assert daemon_beside(root, drive, stop, compact_minutes=10_000, clock=lambda: clock[0]) == 0
     assert seen == [["2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]]
     assert defrags() == ["2026-11-30T09:00:00Z", "2026-11-28T08:00:00Z", "2026-11-26T02:30:00Z"]
 
@@ -828,7 +815,7 @@ def test_the_daemon_tries_a_failed_defrag_again_with_the_next_compact_run(week, 
 
     from gemini_stub import GeminiStub, echo, error
 
-    from pamd.consolidate.schedule import daemon, due
+    from pamd.consolidate.schedule import due
     from pamd.edge.brain import Brain
 
     root = week.cwd
@@ -857,13 +844,7 @@ def test_the_daemon_tries_a_failed_defrag_again_with_the_next_compact_run(week, 
         cfg.write_text(re.sub(r"(?m)^fallback = .*$", 'fallback = "fail"', cfg.read_text(), count=1))
         git(root, "commit", "-qam", "fail rather than fall back")
         assert due(Brain(root), now) == ["defrag"]
-        helper = threading.Thread(target=drive)
-        helper.start()
-        try:
-            assert daemon(Brain(root), compact_minutes=1 / 60, stop=stop, clock=lambda: now) == 0
-        finally:
-            stop.set()
-            helper.join()
+        assert daemon_beside(root, drive, stop, compact_minutes=1 / 60, clock=lambda: now) == 0
     assert failures() and all("trying again with the next compact run" in f for f in failures())
     assert _defrag_runs(root) == ["2026-11-28T08:00:00Z"]
     assert due(Brain(root), now) == []
@@ -959,8 +940,6 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
     import time
 
     from pamd.consolidate import compaction
-    from pamd.consolidate.schedule import daemon
-    from pamd.edge.brain import Brain
 
     calls = []
     real = compaction.run
@@ -981,14 +960,8 @@ def test_a_run_that_fails_unexpectedly_is_logged_and_the_daemon_goes_on(week, mo
             time.sleep(0.1)
         stop.set()
 
-    helper = threading.Thread(target=drive)
-    helper.start()
-    try:
-        with caplog.at_level("INFO", logger="pamd"):
-            assert daemon(Brain(week.cwd), compact_minutes=0.01, stop=stop) == 0
-    finally:
-        stop.set()
-        helper.join()
+    with caplog.at_level("INFO", logger="pamd"):
+        assert daemon_beside(week.cwd, drive, stop, compact_minutes=0.01) == 0
     assert len(calls) >= 2
     assert "compact failed unexpectedly" in caplog.text and "No space left on device" in caplog.text
 
@@ -1133,3 +1106,21 @@ def test_a_summary_reads_a_chat_of_one_second_in_the_order_it_was_said(brain, tm
     git(brain.cwd, "reset", "-q", "--hard", "HEAD~1")
     assert brain("compact", now=later)[0] == 0  # the same tree compacts to the same files
     assert {p: p.read_text() for p in brain.cwd.glob("memory/L*/*.md")} == made
+
+
+def daemon_beside(root, drive, stop, **kwargs) -> int:
+    """pamd's daemon on the brain at `root`, run here until `stop` is set, while `drive` (which
+    sets `stop` when it is done) works in a thread of its own; on every way out `stop` is set
+    and that thread joined."""
+    import threading
+
+    from pamd.consolidate.schedule import daemon
+    from pamd.edge.brain import Brain
+
+    helper = threading.Thread(target=drive)
+    helper.start()
+    try:
+        return daemon(Brain(root), stop=stop, **kwargs)
+    finally:
+        stop.set()
+        helper.join()

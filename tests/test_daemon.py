@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 from conftest import git
-from test_compaction import START, defragged_tonight, iso, week  # noqa: F401 - fixture
+from test_compaction import START, daemon_beside, defragged_tonight, iso, week  # noqa: F401 - fixture
 
 
 def _hook(root, script: str) -> None:
@@ -109,9 +109,6 @@ def test_the_clock_set_back_does_not_stall_the_compactions(week, monkeypatch):
     import datetime as dt
     import threading
 
-    from pamd.consolidate.schedule import daemon
-    from pamd.edge.brain import Brain
-
     defragged_tonight(week)
     root = week.cwd
     shift = _shift_schedules_clock(monkeypatch)
@@ -139,14 +136,8 @@ def test_the_clock_set_back_does_not_stall_the_compactions(week, monkeypatch):
             stop.set()
 
     note(0)
-    helper = threading.Thread(target=drive)
-    helper.start()
-    try:
-        assert daemon(Brain(root), compact_minutes=0.02, defrag_at="off", stop=stop,
-                      clock=lambda: dt.datetime.now(dt.UTC) + shift[0]) == 0
-    finally:
-        stop.set()
-        helper.join()
+    assert daemon_beside(root, drive, stop, compact_minutes=0.02, defrag_at="off",
+                         clock=lambda: dt.datetime.now(dt.UTC) + shift[0]) == 0
     assert seen[0] == 1 and seen[1] == 2, seen
 
 
@@ -158,8 +149,6 @@ def test_the_daemon_lets_go_of_the_embedding_model_between_runs(week, caplog):
     import logging
     import threading
 
-    from pamd.consolidate.schedule import daemon
-    from pamd.edge.brain import Brain
     from pamd.recall import embed
 
     defragged_tonight(week)
@@ -180,14 +169,8 @@ def test_the_daemon_lets_go_of_the_embedding_model_between_runs(week, caplog):
         finally:
             stop.set()
 
-    helper = threading.Thread(target=drive)
-    helper.start()
-    try:
-        with caplog.at_level(logging.INFO, logger="pamd"):
-            assert daemon(Brain(root), compact_minutes=0.02, defrag_at="off", stop=stop) == 0
-    finally:
-        stop.set()
-        helper.join()
+    with caplog.at_level(logging.INFO, logger="pamd"):
+        assert daemon_beside(root, drive, stop, compact_minutes=0.02, defrag_at="off") == 0
     assert "index: " in caplog.text, caplog.text
     assert loaded == [0], caplog.text
 
@@ -226,9 +209,6 @@ def test_waking_past_the_defrag_time_makes_one_commit_not_a_compact_and_a_defrag
     import datetime as dt
     import threading
 
-    from pamd.consolidate.schedule import daemon
-    from pamd.edge.brain import Brain
-
     root = week.cwd
     shift = _shift_schedules_clock(monkeypatch)
     real = dt.datetime.now(dt.UTC)
@@ -248,14 +228,8 @@ def test_waking_past_the_defrag_time_makes_one_commit_not_a_compact_and_a_defrag
         finally:
             stop.set()
 
-    helper = threading.Thread(target=drive)
-    helper.start()
-    try:
-        assert daemon(Brain(root), compact_minutes=30, defrag_at="02:30", stop=stop,
-                      clock=lambda: dt.datetime.now(dt.UTC) + shift[0]) == 0
-    finally:
-        stop.set()
-        helper.join()
+    assert daemon_beside(root, drive, stop, compact_minutes=30, defrag_at="02:30",
+                         clock=lambda: dt.datetime.now(dt.UTC) + shift[0]) == 0
     runs = git(root, "log", "--format=%(trailers:key=Pamd-Run,valueonly)", f"{head}..HEAD").split()
     assert runs == ["defrag"], runs
 

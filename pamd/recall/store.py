@@ -50,7 +50,7 @@ from pamd.recall import maxsim
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder, has_tokens
-from pamd.recall.freshness import VERSION, settings_id  # noqa: F401 - VERSION: store's own, kept importable
+from pamd.recall.freshness import settings_id
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
 from pamd.recall.vcache import VectorCache

@@ -38,8 +38,12 @@ Written to the output folder (`--out`, default WORKDIR/out):
     quoted or backticked text, a path, an identifier with `.`, `_`, `/`, `::`, `(` or a flag);
   * key coverage: the share of questions all of whose `keys` occur in
     boot, in boot cut to its first 8,000 tokens, in `boot --budget 8000`, in boot-9000, and in
-    MEMORY.md + DNA.md + STATE.md; per kind too. A key matches case-insensitively as a whole
-    word (`token` is not found in "tokens"); a key ending in `*` is a stem ("truncat*").
+    MEMORY.md + DNA.md + STATE.md; per kind too. Two references beside them: every raw entry
+    the brain's L0 ever held (from its git history: what recall/expand can reach at best, so
+    a key missing there was cut at ingest), and the summaries Claude Code itself wrote when
+    it compacted these sessions (written partway through them). A key matches
+    case-insensitively as a whole word (`token` is not found in "tokens"); a key ending in
+    `*` is a stem ("truncat*").
     Coverage says the answer is there to read, not that an agent finds it: the blind test
     below is the measure of that.
 
@@ -348,9 +352,32 @@ def measure(brain: Path, out: Path, now: datetime | None, log: dict) -> dict:
             f"boot_budget_{CUT_TOKENS}": b8k.stdout if b8k.returncode == 0 else None,
             "boot_9000_chars": b9k,
             "memory_dna_state": "\n".join(files.values()),
+            "ingested_raw_L0_history": ingested_text(brain),
+            "claude_code_own_compaction_summaries": claude_summaries(),
         }),
     }
     return checks
+
+
+def ingested_text(brain: Path) -> str:
+    """Every raw entry the brain ever held (its L0 as each commit added it): what recall and
+    expand can reach at best, so a key missing here was cut at ingest."""
+    r = subprocess.run(["git", "-C", str(brain), "log", "--format=", "-p", "--", "memory/L0"],
+                       capture_output=True, text=True)
+    return "\n".join(ln[1:] for ln in r.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
+
+
+def claude_summaries() -> str:
+    """The summaries Claude Code itself wrote when it compacted these sessions: a reference."""
+    out = []
+    for sid in SESSIONS:
+        for raw in _lines(CLAUDE / f"{sid}.jsonl"):
+            rec = json.loads(raw)
+            if rec.get("isCompactSummary"):
+                content = rec["message"]["content"]
+                out.append(content if isinstance(content, str) else
+                           "\n".join(b.get("text", "") for b in content if isinstance(b, dict)))
+    return "\n".join(out)
 
 
 def write_questions(out: Path) -> None:

@@ -41,7 +41,9 @@ Written to the output folder (`--out`, default WORKDIR/out):
     MEMORY.md + DNA.md + STATE.md; per kind too. Two references beside them: every raw entry
     the brain's L0 ever held (from its git history: what recall/expand can reach at best, so
     a key missing there was cut at ingest), and the summaries Claude Code itself wrote when
-    it compacted these sessions (written partway through them). A key matches
+    it compacted these sessions (written partway through them). And one automatic recall per
+    question: the keys in the 10 hits `pamd recall QUESTION` shows (not logged as recalls), a
+    floor for the with-recall test. A key matches
     case-insensitively as a whole word (`token` is not found in "tokens"); a key ending in
     `*` is a stem ("truncat*").
     Coverage says the answer is there to read, not that an agent finds it: the blind test
@@ -297,21 +299,11 @@ def head_tokens(text: str, tokens: int) -> str:
 
 
 def coverage(questions: list[dict], texts: dict[str, str | None]) -> dict:
-    out = {}
-    kinds = sorted({q["kind"] for q in questions})
-    for name, text in texts.items():
-        if text is None:
-            out[name] = None
-            continue
-        hit = [q for q in questions if covered(q, text)]
-        out[name] = {"share": round(len(hit) / len(questions), 3), "n": len(hit),
-                     "per_kind": {k: f"{sum(q['kind'] == k for q in hit)}/{sum(q['kind'] == k for q in questions)}"
-                                  for k in kinds},
-                     "ids": [q["id"] for q in hit]}
-    return out
+    return {name: None if text is None else _hits(questions, dict.fromkeys((q["id"] for q in questions), text))
+            for name, text in texts.items()}
 
 
-def measure(brain: Path, out: Path, now: datetime | None, log: dict) -> dict:
+def measure(brain: Path, out: Path, now: datetime | None, log: dict, recall_on: bool = True) -> dict:
     questions = json.loads(QUESTIONS.read_text())["questions"]
     t = time.perf_counter()
     boot = pamd(brain, now, "boot")
@@ -356,7 +348,23 @@ def measure(brain: Path, out: Path, now: datetime | None, log: dict) -> dict:
             "claude_code_own_compaction_summaries": claude_summaries(),
         }),
     }
+    if recall_on:
+        t = time.perf_counter()
+        texts = recall_texts(brain, questions)
+        log["recall_s"] = round(time.perf_counter() - t, 1)
+        if texts is not None:
+            checks["key_coverage"]["one_recall_of_the_question_k10"] = _hits(questions, texts)
     return checks
+
+
+def _hits(questions: list[dict], texts: dict[str, str]) -> dict:
+    """The questions whose keys are all in their text, overall and per kind."""
+    hit = [q for q in questions if covered(q, texts[q["id"]])]
+    kinds = sorted({q["kind"] for q in questions})
+    return {"share": round(len(hit) / len(questions), 3), "n": len(hit),
+            "per_kind": {k: f"{sum(q['kind'] == k for q in hit)}/{sum(q['kind'] == k for q in questions)}"
+                         for k in kinds},
+            "ids": [q["id"] for q in hit]}
 
 
 def ingested_text(brain: Path) -> str:
@@ -378,6 +386,23 @@ def claude_summaries() -> str:
                 out.append(content if isinstance(content, str) else
                            "\n".join(b.get("text", "") for b in content if isinstance(b, dict)))
     return "\n".join(out)
+
+
+def recall_texts(brain_dir: Path, questions: list[dict], k: int = 10) -> dict[str, str] | None:
+    """What one `pamd recall QUESTION` (k hits) shows for each question: an automatic floor
+    for the with-recall test, where an agent phrases its own queries. Not logged as recalls,
+    so measuring does not myelinate anything."""
+    try:
+        from pamd.edge.brain import Brain
+        from pamd.recall.api import close, recall
+    except ImportError:
+        return None
+    brain = Brain.find(str(brain_dir))
+    try:
+        return {q["id"]: "\n".join(h.text for h in recall(brain, q["question"], k=k, log=False))
+                for q in questions}
+    finally:
+        close(brain)
 
 
 def write_questions(out: Path) -> None:
@@ -472,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--brain", type=Path,
                     help="the brain (default WORKDIR/brain); one already there is measured, not rebuilt")
     ap.add_argument("--out", type=Path, help="output folder (default WORKDIR/out)")
-    ap.add_argument("--no-index", action="store_true", help="skip building the search index at the end")
+    ap.add_argument("--no-index", action="store_true",
+                    help="skip the search index at the end, and the recall check that needs it")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="pamd-agent-memory-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -497,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         r = pamd(brain, now, "index")
         log["index_s"] = round(time.perf_counter() - t, 1)
         print(f"index: {log['index_s']} s {r.stdout.strip() or r.stderr.strip()}", flush=True)
-    checks = measure(brain, out, now, log)
+    checks = measure(brain, out, now, log, not args.no_index)
     write_questions(out)
     log["total_s"] = round(time.perf_counter() - t0, 1)
     checks["timing"] = log

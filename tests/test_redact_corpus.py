@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from pamd.edge.redaction import redactor
 from pamd.encode.redact import redact
 
 sys.path.insert(0, str(DATA / "secrets"))
@@ -38,7 +37,7 @@ def test_every_secret_is_redacted_and_its_name_kept(case) -> None:
     assert corpus.leaked(case, out) == [], out
     assert corpus.lost(case, out) == [], out
     # as a tool call's arguments or a JSON tool output hold it: one string, newlines as `\n`
-    out, _ = redact(json.dumps({"command": case.text}))
+    out, _ = redact(json.dumps({"command": f"cd /srv/app\n{case.text}"}))
     back = json.loads(out)["command"]
     assert corpus.leaked(case, back) == [], back
     assert corpus.lost(case, back) == [], back
@@ -89,10 +88,26 @@ def test_a_session_full_of_secrets_leaves_none_in_the_brain(brain, tmp_path) -> 
         assert corpus.lost(case, text) == [], text
 
 
-def test_the_scanner_and_the_cleaner_use_the_same_rules(brain) -> None:
-    """The pre-commit hook (`find`) points at every span `pamd redact` (`redact`) replaces."""
-    r = redactor({})
-    for case in SECRETS:
-        spans = r.find(case.text)
-        out, counts = r.redact(case.text)
-        assert len(spans) == sum(counts.values()) > 0, case.text
+def test_the_hook_and_pamd_redact_use_the_same_rules(brain) -> None:
+    """A person pastes the corpus into a note: the pamd-secrets hook names a line for every
+    secret, `pamd redact` leaves none, and the look-alikes in the same file stay as they were."""
+    root = brain.cwd
+    note = root / "notes.md"
+    parts = [f"## {corpus.marker(i)}\n\n{c.text}\n" for i, c in enumerate(SECRETS + LOOKALIKES)]
+    note.write_text("\n".join(parts))
+    r = subprocess.run([sys.executable, "-m", "pamd.hooks", "secrets", "notes.md"], cwd=root,
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    flagged = {int(m) for m in re.findall(r"^notes\.md:(\d+):", r.stdout, re.MULTILINE)}
+    start = 1
+    for i, (case, part) in enumerate(zip(SECRETS + LOOKALIKES, parts, strict=True)):
+        lines = range(start, start + part.count("\n") + 1)
+        start += part.count("\n") + 1
+        assert bool(flagged & set(lines)) == (i < len(SECRETS)), (i, case.family, r.stdout[:2000])
+    subprocess.run(["git", "add", "notes.md"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "notes", "--no-verify"], cwd=root, check=True)
+    code, out, err = brain("redact")
+    assert code == 0, err
+    cleaned = note.read_text()
+    assert {i: corpus.leaked(c, cleaned) for i, c in enumerate(SECRETS) if corpus.leaked(c, cleaned)} == {}
+    assert [c.keep for c in SECRETS + LOOKALIKES if corpus.lost(c, cleaned)] == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import string
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -273,7 +274,7 @@ def secrets() -> list[Case]:  # noqa: PLR0915 - one long list reads best as one 
         keep=("discord.com/api/webhooks",))
     hook2 = "https://discordapp.com/api/webhooks/998877665544332211/" + fake("", 68, URLSAFE, "discord2")
     add("discord", f"DISCORD_WEBHOOK={hook2}", hook2[-68:])
-    bot = fake("MTE4Mzc0NjI5MTAyOTM4NDc1", 2, ALNUM, "db") + "." + fake("", 6, URLSAFE, "db2") + "." \
+    bot = b64("1183746291029384756").rstrip("=") + "." + fake("", 6, URLSAFE, "db2") + "." \
         + fake("", 38, URLSAFE, "db3")
     add("discord", f"client.run('{bot}')", bot)
     for prefix, seed in (("xoxb-", "xoxb"), ("xoxp-", "xoxp")):
@@ -394,7 +395,8 @@ def secrets() -> list[Case]:  # noqa: PLR0915 - one long list reads best as one 
     pw = _password("heroku")
     add("tool-output", "=== acme-prod Config Vars\nDATABASE_URL: "
         f"postgres://u1a2b3:{pw}@ec2-1-2-3-4.compute-1.amazonaws.com:5432/d9f8\nNODE_ENV: production\n"
-        f"SECRET_KEY_BASE: {fake('', 128, HEX, 'skb')}\n", pw, fake("", 128, HEX, "skb"), keep=("NODE_ENV: production",))
+        f"SECRET_KEY_BASE: {fake('', 128, HEX, 'skb')}\n", pw, fake("", 128, HEX, "skb"),
+        keep=("NODE_ENV: production",))
     pw = _password("inspect")
     add("tool-output", json.dumps([{"Config": {"Env": [f"POSTGRES_PASSWORD={pw}", "PGDATA=/var/lib/pg"],
                                                "Image": "postgres:16"}}], indent=4), pw, keep=("PGDATA=/var/lib/pg",))
@@ -467,12 +469,12 @@ def lookalikes() -> list[Case]:
         "secret_key_base: String.duplicate(\"a\", 64)",
         "Ошибка: пароль неверный, токен истёк",
     ]
-    keep_of = {}
     out = []
-    for i, text in enumerate(texts):
-        frags = tuple(w for w in (line.strip() for line in text.split("\n"))
-                      if w and '"' not in w and "\\" not in w)
-        out.append(Case("look-alike", text, (), keep_of.get(i, frags)))
+    for text in texts:
+        # what must stay: each line, or where it holds quotes (escaped in a call), its pieces
+        frags = tuple(p.strip() for line in text.split("\n") for p in re.split(r"[\"\\]", line)
+                      if len(p.strip()) >= 4)
+        out.append(Case("look-alike", text, (), frags))
     return out
 
 

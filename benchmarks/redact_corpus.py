@@ -49,10 +49,10 @@ def speed(r: Redactor) -> float:
     texts = [m.text for m in replay(10_000, START, 10_000)]
     best = float("inf")
     for _ in range(3):
-        t = time.perf_counter()
+        t = time.process_time()
         for text in texts:
             r.redact(text)
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     return best
 
 

@@ -334,7 +334,7 @@ def _env_secrets(text: str) -> Iterator[tuple[str | None, int, int]]:
     `.env` file the value is a literal whatever its shape (`DB_PASS=hunter22`,
     `SMTP_PASS='correct horse battery staple'`), unless it is a reference (`$X`, `${X}`, a
     path), empty, or a stand-in (`changeme`, `xxxxxxxx`)."""
-    if "=" not in text or not any(w in text for w in ("PASS", "PW", "SECRET", "TOKEN")):
+    if "=" not in text or not any(map(text.__contains__, ("PASS", "PW", "SECRET", "TOKEN"))):
         return
     for m in _ENV_TRIGGER.finditer(text):
         name = _ENV_NAME_END.search(text, max(0, m.start() - 64), m.end())
@@ -397,8 +397,14 @@ _PREFIXED = re.compile(
     r"[A-Za-z0-9_\-.]{20,}|pul-[0-9a-f]{40}|dapi[0-9a-f]{32})")
 
 
+# A token-shaped secret lies in one run without whitespace: text without a run that long (most
+# prose) skips the rules that look for one.
+_RUN_32 = re.compile(r"(?<!\S)\S{32}")
+_RUN_59 = re.compile(r"(?<!\S)\S{59}")
+
+
 def _prefixed(text: str) -> Iterator[tuple[str | None, int, int]]:
-    if any(p in text for p in _PREFIXES):
+    if any(map(text.__contains__, _PREFIXES)):
         for m in _PREFIXED.finditer(text):
             if _random(m, text):
                 yield None, m.start(), m.end()
@@ -410,21 +416,20 @@ _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}")
 
 
 def _base64_secrets(text: str) -> Iterator[tuple[str | None, int, int]]:
-    if not any(len(word) >= 32 for word in text.split()):  # no run that long: skip the regex
+    if not _RUN_32.search(text):
         return
     for m in _BASE64_RUN.finditer(text):
-        run = m.group(0)
-        if run.isdigit() or run.islower() or run.isupper():  # hex, a word, not base64 of text
+        run = m.group(0).rstrip("=")
+        if run.isdigit() or run.islower() or run.isupper():  # hex, a word: not base64 of text
             continue
         try:
             plain = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)[:1 << 16].decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, ValueError):
             continue
-        if sum(c.isprintable() or c in "\n\r\t" for c in plain) < 0.95 * len(plain):
-            continue
-        inner = _INNER.find(plain)
-        if inner:
-            yield inner[0][0], m.start(), m.end()
+        if sum(c.isprintable() or c in "\n\r\t" for c in plain) >= 0.95 * len(plain):
+            inner = _INNER.find(plain)
+            if inner:
+                yield inner[0][0], m.start(), m.end()
 
 
 # A Discord bot token: the bot's id (digits) in base64, `.`, 6 characters, `.`, 27 to 40. Found
@@ -434,6 +439,8 @@ _DISCORD_HEAD = re.compile(r"(?<![\w\-])[MNO][A-Za-z0-9]{23,27}$")
 
 
 def _discord_bot(text: str) -> Iterator[tuple[str | None, int, int]]:
+    if not _RUN_59.search(text):
+        return
     for m in _DISCORD_TAIL.finditer(text):
         head = _DISCORD_HEAD.search(text, max(0, m.start() - 28), m.start())
         if head is None:

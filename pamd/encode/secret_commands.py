@@ -92,6 +92,10 @@ def _starts(text: str) -> Iterator[tuple[str, int, int]]:
 
 def spans(text: str) -> Iterator[tuple[int, int]]:
     """Where a password follows, on the same command, a command that takes one."""
+    if " -" not in text and "@" not in text:  # every flag above starts ` -`; Oracle's has `@`
+        return
+    if not any(map(text.__contains__, _LITERALS)):
+        return
     done: dict[str, int] = {}  # command -> end of the last command of that name read
     for word, start, after in sorted(_starts(text), key=lambda w: w[1]):
         if start < done.get(word, -1):

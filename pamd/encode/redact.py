@@ -89,19 +89,26 @@ _NOT_VALUES = frozenset({
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _CAMEL = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+\d*")
 _LOWER_WORD = re.compile(r"[a-z]+")
+_DOC_FIELD = re.compile(r"(?::(?:param|type|arg|ivar|var)|@param)\s+$")
 _LINE_END = re.compile(r"[ \t]*(?:$|[\r\n]|\\[rn]|#)")
 
 
-def _password_word(value: str, after: str, sep: str) -> bool:
+def _password_word(value: str, after: str, between: str) -> bool:
     """A password that does not look generated (`hunter2`, `correcthorse`, `iVs-Cov`), told
-    from code and prose: not an identifier (`new_password`, `hashedPassword`), a type
-    (`str`), a word followed by more words, or a name before `,` or `)` (an argument)."""
-    if len(value) < 6 or value.lower() in _NOT_VALUES or _SNAKE.fullmatch(value) or _CAMEL.fullmatch(value):
+    from code, schemas and prose: not an identifier (`new_password`, `hashedPassword`), a type
+    (`str`, `SecretBytes`, `Annotated`), a capitalised word (`password: Database user`), a
+    name before `,` or `)` (an argument), or a lowercase word assigned in code (`pw = creds`)
+    or followed by more words."""
+    low, sep = value.lower(), between.rstrip()[-1:]
+    if len(value) < 6 or low in _NOT_VALUES or _SNAKE.fullmatch(value) or _CAMEL.fullmatch(value) \
+            or "pass" in low or "pwd" in low or value[0] in ":@-" or value.isalpha() and value[0].isupper():
         return False
     if after[:1] and after[:1] in ",)" or after[:1] == ";" and sep == ":":  # `f(password=pw, …)`, `password: pw;`
         return False
-    # a lowercase word is a value only where the line ends (YAML, .env), not in a sentence
-    return not _LOWER_WORD.fullmatch(value.rstrip(".!?")) or (value[-1] not in ".!?" and bool(_LINE_END.match(after)))
+    if not _LOWER_WORD.fullmatch(value.rstrip(".!?")):
+        return True
+    # a lowercase word is a value only where the line ends (YAML, .env), not in a sentence or code
+    return value[-1] not in ".!?" and not (sep == "=" and between.endswith(" ")) and bool(_LINE_END.match(after))
 
 
 def _assigned(bare_min: int, loose: bool = False) -> Check:
@@ -113,14 +120,17 @@ def _assigned(bare_min: int, loose: bool = False) -> Check:
             return False
         if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
             return False
-        if m.group(1):  # quoted literals are values by construction
-            return len(value) >= (6 if loose else 8)
+        between = text[m.start() : m.start(2)]
+        if m.group(1):  # quoted literals are values by construction (a short one: unless code)
+            return len(value) >= 8 or loose and len(value) >= 6 \
+                and _password_word(value, "", between.removesuffix(m.group(1)))
         # Bare ones must look generated, or `token = get_token_from_environment()` would be
         # redacted; a password (`loose`) may be a word when code and prose are ruled out.
         if len(value) >= bare_min and _mixed(value):
             return True
-        sep = text[m.start() : m.start(2)].rstrip()[-1:]
-        return loose and _password_word(value, text[m.end(2) : m.end(2) + 4], sep)
+        # (on the key's line, not a docstring's field: `:param password: the user's`)
+        return loose and "\n" not in between and not _DOC_FIELD.search(text, max(0, m.start() - 12), m.start()) \
+            and _password_word(value, text[m.end(2) : m.end(2) + 4], between)
     return check
 
 
@@ -369,6 +379,7 @@ def _cookies(text: str) -> Iterator[tuple[str | None, int, int]]:
         for pair in _COOKIE_PAIR.finditer(text, m.start(1), m.end(1)):
             value = pair.group(2)
             if len(value) >= 16 and _real(value) and (_mixed(value) or len(value) >= 24) \
+                    and not _WORDS_NAME.fullmatch(value) and not _ENV_NAME.fullmatch(value) \
                     and pair.group(1).lower() not in ("path", "domain", "expires", "max-age", "samesite"):
                 yield None, pair.start(2), pair.end(2)
 

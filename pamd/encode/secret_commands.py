@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-# What ends a command: a newline (JSON-escaped too), a pipe, `;`, `&`.
-_END = re.compile(r"\\n|[\n|;&]")
+# What ends a command: a newline (JSON-escaped too), a pipe, `;`, `&`, and a backtick (the end of
+# a command quoted in Markdown: prose naming two commands must not lend one the other's flag).
+_END = re.compile(r"\\n|[\n|;&`]")
 # A flag's value: an optional (JSON-escaped) quote, then the value up to a space or quote.
 _V = r"(\\?[\"']?)(?P<v>[^\s\"'`\\]+)"
 _DUMMY = frozenset({"password", "changeme", "secret", "xxxxxxxx", "********", "redacted"})

@@ -333,7 +333,8 @@ def _assignment(name: str, keys: str, needs: str, bare_min: int = 12, loose: boo
 # An UPPER_CASE variable whose last part names a secret: `DB_PASS`, `SMTP_PASSWORD`, `LDAP_BIND_PW`,
 # `PGPASSWORD`, `JWT_SECRET`, `GITHUB_TOKEN`. (Not `PWD`, the shell's working directory.)
 _ENV_TRIGGER = re.compile(r"(?:PASS(?:WORD|WD|PHRASE)?|PWD?|SECRET|TOKEN)(?=(?:\\?[\"'])?=)")
-_ENV_NAME_END = re.compile(r"(?:(?<![\w$.\-])|(?<=\\[nrt]))[A-Z][A-Z0-9_]*$")
+# (After a JSON escape too: `\n`, or `\u2192`, the arrow of a numbered listing.)
+_ENV_NAME_END = re.compile(r"(?:(?<![\w$.\-])|(?<=\\[nrt])|(?<=\\u[0-9a-fA-F]{4}))[A-Z][A-Z0-9_]*$")
 _ENV_WHOLE = re.compile(r"(?:[A-Z0-9]+_)*[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE)"
                         r"|(?:[A-Z0-9]+_)+(?:PASS|PWD?|SECRET|TOKEN)")
 _ENV_VALUE = re.compile(r"(\\?[\"'])((?:(?!\1).){1,200}?)\1|([^\s\"'`\\]+)")
@@ -545,7 +546,8 @@ BUILTIN: tuple[Pattern, ...] = (
     _p("password", r"thin:[\w$#]+/([^\s/@'\"\\]+)@", 1, check=_url_password),
     _p("password", r"userid=[\w$#]+/([^\s/@'\"\\]+)@", 1, check=_url_password),
     # `.netrc`: `machine HOST login USER password PW`, on one line or several.
-    _p("password", r"login[ \t]+[^\s\\]+(?:\s|\\[nrt])+password[ \t]+([^\s\\\"']+)", 1, check=_url_password),
+    _p("password", rf"login[ \t]+[^\s\\]+(?:[ \t]+|{_PEM_LINE})password[ \t]+([^\s\\\"']+)", 1,
+       check=_url_password),
     # `.pgpass`: `host:port:database:user:password`.
     Pattern("password", _PGPASS, finder=_pgpass),
     # `Authorization: <scheme> <credentials>` (Token, ApiKey, Negotiate, …; Basic and Bearer above).

@@ -400,6 +400,13 @@ def secrets() -> list[Case]:  # noqa: PLR0915 - one long list reads best as one 
     pw = _password("inspect")
     add("tool-output", json.dumps([{"Config": {"Env": [f"POSTGRES_PASSWORD={pw}", "PGDATA=/var/lib/pg"],
                                                "Image": "postgres:16"}}], indent=4), pw, keep=("PGDATA=/var/lib/pg",))
+    # a file shown by Claude Code's Read tool (numbered lines) and by `cat -n`
+    pw, tok = _password("readtool"), fake("", 40, URLSAFE, "readtool")
+    add("tool-output", f"     1\u2192# production\n     2\u2192DB_PASS={pw}\n     3\u2192API_TOKEN={tok}\n"
+        "     4\u2192DEBUG=false", pw, tok, keep=("DEBUG=false", "DB_PASS", "API_TOKEN"))
+    pw = _password("catn")
+    add("tool-output", f"     1\tmachine ci.corp\n     2\tlogin bot\n     3\tpassword {pw}\n", pw,
+        keep=("machine ci.corp",))
     return out
 
 
@@ -468,6 +475,17 @@ def lookalikes() -> list[Case]:
         "Private-Lines: the count of lines of the private part of a .ppk",
         "secret_key_base: String.duplicate(\"a\", 64)",
         "Ошибка: пароль неверный, токен истёк",
+        # code and docs around password fields
+        "    password: FilterOrBool = True,\n    include_password: ClassVar[bool] = False",
+        ":param password: the user's password\n:type passphrase: :py:data:`str`",
+        "username, password = credentials\nself._passphrase = passphrase",
+        "    password: Database user password\n    token: Available after login",
+        "Cookie: CUSTOMER=WILE_E_COYOTE; PART_NUMBER=ROCKET_LAUNCHER_0001",
+        "| `sshpass -p X` reads it | `gh auth login -p https` picks the protocol |",
+        "if self._username and self._password:\n    return True",
+        "psql --password shop_production",
+        "keytool -list -keystore ks.p12 -storepass:env KS_PASS",
+        "ldapsearch -x -W -D cn=admin,dc=corp",
     ]
     out = []
     for text in texts:

@@ -56,6 +56,14 @@ def speed(r: Redactor) -> float:
     return best
 
 
+def long_line() -> float:
+    """A one-line tool result of 150 KB full of command words and flags (minified HTML, JSON)."""
+    line = "curl -s https://x/a.js mysql --host db login -p 1 redis-cli -a $X openssl " * 2000
+    t = time.process_time()
+    Redactor().redact(line)
+    return time.process_time() - t
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--speed", action="store_true", help="also time the 10,000-message workload")
@@ -73,7 +81,8 @@ def main() -> int:
     for text in m["touched"]:
         print("  touched:", text)
     if args.speed:
-        print(f"redact 10,000 workload messages: {speed(r):.2f} s (best of 3)")
+        print(f"redact 10,000 workload messages: {speed(r):.2f} s CPU (best of 3)")
+        print(f"redact one 150 KB line of command words and flags: {long_line():.2f} s CPU")
     return 1 if sum(m["leaks"].values()) or m["touched"] else 0
 
 

@@ -561,6 +561,8 @@ def test_a_password_on_a_command_line_and_bot_and_age_keys_are_redacted(text: st
     'curl -u "${USER}:${TOKEN}" https://x', "at 12:30:AA and 1234567890:AAbc",
     "psql --password postgres://app@db:5432/shop", "pg_dump -U app --password shop_prod > dump.sql",
     "createdb -h db --password tenant_42",
+    "psql -h db " + "--set=a=b " * 60 + "--password shop_prod",  # far from psql, still psql's
+    '{"command": "cd /srv\\npsql --password shop_prod"}',
 ])
 def test_a_command_line_without_a_password_is_kept(text: str) -> None:
     assert redact(text) == (text, {})

@@ -53,7 +53,7 @@ def pick(brain: str | None = None, cwd: Path | str | None = None,
                 if named == OFF:
                     return None
                 if named:
-                    named = str((d / Path(named).expanduser()))
+                    named = str(d / Path(named).expanduser())
                     break
             if (d / "pamd.toml").is_file() and (d / ".git").exists():
                 return d  # inside a brain: that one

@@ -12,7 +12,8 @@ script `pamd-hook HOOK [FILES]`:
     pre-commit all the commit-time checks on the staged files (for hooks/pre-commit)
     install    install the plain git hooks into this brain's .git/hooks
     claude     Claude Code's hooks (SessionStart, Stop, SubagentStop, SessionEnd,
-               PreCompact): pamd.agent.claude_code, docs/agents.md
+               PreCompact): pamd.agent.claude_code, docs/agents.md; `codex` is the
+               same for Codex's hooks, whose input has the same shape
 
 Only `index` may import the search stack (numpy, hnswlib, torch); everything
 else must start fast, so heavy imports stay inside the functions that need them.
@@ -269,7 +270,7 @@ def _report(problems: list[Problem]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["claude"]:  # an agent host's hook: its own input, its own fail-open rules
+    if argv[:1] in (["claude"], ["codex"]):  # an agent host's hook: its own input, its own fail-open rules
         from pamd.agent.claude_code import main as claude_main
 
         return claude_main(argv[1:])

@@ -227,3 +227,17 @@ def test_claude_mcp_add_connects_to_pamd_mcp(brain, tmp_path):
     r = claude("mcp", "list", cwd=project)
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("nobrain:"))
     assert "Connected" not in line  # a server that cannot start is not reported connected
+
+
+@needs_claude
+def test_the_plugin_installs_from_the_local_marketplace_and_its_server_connects(brain, tmp_path):
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / ".pamd-brain").write_text(str(brain.cwd) + "\n")
+    r = claude("plugin", "marketplace", "add", str(REPO), cwd=project)
+    assert r.returncode == 0 and "pamd" in r.stdout, r.stdout + r.stderr
+    r = claude("plugin", "install", "pamd@pamd", cwd=project)
+    assert r.returncode == 0 and "installed" in r.stdout.lower(), r.stdout + r.stderr
+    r = claude("mcp", "list", cwd=project)  # the plugin's .mcp.json: `pamd mcp`, the brain from .pamd-brain
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("plugin:pamd:pamd:")), r.stdout)
+    assert "Connected" in line, r.stdout + r.stderr

@@ -100,6 +100,19 @@ def main() -> int:
             assert r.returncode == 0 and json.loads(r.stdout)["hookSpecificOutput"], r.stderr
         print(f"SessionStart hook (whole process) at {a.chunks}: median {statistics.median(times):.2f} s, "
               f"max {max(times):.2f} s; {len(json.loads(r.stdout)['hookSpecificOutput']['additionalContext'])} chars")
+        transcript = tmp / "t.jsonl"
+        transcript.write_text(json.dumps({"type": "user", "sessionId": "s", "timestamp": "2026-11-30T10:00:00Z",
+                                          "uuid": "u1", "message": {"role": "user", "content": "hello"}}) + "\n")
+        stop = json.dumps({**json.loads(inp), "hook_event_name": "Stop", "stop_hook_active": False}).encode()
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            r = subprocess.run(hook, input=stop, capture_output=True)
+            times.append(time.perf_counter() - t)
+            assert r.returncode == 0 and r.stderr == b"", r.stderr
+        print(f"Stop hook (returns once the ingest is started) at {a.chunks}: median "
+              f"{statistics.median(times):.2f} s, max {max(times):.2f} s")
+        time.sleep(5)  # let the background ingests finish before the brain is removed
     finally:
         if a.keep:
             print(f"kept {tmp}")

@@ -178,6 +178,22 @@ def test_which_brain_a_project_uses(tmp_path, monkeypatch):
         pick(None, project, env)
 
 
+def test_the_plugin_follows_pamds_version_and_wires_every_event():
+    """Claude Code updates an installed plugin only when its version changes."""
+    from pamd import __version__
+
+    manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "pamd" and manifest["version"] == __version__
+    assert set(HOOKS) == {"SessionStart", "Stop", "SubagentStop", "SessionEnd", "PreCompact"}
+    assert set(HOOKS["SessionStart"][0]["matcher"].split("|")) == {"startup", "resume", "clear", "compact"}
+    for event, entries in HOOKS.items():
+        for hook in (h for e in entries for h in e["hooks"]):
+            assert hook["timeout"] <= 10 and hook.get("async", False) == (event != "SessionStart"), event
+    assert json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["pamd"] == {"command": "pamd", "args": ["mcp"]}
+    market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
+    assert [(p["name"], (REPO / p["source"]).resolve()) for p in market["plugins"]] == [("pamd", PLUGIN)]
+
+
 # ---------------------------------------------------------------- the real Claude Code CLI
 def claude_cli() -> str | None:
     return os.environ.get("PAMD_CLAUDE") or shutil.which("claude")

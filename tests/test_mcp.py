@@ -136,3 +136,28 @@ def test_pamd_mcp_without_a_brain_says_so_in_one_line(tmp_path):
                        stdin=subprocess.DEVNULL, timeout=60)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.startswith("pamd: error: no brain set for") and r.stderr.count("\n") == 1
+
+
+def test_remember_waits_for_the_brains_lock_like_any_pamd_run(brain):
+    """The server works beside the daemon and the hooks: a write while another run holds the
+    brain's lock waits ([git] lock_timeout) and, given up, is a one-line tool error that
+    leaves nothing half-written; the server answers the next call."""
+    from pamd.edge.lock import Lock
+
+    root = week_brain(brain)
+    toml = root / "pamd.toml"
+    toml.write_text(toml.read_text().replace("lock_timeout = 60", "lock_timeout = 1"))
+    git(root, "commit", "-qam", "a short lock timeout")
+    commits = head_count(root)
+
+    async def steps(s):
+        with Lock(root / ".pamd" / "lock"):  # a compaction, an ingest at work
+            held = await s.call_tool("remember", {"text": "The walrus cache is flushed at noon"})
+            found = await s.call_tool("recall", {"query": "Kubernetes CronJob"})  # reads still answer
+        return held, found, await s.call_tool("remember", {"text": "The walrus cache is flushed at noon"})
+
+    held, found, done = serve(["--brain", str(root)], steps)
+    assert held.is_error and text(held).startswith("pamd: error: another pamd run holds the brain's lock (pid ")
+    assert not found.is_error and found.structured_content["hits"]
+    assert not done.is_error and head_count(root) == commits + 1
+    assert git(root, "status", "--porcelain") == ""

@@ -51,6 +51,8 @@ def test_the_tools_over_stdio(brain):
         out["recall"] = await s.call_tool("recall", {"query": "Kubernetes CronJob export", "k": 3})
         out["alias"] = await s.call_tool("recall", {"q": "Kubernetes CronJob export", "limit": 1})
         out["tier"] = await s.call_tool("recall", {"query": "Kubernetes", "tier": ["L3"]})
+        out["tier1"] = await s.call_tool("recall", {"query": "Kubernetes", "tier": "L0", "since": "2026-11-25"})
+        out["badtime"] = await s.call_tool("recall", {"query": "Kubernetes", "since": "friday"})
         out["empty"] = await s.call_tool("recall", {"query": "?!"})
         out["remember"] = await s.call_tool("remember", {"text": "We decided the nightly export moves to 02:00 UTC",
                                                          "type": "decision"})
@@ -78,6 +80,9 @@ def test_the_tools_over_stdio(brain):
     assert text(r).startswith(f"{len(hits)} hit") and f"{hits[0]['path']}:{hits[0]['lines'][0]}-" in text(r)
     assert len(out["alias"].structured_content["hits"]) == 1  # q and limit, as models write them
     assert out["tier"].structured_content["hits"] == [] and "No memory matches" in text(out["tier"])
+    assert {h["tier"] for h in out["tier1"].structured_content["hits"]} == {"L0"}
+    assert all(h["ts"] >= "2026-11-25" for h in out["tier1"].structured_content["hits"])
+    assert out["badtime"].is_error and text(out["badtime"]).startswith("pamd: error: bad time 'friday' for since")
     assert out["empty"].is_error and text(out["empty"]).startswith("pamd: error: no word to search for")
     assert "\n" not in text(out["empty"])
 
@@ -97,7 +102,7 @@ def test_the_tools_over_stdio(brain):
 
     # an agent's recalls count (the recall log), and so does its touch
     log = [json.loads(x) for x in (root / ".pamd" / "recall.log").read_text().splitlines()[1:]]
-    assert [rec["via"] for rec in log] == ["recall", "recall", "recall", "touch"]
+    assert [rec["via"] for rec in log] == ["recall", "recall", "recall", "recall", "touch"]
 
 
 def test_a_commit_by_another_process_is_found_without_a_restart(brain):

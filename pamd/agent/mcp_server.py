@@ -57,7 +57,7 @@ def build(root: Path) -> MCPServer:
     async def recall(
         query: Annotated[str, Field(description="what to look for: a few distinctive words, any language")] = "",
         k: Annotated[int, Field(description="number of hits", ge=1, le=100)] = 10,
-        tier: Annotated[list[str] | None, Field(
+        tier: Annotated[list[str] | str | None, Field(
             description="only these tiers: L0 (raw, hot) L1 L2 L3 L4 (MEMORY.md), daily, dna, synapse, memory"
         )] = None,
         since: Annotated[str | None, Field(description="only entries at or after this time (ISO 8601)")] = None,

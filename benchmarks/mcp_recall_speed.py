@@ -6,7 +6,7 @@ in-process `api.recall` in the same run (docs/benchmarks.md, "Agents").
 
 The brain is recall_speed's synthetic one (vectors pre-seeded in the vector cache). Also
 times the Claude Code SessionStart hook (`pamd-hook claude`, a whole process) on it.
-Target (issue 20): recall through MCP <= 15 ms p50 at 100,000 chunks; the hook < 1 s.
+Target (issue 20): recall through MCP <= 15 ms p50 at 100,000 chunks; the hooks < 1 s.
 """
 
 from __future__ import annotations
@@ -98,8 +98,10 @@ def main() -> int:
             r = subprocess.run(hook, input=inp, capture_output=True)
             times.append(time.perf_counter() - t)
             assert r.returncode == 0 and json.loads(r.stdout)["hookSpecificOutput"], r.stderr
-        print(f"SessionStart hook (whole process) at {a.chunks}: median {statistics.median(times):.2f} s, "
-              f"max {max(times):.2f} s; {len(json.loads(r.stdout)['hookSpecificOutput']['additionalContext'])} chars")
+        print(f"SessionStart hook (whole process) at {a.chunks}: first (no kept brief: built while it waits) "
+              f"{times[0]:.2f} s; then from the kept brief median {statistics.median(times[1:]):.2f} s, "
+              f"max {max(times[1:]):.2f} s; {len(json.loads(r.stdout)['hookSpecificOutput']['additionalContext'])}"
+              " chars")
         transcript = tmp / "t.jsonl"
         transcript.write_text(json.dumps({"type": "user", "sessionId": "s", "timestamp": "2026-11-30T10:00:00Z",
                                           "uuid": "u1", "message": {"role": "user", "content": "hello"}}) + "\n")

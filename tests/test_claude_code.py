@@ -108,12 +108,50 @@ def test_stop_ingests_the_transcript_in_the_background(brain, project, tmp_path)
         if event == "Stop":
             assert head_count(brain.cwd) == before + 1, log
             assert "zircon migration timed out" in git(brain.cwd, "show", "HEAD")
+            wait_for_the_brief(brain.cwd)  # and the next session's brief is built after it
         else:  # the same transcript again: nothing new, no commit
             deadline = time.monotonic() + 120
             while "nothing new" not in (brain.cwd / ".pamd" / "hooks.log").read_text():
                 assert time.monotonic() < deadline, log
                 time.sleep(0.2)
             assert head_count(brain.cwd) == before + 1
+
+
+def wait_for_the_brief(root: Path) -> dict:
+    from pamd.agent.claude_code import cached, signature
+
+    deadline = time.monotonic() + 120
+    while (kept := cached(root)) is None or kept["signature"] != signature(root):
+        assert time.monotonic() < deadline, (root / ".pamd" / "hooks.log").read_text()
+        time.sleep(0.2)
+    return kept
+
+
+def test_session_start_answers_from_the_kept_brief_and_renews_it_behind(brain, tmp_path):
+    """A brief takes seconds on a large brain and the hook must answer in under one: it
+    prints the brief kept in .pamd/brief.json, and builds the next one in the background
+    when the brain changed since."""
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week))[0] == 0
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / ".pamd-brain").write_text(str(brain.cwd) + "\n")
+
+    def context() -> str:
+        code, out, err = run_hook("SessionStart", payload("SessionStart", project, project / "t.jsonl",
+                                                          source="startup"), project)
+        assert code == 0 and err == "", err
+        return json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+    first = context()
+    assert wait_for_the_brief(brain.cwd)["text"] == first
+    (brain.cwd / ".pamd" / "brief.json").write_text(json.dumps({"signature": "x", "text": "kept brief"}))
+    assert context() == "kept brief"  # stale: printed, and renewed behind
+    assert wait_for_the_brief(brain.cwd)["text"] == first
+    assert brain("remember", "The quokka service moved to port 7443")[0] == 0
+    assert context() == first  # the brain changed: the kept brief now, the new one next time
+    renewed = wait_for_the_brief(brain.cwd)["text"]
+    assert "quokka service moved to port 7443" in renewed and context() == renewed
 
 
 def test_every_hook_fails_open(brain, project, tmp_path):

@@ -177,7 +177,9 @@ def _job(argv: list[str]) -> int:
 
         code = pamd_main(["--brain", str(root), "ingest", "-"])
     try:
-        refresh(root)
+        kept = cached(root)
+        if kept is None or kept.get("signature") != signature(root):  # nothing new: it stands
+            refresh(root)
     except Exception as exc:  # noqa: BLE001 - the next SessionStart builds it
         print(f"pamd: note: brief not refreshed ({type(exc).__name__}: {exc})", file=sys.stderr)
     return code

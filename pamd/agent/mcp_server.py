@@ -35,7 +35,7 @@ work, decisions, errors, people or preferences, and before redoing something tha
 a failure, or a fact the person asked you to keep. `boot` gives the session-start brief."""
 
 
-def build(root: Path) -> MCPServer:
+def build(root: Path, warm: bool = True) -> MCPServer:
     """An MCPServer whose tools read and write the brain at `root`."""
     server = MCPServer(name="pamd", instructions=INSTRUCTIONS, version=__version__)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pamd-mcp")
@@ -114,7 +114,19 @@ def build(root: Path) -> MCPServer:
     async def boot_resource() -> str:
         return (await asyncio.wrap_future(worker.submit(tools.boot, root, 9000))).text
 
+    if warm:
+        worker.submit(_warm, root)
     return server
+
+
+def _warm(root: Path) -> None:
+    """Load the model and the index before the first call needs them (it waits for this)."""
+    try:
+        from pamd.recall import api
+
+        api.recall(tools.open_brain(root), "memory", k=1, log=False)
+    except Exception as exc:  # noqa: BLE001 - the first recall says what is wrong
+        log.info("warm-up: %s", exc)
 
 
 def serve(root: Path) -> None:

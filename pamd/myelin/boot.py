@@ -58,7 +58,6 @@ class Boot:
     cut_tokens: int = 0
     cut_below: float = 0.0
     conflicted: list[str] = field(default_factory=list)  # left out: git's conflict markers in them
-    max_chars: int | None = None  # markdown() is cut to this many characters, ending with a pointer
 
     @property
     def tokens(self) -> int:
@@ -66,13 +65,7 @@ class Boot:
         return count_tokens(self._render(0))
 
     def markdown(self) -> str:
-        text = self._render(self.tokens)
-        if self.max_chars is None or len(text) <= self.max_chars:
-            return text
-        pointer = "\n(cut here: recall the rest with the `recall` tool, or `pamd recall QUERY`)\n"
-        room = max(0, self.max_chars - len(pointer))
-        cut = text.rfind("\n", 0, room + 1)
-        return text[: max(cut, 0)] + pointer
+        return self._render(self.tokens)
 
     @property
     def over_budget(self) -> bool:
@@ -155,9 +148,9 @@ def _entry_line(e: Entry) -> str:
 
 
 def build(read: Callable[[str], str | None], files: list[str], config: dict[str, Any],
-          now: datetime, budget: int | None = None, max_chars: int | None = None) -> Boot:
+          now: datetime, budget: int | None = None) -> Boot:
     budget = int(budget or config.get("boot", {}).get("budget", 500_000))
-    boot = Boot(name=str(config["brain"].get("name", "agent")), now=now, budget=budget, max_chars=max_chars)
+    boot = Boot(name=str(config["brain"].get("name", "agent")), now=now, budget=budget)
     fixed: list[Section] = []
     for rel, title, keys in ((DNA, "DNA", DNA_KEYS), (PRELOAD, "Preloaded memories", ()),
                              (STATE, "State", STATE_KEYS)):

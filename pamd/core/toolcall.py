@@ -225,3 +225,154 @@ def _short(text: str, limit: int) -> str:
     cut = flat[: limit - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space >= limit // 3 else cut).rstrip(" ,;:") + "…"
+
+
+# ---------------------------------------------------------------- what a call is, what to keep
+
+# Kinds of call whose arguments or output cannot be found again, so ingest keeps more of them.
+COMMIT, CLOSE, SPEC, TEST, WRITE, EDIT, AGENT = "commit", "close", "spec", "test", "write", "edit", "agent"
+_SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_command",
+                          "terminal", "execute_command", "run_terminal_cmd"})
+_COMMIT = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?)*\s+commit\b")
+# Closing or filing a task, an issue or a pull request: the reason and the body say what was done.
+_CLOSE = re.compile(
+    r"\b(?:bd|beads)\s+(?:close|done|create|update)\b|\bgh\s+(?:issue|pr)\s+(?:close|create|merge|comment|edit)\b"
+    r"|\bglab\s+(?:issue|mr)\s+(?:close|create|merge|note)\b"
+    r"|\bjira\s+(?:issue\s+)?(?:move|transition|close|done|create|comment)\b"
+    r"|\blinear\s+issue\s+(?:update|close|create)\b")
+# Showing a task, issue or pull request: the spec the work followed, often changed later.
+_SPEC = re.compile(
+    r"\b(?:bd|beads)\s+show\b|\bgh\s+(?:issue|pr)\s+view\b|\bglab\s+(?:issue|mr)\s+view\b"
+    r"|\bjira\s+(?:issue\s+)?view\b|\blinear\s+issue\s+view\b|\bacli\s+jira\s+workitem\s+view\b")
+_TEST = re.compile(
+    r"\b(?:pytest|py\.test|mix\s+test|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|go\s+test|cargo\s+test|jest|vitest"
+    r"|rspec|phpunit|ctest|make\s+(?:test|check)|tox|nox|gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test"
+    r"|unittest)\b")
+
+
+def command(name: str, args) -> str:
+    """The shell command a call ran ("" if it ran none): Claude Code's Bash, Codex's shell
+    (an argv list, `bash -lc CMD`), exec_command, and the like."""
+    if not isinstance(args, dict) or name.lower() not in _SHELL_TOOLS:
+        return ""
+    cmd = args.get("command", args.get("cmd", ""))
+    if isinstance(cmd, list):
+        parts = [str(p) for p in cmd]
+        if len(parts) >= 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in ("-lc", "-c"):
+            return parts[2]
+        return " ".join(parts)
+    return cmd if isinstance(cmd, str) else ""
+
+
+def kind(name: str, args) -> str | None:
+    """What a call is, for what ingest keeps of it and of its result; None: an ordinary call."""
+    low = name.lower()
+    if low in ("write", "create_file", "write_file"):
+        return WRITE
+    if low in ("edit", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "edit_file"):
+        return EDIT
+    if low in ("task", "agent"):
+        return AGENT
+    cmd = command(name, args)
+    if not cmd:
+        return None
+    if _COMMIT.search(cmd):
+        return COMMIT
+    if _CLOSE.search(cmd):
+        return CLOSE
+    if _SPEC.search(cmd):
+        return SPEC
+    if _TEST.search(cmd):
+        return TEST
+    return None
+
+
+SMALL_FILE = 3000  # a file written or an edit up to this size is kept whole
+_HEAD_LINES, _TAIL_LINES, _CHANGED_CHARS = 12, 6, 2000
+
+
+def _lines_block(lines: list[str], limit: int) -> str:
+    out, size = [], 0
+    for ln in lines:
+        if size + len(ln) + 1 > limit:
+            out.append(f"…[{len(lines) - len(out)} more changed lines]")
+            break
+        out.append(ln)
+        size += len(ln) + 1
+    return "\n".join(out)
+
+
+def condense(text: str, changed: list[str] | None = None) -> str:
+    """A large text as its head, the lines that changed (if given) and its tail; a small one whole."""
+    if len(text) <= SMALL_FILE:
+        return text
+    lines = text.split("\n")
+    head, tail = lines[:_HEAD_LINES], lines[-_TAIL_LINES:] if len(lines) > _HEAD_LINES else []
+    if len(lines) <= _HEAD_LINES + _TAIL_LINES:  # few, very long lines: characters instead
+        return text[:1500] + f"\n…[{len(text) - 2000} characters]…\n" + text[-500:]
+    middle = [ln for ln in (changed or []) if ln not in head and ln not in tail]
+    parts = ["\n".join(head)[:1500]]
+    if middle:
+        parts.append("…[changed lines]…\n" + _lines_block(middle, _CHANGED_CHARS))
+    parts.append(f"…[{len(lines)} lines in all]…\n" + "\n".join(tail)[-800:])
+    return "\n".join(parts)
+
+
+def _changed(old: str, new: str) -> tuple[list[str], list[str]]:
+    """Lines only in `old` (removed) and only in `new` (added), in their order."""
+    before, after = set(old.split("\n")), set(new.split("\n"))
+    return ([ln for ln in old.split("\n") if ln not in after and ln.strip()],
+            [ln for ln in new.split("\n") if ln not in before and ln.strip()])
+
+
+def _edit(old: str, new: str) -> tuple[str, str]:
+    if len(old) + len(new) <= SMALL_FILE:
+        return old, new
+    removed, added = _changed(old, new)
+    return _lines_block(removed, _CHANGED_CHARS // 2), condense(new, added)
+
+
+def _edit_dict(edit: dict) -> dict:
+    old, new = _edit(str(edit.get("old_string") or ""), str(edit.get("new_string") or ""))
+    return {**edit, "old_string": old, "new_string": new}
+
+
+def keep_args(name: str, args):
+    """A call's arguments as ingest keeps them: a small file written or edited whole, a
+    larger one as its head, the lines that changed and its tail; others as given."""
+    if not isinstance(args, dict):
+        if isinstance(args, str) and name.lower() == "apply_patch":
+            return condense(args, [ln for ln in args.split("\n") if ln[:1] in "+-*"])
+        return args
+    low = name.lower()
+    out = dict(args)
+    if low in ("write", "create_file", "write_file") and isinstance(args.get("content"), str):
+        out["content"] = condense(args["content"])
+    elif low in ("edit", "str_replace_editor", "edit_file") and isinstance(args.get("new_string"), str):
+        out["old_string"], out["new_string"] = _edit(str(args.get("old_string") or ""), args["new_string"])
+    elif low == "multiedit" and isinstance(args.get("edits"), list):
+        out["edits"] = [_edit_dict(e) if isinstance(e, dict) else e for e in args["edits"]]
+    elif low == "apply_patch" and isinstance(args.get("input"), str):
+        out["input"] = keep_args("apply_patch", args["input"])
+    return out
+
+
+# A line of output that says what went wrong: kept from anywhere in a failing output.
+ERROR_LINE = re.compile(
+    r"(?i)\b(?:error|errors|exception|traceback|failed|failure|failures|fatal|panic|assert\w*|undefined|cannot"
+    r"|can[’']t|could not|not found|no such|denied|refused|timed? ?out|expected|got|warning)\b|^E\s{2,}|^FAILED\b"
+    r"|^\s*\d+\) |^\s*[✗✘×]")
+
+
+def failure_view(text: str, head: int = 1500, lines: int = 2500, tail: int = 800) -> str:
+    """A failing output as its head, every line that names an error after it, and its tail."""
+    if len(text) <= head + lines + tail:
+        return text
+    cut = text.rfind("\n", 0, head)
+    cut = cut if cut > head // 2 else head
+    end = text.find("\n", len(text) - tail)
+    end = end if 0 <= end < len(text) - tail // 2 else len(text) - tail
+    picked = [ln for ln in text[cut:end].split("\n") if ln.strip() and ERROR_LINE.search(ln)]
+    middle = _lines_block([ln[:300] for ln in picked], lines)
+    return (text[:cut] + "\n…[lines naming errors]…\n" + middle
+            + f"\n…[{len(text)} characters in all; the end]…\n" + text[end:].lstrip("\n"))

@@ -364,15 +364,32 @@ ERROR_LINE = re.compile(
     r"|^\s*\d+\) |^\s*[✗✘×]")
 
 
-def failure_view(text: str, head: int = 1500, lines: int = 2500, tail: int = 800) -> str:
-    """A failing output as its head, every line that names an error after it, and its tail."""
-    if len(text) <= head + lines + tail:
+# Where a test runner starts telling what failed: pytest, unittest, go, cargo, ExUnit, RSpec, Jest.
+_FAIL_SECTION = re.compile(
+    r"^(?:=+ (?:FAILURES|ERRORS) =+|--- FAIL\b|failures:|Failures:|FAIL:? \S|ERROR: \S|\s+1\) (?:test|\S+#)"
+    r"|\s*● )", re.MULTILINE)
+_SECTION_CHARS = 1500
+
+
+def failure_view(text: str, head: int = 1000, lines: int = 2000, tail: int = 800) -> str:
+    """A failing output as its head, the start of its report of failures (a test
+    runner's FAILURES section), every other line that names an error, and its tail."""
+    if len(text) <= head + _SECTION_CHARS + lines + tail:
         return text
     cut = text.rfind("\n", 0, head)
     cut = cut if cut > head // 2 else head
     end = text.find("\n", len(text) - tail)
     end = end if 0 <= end < len(text) - tail // 2 else len(text) - tail
-    picked = [ln for ln in text[cut:end].split("\n") if ln.strip() and ERROR_LINE.search(ln)]
-    middle = _lines_block([ln[:300] for ln in picked], lines)
-    return (text[:cut] + "\n…[lines naming errors]…\n" + middle
-            + f"\n…[{len(text)} characters in all; the end]…\n" + text[end:].lstrip("\n"))
+    parts = [text[:cut]]
+    section = _FAIL_SECTION.search(text, cut, end)
+    rest_from = cut
+    if section is not None:
+        stop = text.rfind("\n", section.start(), min(end, section.start() + _SECTION_CHARS))
+        stop = stop if stop > section.start() else min(end, section.start() + _SECTION_CHARS)
+        parts.append("…[the failures]…\n" + text[section.start():stop])
+        rest_from = stop
+    picked = [ln for ln in text[rest_from:end].split("\n") if ln.strip() and ERROR_LINE.search(ln)]
+    if picked:
+        parts.append("…[lines naming errors]…\n" + _lines_block([ln[:300] for ln in picked], lines))
+    parts.append(f"…[{len(text)} characters in all; the end]…\n" + text[end:].lstrip("\n"))
+    return "\n".join(parts)

@@ -721,6 +721,10 @@ def _result_message(body: str, error: bool, call: tuple[str, object] | None, ts,
     error = error or bool(_EXIT.match(body)) or (what == toolcall.TEST and bool(_TEST_FAILED.search(body)))
     if what in (toolcall.SPEC, toolcall.AGENT):
         kept, fact = _truncate(prefix + body, SPEC_CHARS, redactor), "spec" if what == toolcall.SPEC else "report"
+    elif what in (toolcall.COMMIT, toolcall.CLOSE) and not error:
+        # The proof the commit landed (`[main 4f2a9c1] subject`) or the task closed: what
+        # STATE counts as finished work.
+        return Message("tool", plain, ts, sess, seq, fact=what)
     elif error:
         kept, fact = _truncate(prefix + toolcall.failure_view(body), FAILURE_CHARS, redactor), "failure"
     else:

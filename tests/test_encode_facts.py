@@ -175,6 +175,26 @@ def test_kept_pieces_go_through_redaction(brain, tmp_path):
     assert tree.count("[REDACTED:anthropic-key]") == 2
 
 
+def test_a_cut_in_a_condensed_piece_leaves_no_part_of_a_secret(brain, tmp_path):
+    """A large file's head and a failing output's error lines are cut to size: never inside
+    a secret, so redaction finds each one whole (none of it is left)."""
+    token = "ghp_" + "Xk29Lq7Rt3Vb8Nw1Mz6Pc4Hd0Jf5Gs2Ya9Eq"
+    big = "y" * 1490 + " " + token + "\n" + "\n".join(f"line {i}" for i in range(400))
+    err = "error: " + "z" * 285 + " " + token
+    es = _ingest(brain, tmp_path, _session([
+        _call("t1", "Write", {"file_path": "/app/big.txt", "content": big}),
+        _call("t2", "Bash", {"command": "make"}),
+        _result("t2", "start\n" * 400 + err + "\n" + "end\n" * 400, error=True),
+    ]))
+    written = _one(es, "[tool Write]")
+    assert "…[401 lines in all]…" in written.text
+    shown = _one(es, "[tool error]")
+    assert "error: zzz" in shown.text
+    history = git(brain.cwd, "log", "-p")
+    for frag in (token[:7], token[4:9]):
+        assert frag not in written.text + shown.text and frag not in history, frag
+
+
 def test_the_last_message_of_a_turn_is_a_report(brain, tmp_path):
     report = ("Done: ActiveSessionRegistry keeps sessions for 90 s (TTL) and sweeps every 15 s; it broadcasts "
               "on `session_activity`. Tests pass (49), committed as 4f2a9c1.")

@@ -12,6 +12,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+
+# Where to cut a text to at most n characters: ingest passes one that never splits a
+# secret (redaction then finds each secret whole or not at all).
+Cut = Callable[[str, int], int]
+
+
+def plain_cut(text: str, n: int) -> int:
+    return min(n, len(text))
 
 # A call's head; its group is the tool's name. `[tool result]` and `[tool error]` are
 # tool output (role tool), not calls.
@@ -302,19 +311,29 @@ def _lines_block(lines: list[str], limit: int) -> str:
     return "\n".join(out)
 
 
-def condense(text: str, changed: list[str] | None = None) -> str:
+def _tail(text: str, n: int) -> str:
+    """At most the last n characters of a text, from the start of a line (a cut inside a
+    line could leave the end of a secret, which redaction would not know)."""
+    if len(text) <= n:
+        return text
+    nl = text.find("\n", len(text) - n)
+    return text[nl + 1:] if nl >= 0 else ""
+
+
+def condense(text: str, changed: list[str] | None = None, cut: Cut = plain_cut) -> str:
     """A large text as its head, the lines that changed (if given) and its tail; a small one whole."""
     if len(text) <= SMALL_FILE:
         return text
     lines = text.split("\n")
     head, tail = lines[:_HEAD_LINES], lines[-_TAIL_LINES:] if len(lines) > _HEAD_LINES else []
     if len(lines) <= _HEAD_LINES + _TAIL_LINES:  # few, very long lines: characters instead
-        return text[:1500] + f"\n…[{len(text) - 2000} characters]…\n" + text[-500:]
+        return text[:cut(text, 1500)] + f"\n…[{len(text)} characters in all]…\n" + _tail(text, 500)
     middle = [ln for ln in (changed or []) if ln not in head and ln not in tail]
-    parts = ["\n".join(head)[:1500]]
+    first = "\n".join(head)
+    parts = [first[:cut(first, 1500)]]
     if middle:
         parts.append("…[changed lines]…\n" + _lines_block(middle, _CHANGED_CHARS))
-    parts.append(f"…[{len(lines)} lines in all]…\n" + "\n".join(tail)[-800:])
+    parts.append(f"…[{len(lines)} lines in all]…\n" + _tail("\n".join(tail), 800))
     return "\n".join(parts)
 
 
@@ -325,35 +344,35 @@ def _changed(old: str, new: str) -> tuple[list[str], list[str]]:
             [ln for ln in new.split("\n") if ln not in before and ln.strip()])
 
 
-def _edit(old: str, new: str) -> tuple[str, str]:
+def _edit(old: str, new: str, cut: Cut) -> tuple[str, str]:
     if len(old) + len(new) <= SMALL_FILE:
         return old, new
     removed, added = _changed(old, new)
-    return _lines_block(removed, _CHANGED_CHARS // 2), condense(new, added)
+    return _lines_block(removed, _CHANGED_CHARS // 2), condense(new, added, cut)
 
 
-def _edit_dict(edit: dict) -> dict:
-    old, new = _edit(str(edit.get("old_string") or ""), str(edit.get("new_string") or ""))
+def _edit_dict(edit: dict, cut: Cut) -> dict:
+    old, new = _edit(str(edit.get("old_string") or ""), str(edit.get("new_string") or ""), cut)
     return {**edit, "old_string": old, "new_string": new}
 
 
-def keep_args(name: str, args):
+def keep_args(name: str, args, cut: Cut = plain_cut):
     """A call's arguments as ingest keeps them: a small file written or edited whole, a
     larger one as its head, the lines that changed and its tail; others as given."""
     if not isinstance(args, dict):
         if isinstance(args, str) and name.lower() == "apply_patch":
-            return condense(args, [ln for ln in args.split("\n") if ln[:1] in "+-*"])
+            return condense(args, [ln for ln in args.split("\n") if ln[:1] in "+-*"], cut)
         return args
     low = name.lower()
     out = dict(args)
     if low in ("write", "create_file", "write_file") and isinstance(args.get("content"), str):
-        out["content"] = condense(args["content"])
+        out["content"] = condense(args["content"], None, cut)
     elif low in ("edit", "str_replace_editor", "edit_file") and isinstance(args.get("new_string"), str):
-        out["old_string"], out["new_string"] = _edit(str(args.get("old_string") or ""), args["new_string"])
+        out["old_string"], out["new_string"] = _edit(str(args.get("old_string") or ""), args["new_string"], cut)
     elif low == "multiedit" and isinstance(args.get("edits"), list):
-        out["edits"] = [_edit_dict(e) if isinstance(e, dict) else e for e in args["edits"]]
+        out["edits"] = [_edit_dict(e, cut) if isinstance(e, dict) else e for e in args["edits"]]
     elif low == "apply_patch" and isinstance(args.get("input"), str):
-        out["input"] = keep_args("apply_patch", args["input"])
+        out["input"] = keep_args("apply_patch", args["input"], cut)
     return out
 
 
@@ -371,25 +390,28 @@ _FAIL_SECTION = re.compile(
 _SECTION_CHARS = 1500
 
 
-def failure_view(text: str, head: int = 1000, lines: int = 2000, tail: int = 800) -> str:
+def failure_view(text: str, head: int = 1000, lines: int = 2000, tail: int = 800, cut: Cut = plain_cut) -> str:
     """A failing output as its head, the start of its report of failures (a test
     runner's FAILURES section), every other line that names an error, and its tail."""
     if len(text) <= head + _SECTION_CHARS + lines + tail:
         return text
-    cut = text.rfind("\n", 0, head)
-    cut = cut if cut > head // 2 else head
+    # Cuts fall at line ends; a line too long for that is cut where `cut` says.
+    first = text.rfind("\n", 0, head)
+    first = first if first > head // 2 else cut(text, head)
     end = text.find("\n", len(text) - tail)
-    end = end if 0 <= end < len(text) - tail // 2 else len(text) - tail
-    parts = [text[:cut]]
-    section = _FAIL_SECTION.search(text, cut, end)
-    rest_from = cut
+    if not 0 <= end < len(text) - tail // 2:
+        end = len(text)  # one long last line: no tail rather than half a line
+    parts = [text[:first]]
+    section = _FAIL_SECTION.search(text, first, end)
+    rest_from = first
     if section is not None:
-        stop = text.rfind("\n", section.start(), min(end, section.start() + _SECTION_CHARS))
-        stop = stop if stop > section.start() else min(end, section.start() + _SECTION_CHARS)
-        parts.append("…[the failures]…\n" + text[section.start():stop])
+        at = section.start()
+        stop = text.rfind("\n", at, min(end, at + _SECTION_CHARS))
+        stop = stop if stop > at else at + cut(text[at:end], _SECTION_CHARS)
+        parts.append("…[the failures]…\n" + text[at:stop])
         rest_from = stop
     picked = [ln for ln in text[rest_from:end].split("\n") if ln.strip() and ERROR_LINE.search(ln)]
     if picked:
-        parts.append("…[lines naming errors]…\n" + _lines_block([ln[:300] for ln in picked], lines))
+        parts.append("…[lines naming errors]…\n" + _lines_block([ln[:cut(ln, 300)] for ln in picked], lines))
     parts.append(f"…[{len(text)} characters in all; the end]…\n" + text[end:].lstrip("\n"))
     return "\n".join(parts)

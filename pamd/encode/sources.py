@@ -547,6 +547,11 @@ def _cut(text: str, limit: int, redactor: Redactor) -> int:
         cut = min(lost)
 
 
+def _safe_cut(redactor: Redactor) -> toolcall.Cut:
+    """`_cut` as a function of (text, limit): where a condensed text may cut a piece."""
+    return lambda text, limit: _cut(text, limit, redactor)
+
+
 def _truncate(text: str, limit: int, redactor: Redactor) -> str:
     cut = _cut(text, limit, redactor)
     if cut == len(text):
@@ -697,7 +702,7 @@ def _call_message(tool: str, args, failed: bool | None, ts, sess: str, seq: int,
     plain = _truncate(f"[tool {tool}] {json.dumps(args, ensure_ascii=False)}", CALL_CHARS, redactor)
     if what not in (toolcall.COMMIT, toolcall.CLOSE, toolcall.WRITE, toolcall.EDIT):
         return Message("assistant", plain, ts, sess, seq)
-    kept = toolcall.keep_args(tool, args)
+    kept = toolcall.keep_args(tool, args, _safe_cut(redactor))
     body = _truncate(f"[tool {tool}] {json.dumps(kept, ensure_ascii=False)}", KEPT_CALL_CHARS, redactor)
     fact = what if what in (toolcall.COMMIT, toolcall.CLOSE) and failed is False else None
     was = Message("assistant", plain, ts, sess, seq) if legacy and body != plain else None
@@ -726,7 +731,8 @@ def _result_message(body: str, error: bool, call: tuple[str, object] | None, ts,
         # STATE counts as finished work.
         return Message("tool", plain, ts, sess, seq, fact=what)
     elif error:
-        kept, fact = _truncate(prefix + toolcall.failure_view(body), FAILURE_CHARS, redactor), "failure"
+        view = toolcall.failure_view(body, cut=_safe_cut(redactor))
+        kept, fact = _truncate(prefix + view, FAILURE_CHARS, redactor), "failure"
     else:
         return Message("tool", plain, ts, sess, seq)
     was = Message("tool", plain, ts, sess, seq) if legacy and kept != plain else None

@@ -47,6 +47,15 @@ _CONTENT = re.compile(
     r"|потому что|так как|из-за|вместо|оказалось|причина|проблема в",
     re.IGNORECASE,
 )
+# A later clause of a narrating sentence that states something ("Попробую ещё раз, сборка
+# упала", "Let me retry, the build failed"): it has a predicate. One that asks (", why it
+# failed") or lists what will be looked at (", the router and the tests") does not.
+_CLAUSE = re.compile(r",\s+")
+_ASKS = re.compile(r"(?:why|what|how|whether|if|where|which|when|почему|зачем|как|что|где|когда|ли)\b",
+                   re.IGNORECASE)
+_PREDICATE = re.compile(
+    r"\b(?:is|are|was|were|failed|fails|broke|crashed|returns|returned|works|worked|passed|passes|hangs)\b"
+    r"|\b\w{2,}(?:ла|ло|ли|ет|ют|ят|ит)\b", re.IGNORECASE)
 # A clause after a colon or a dash: the statement the narration led into.
 _AFTER = re.compile(r"(?::|\s[—–-])\s+(\S.*)", re.DOTALL)
 _SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
@@ -83,9 +92,12 @@ def is_narration(sentence: str) -> bool:
     if len(s) > _MAX_SENTENCE or _CONTENT.search(s):
         return False
     narrates, rest = _lead(s)
-    if not narrates:
+    if not narrates or len(rest.split()) >= 3:
         return False
-    return len(rest.split()) < 3
+    for clause in _CLAUSE.split(s)[1:]:
+        if not (_OPENER.match(clause) or _ASKS.match(clause)) and _PREDICATE.search(clause):
+            return False
+    return True
 
 
 def narration_only(text: str) -> bool:

@@ -311,7 +311,7 @@ def _lines_block(lines: list[str], limit: int) -> str:
     return "\n".join(out)
 
 
-def _tail(text: str, n: int) -> str:
+def _tail_text(text: str, n: int) -> str:
     """At most the last n characters of a text, from the start of a line (a cut inside a
     line could leave the end of a secret, which redaction would not know)."""
     if len(text) <= n:
@@ -327,13 +327,13 @@ def condense(text: str, changed: list[str] | None = None, cut: Cut = plain_cut) 
     lines = text.split("\n")
     head, tail = lines[:_HEAD_LINES], lines[-_TAIL_LINES:] if len(lines) > _HEAD_LINES else []
     if len(lines) <= _HEAD_LINES + _TAIL_LINES:  # few, very long lines: characters instead
-        return text[:cut(text, 1500)] + f"\n…[{len(text)} characters in all]…\n" + _tail(text, 500)
+        return text[:cut(text, 1500)] + f"\n…[{len(text)} characters in all]…\n" + _tail_text(text, 500)
     middle = [ln for ln in (changed or []) if ln not in head and ln not in tail]
     first = "\n".join(head)
     parts = [first[:cut(first, 1500)]]
     if middle:
         parts.append("…[changed lines]…\n" + _lines_block(middle, _CHANGED_CHARS))
-    parts.append(f"…[{len(lines)} lines in all]…\n" + _tail("\n".join(tail), 800))
+    parts.append(f"…[{len(lines)} lines in all]…\n" + _tail_text("\n".join(tail), 800))
     return "\n".join(parts)
 
 

@@ -11,15 +11,22 @@ Formats (auto-detected, or forced with --format):
   (``conversations.json``: each conversation's ``mapping`` from ``current_node`` up).
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
-  skipped, and so is Claude Code's own compaction: its injected summaries and
-  its "acompact" worker; a subagent's (sidechain's) "user" text is the agent's
+  skipped; Claude Code's own compaction (its injected summary, its "acompact"
+  worker's answer) is one `[compaction summary]` entry; a subagent's (sidechain's) "user" text is the agent's
   prompt for it, stored as the assistant's; skill/command expansions become short system entries; a
   message the user typed while the agent worked (a queue-operation "enqueue") is one
   user message at the time it was queued, whether or not the user record that later
   hands it over is in the file yet, so a file read while it grows gives it one id).
+- ``codex``: a Codex CLI rollout (``session_meta``, ``response_item`` messages, calls
+  and outputs linked by ``call_id``, ``compacted``; reasoning, ``event_msg`` and
+  ``turn_context`` skipped).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time; a heading (or any line starting
   with ``#``) is a message of its own, a fenced code block one message as written.
+
+What of a tool call and its output is kept (a commit message, a ticket, a small file
+written, a failing output's head and error lines) and what is cut (re-readable bulk):
+docs/format.md, `_call_message` and `_result_message`.
 
 A message's id (see ingest.make_entries) comes from its session, its time (or
 `key`, or its position when it has neither), role and text, and `dup`: how many

@@ -74,18 +74,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"narration-looking assistant messages: {len(narr)}, not ephemeral: {len(kept)} "
           f"({len(kept) / max(1, len(narr)):.1%}); importance >= 0.3 among them: "
           f"{sum(e.importance >= 0.3 for e in narr)}")
-    errors = [e for e in entries if e.text.startswith("[tool error]") or "…[lines naming errors]…" in e.text]
-    heads = [e for e in errors if "…[lines naming errors]…" in e.text]
+    errors = [e for e in entries if e.role == "tool" and e.text.startswith("[tool error]")]
+    heads = [e for e in errors if "…[lines naming errors]…" in e.text or "…[the failures]…" in e.text]
+    longer = [e for e in errors if len(e.text) > 2100]  # more than the 2,000-character prefix of old
     commits = [e for e in entries if e.text.startswith("[tool ") and re.search(r"\bgit\b[^\n]*\bcommit\b", e.text)
                and e.importance >= 0.85]
     closes = [e for e in entries if e.text.startswith("[tool ") and re.search(
         r"\b(?:bd (?:close|create|update)|gh (?:issue|pr) (?:close|create|merge))\b", e.text) and e.importance >= 0.85]
-    specs = [e for e in entries if e.role == "tool" and e.importance >= 0.7 and e.type == "tool_result"]
+    high_tool = [e for e in entries if e.role == "tool" and e.importance >= 0.7]
     summaries = [e for e in entries if e.text.startswith("[compaction summary]")]
     reports = [e for e in entries if e.role == "assistant" and not e.text.startswith("[") and e.importance >= 0.8]
-    print(f"error outputs {len(errors)} (cut to head + error lines + tail: {len(heads)}); commit calls kept "
-          f"{len(commits)}; close/create calls kept {len(closes)}; tool outputs at >= 0.7 (tickets, subagent "
-          f"reports) {len(specs)}; agent reports >= 0.8 {len(reports)}; compaction summaries {len(summaries)}")
+    written = [e for e in entries if e.text.startswith(("[tool Write]", "[tool Edit]", "[tool MultiEdit]"))]
+    print(f"error outputs {len(errors)}: kept beyond 2,000 characters {len(longer)}, cut to head + failures + "
+          f"error lines + tail {len(heads)}")
+    print(f"commit calls at >= 0.85: {len(commits)}; close/create/update calls at >= 0.85: {len(closes)}; "
+          f"tool outputs at >= 0.7 (tickets, subagent results, landed commits and closes): {len(high_tool)}; "
+          f"agent reports at >= 0.8: {len(reports)}; compaction summaries: {len(summaries)}")
+    print(f"files written or edited: {len(written)}, kept whole or condensed (over 600 characters): "
+          f"{sum(len(e.text) > 700 for e in written)}")
     print(f"trash (< 0.15): {sum(e.importance < 0.15 for e in entries) / n:.1%}; "
           f"L0 tokens {sum(count_tokens(e.text) for e in entries)}")
     return 0

@@ -316,3 +316,16 @@ def test_a_live_codex_rollout_ingests_incrementally(brain, tmp_path):
         assert {e.id for e in entries(other)} == got
     finally:
         brain.cwd = here
+
+
+def test_narration_before_a_tool_call_of_its_own_message_is_not_chatter(brain, tmp_path):
+    """An OpenAI message holds its words and its calls: the calls make it no chatter."""
+    chat = [{"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": "Let me check.",
+             "tool_calls": [{"id": "c1", "type": "function",
+                             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "18 C, rain"},
+            {"role": "assistant", "content": "Let me summarize."}]
+    es = _ingest(brain, tmp_path, json.dumps(chat), "chat.json")
+    assert _one(es, "Let me check.\n[tool call get_weather]").type == "context"
+    assert _one(es, "Let me summarize.").type == "ephemeral"

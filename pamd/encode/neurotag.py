@@ -474,8 +474,10 @@ class Tagger:
             if type_score[t] > best_w:
                 best, best_w = t, type_score[t]
 
+        # (A message whose words come before tool calls of its own, OpenAI's shape, holds
+        # those calls too: never chatter.)
         if (best == "context" and role == "assistant" and self._narration and fact != "compaction"
-                and said.strip() and chatter.narration_only(said)):
+                and said == text and chatter.narration_only(said)):
             # The agent narrating its next step ("Let me check…", "Perfect!", "Теперь…"):
             # chatter, whatever words it uses, so no tags (no lesson from "let me see why it
             # failed") and the importance of an ephemeral message.

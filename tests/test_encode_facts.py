@@ -329,3 +329,11 @@ def test_narration_before_a_tool_call_of_its_own_message_is_not_chatter(brain, t
     es = _ingest(brain, tmp_path, json.dumps(chat), "chat.json")
     assert _one(es, "Let me check.\n[tool call get_weather]").type == "context"
     assert _one(es, "Let me summarize.").type == "ephemeral"
+
+
+def test_what_the_person_pastes_is_kept_whole(brain, tmp_path):
+    pasted = "the spec, as the customer sent it:\n" + "\n".join(
+        f"{i}. exports run nightly at 02:{i % 60:02d} UTC and keep 30 days" for i in range(200))
+    assert len(pasted) > 8000
+    es = _ingest(brain, tmp_path, _session([_said("user", pasted)]))
+    assert _one(es, "the spec, as the customer sent it").text == pasted

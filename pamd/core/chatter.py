@@ -4,7 +4,7 @@ Narration says what the agent is about to do or how it feels about what it just 
 the facts are in the tool calls and results around it, and in its reports. A message
 made of narration alone is chatter (ephemeral at encoding). A message that starts
 with narration and then states something ("Let me fix this: the TTL was 90 s because
-the sweep runs every 15 s") is kept whole: it is not chatter, and `strip` gives the
+the sweep runs every 15 s") is kept whole: it is not chatter, and `without_narration` gives the
 words without their narrating lead for whoever writes a summary line from it.
 
 Pure: text in, answer out. Built-in English and Russian phrasing.
@@ -33,7 +33,9 @@ _OPENER = re.compile(
     r"|(?:now )?(?:looking|checking|reading|searching|running|trying|starting|updating|adding|fixing|creating"
     r"|writing|examining|investigating|verifying|testing|exploring|reviewing) (?:at |for |the |a |an |it|this|that"
     r"|all|some|my|our|again|now|with|if|whether|how|what|\w+\.\w+)"
-    r"|(?:now )?i (?:see|notice|can see|understand|found|have|now have|got)\b|time to\b|moving on\b|on to\b"
+    r"|(?:now )?i (?:see|notice|can see|understand|get it)\b"
+    r"|(?:now )?i (?:now )?(?:have|got|found|know) (?:a |an |the |all |enough |everything|what|it\b|a clear|a good)"
+    r"|time to\b|moving on\b|on to\b"
     r"|давай(?:те)?\b|теперь\b|сейчас\b|посмотр(?:ю|им)\b|провер(?:ю|им)\b|начн(?:у|ём|ем)\b"
     r"|приступ(?:аю|им)\b|займусь\b|изучу\b|запущу\b|исправлю\b|добавлю\b|обновлю\b|создам\b|попробую\b"
     r"|нужно (?:проверить|посмотреть)\b|вижу\b|понял\b)",
@@ -108,7 +110,7 @@ def narration_only(text: str) -> bool:
     return all(is_narration(s) for s in _sentences(text))
 
 
-def strip(text: str) -> str:
+def without_narration(text: str) -> str:
     """The message without its narrating sentences and leads: what it states.
 
     "Perfect! Let me fix this: the TTL was 90 s." -> "the TTL was 90 s." A message of

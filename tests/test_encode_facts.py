@@ -276,6 +276,7 @@ def test_a_codex_rollout_is_detected_and_ingested_with_the_same_rules(brain):
     assert not any("secret-scratchpad" in e.text or "Running the failing tests first" in e.text for e in es)
     assert sum("GET /v1/events answers 500" in e.text for e in es) == 1  # event_msg copies skipped
     assert _one(es, "<environment_context>").role == "system"
+    assert _one(es, "GET /v1/events answers 500").type == "user_intent"  # "… Find out why, fix it"
     assert _one(es, "Let me run the API tests first.").type == "ephemeral"
     assert _one(es, '[tool shell] {"command": "pytest -q tests/test_api.py"')
     failing = _one(es, "[tool error]")

@@ -196,7 +196,12 @@ def test_eval_of_a_compacted_brain_counts_its_raw_input_from_history(brain, tmp_
     from pamd.edge.brain import Brain
     from pamd.fidelity.evaluate import _descend, raw_input
 
-    assert brain("ingest", str(DATA / "pamd.jsonl"), now="2026-11-30T10:05:00Z")[0] == 0
+    # The agent's "I'll start with the CSV writer." is chatter (trash); said as a plan
+    # with its reason it is a message worth a summary, as this test needs.
+    work = tmp_path / "pamd.jsonl"
+    work.write_text((DATA / "pamd.jsonl").read_text().replace(
+        "Understood. I'll start with the CSV writer.", "The CSV writer comes first because billing reads it."))
+    assert brain("ingest", str(work), now="2026-11-30T10:05:00Z")[0] == 0
     raw = Brain(brain.cwd).load().entries
     raw_tokens = sum(e.tokens for e in raw)
     decision = next(e for e in raw if "streaming writes" in e.text)

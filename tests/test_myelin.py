@@ -220,7 +220,9 @@ def test_no_lesson_without_a_failure_statement(brain, tmp_path):
                            for i, (s, r, t) in enumerate(rows)) + "\n")
     assert brain("ingest", str(f), now=T0)[0] == 0
     tagged = {e.text[:12]: e for e in l0_entries(brain.cwd)}
-    assert "cortisol" in tagged["[tool error]"].neuro and "cortisol" in tagged["Let me run t"].neuro
+    assert "cortisol" in tagged["[tool error]"].neuro
+    # the agent announcing its next step is chatter: no tags at all (docs/neurotag.md)
+    assert (tagged["Let me run t"].type, tagged["Let me run t"].neuro) == ("ephemeral", ())
     assert tagged["[tool Bash] "].neuro == ()
     assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
     lessons = [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"]
@@ -257,7 +259,8 @@ def test_every_failure_the_tagger_sees_makes_a_lesson_in_both_languages(brain, t
     git(brain.cwd, "commit", "-qam", "more lessons per run")
     assert brain("ingest", str(f), now=T0)[0] == 0
     tagged = {e.text: e for e in l0_entries(brain.cwd)}
-    assert all("cortisol" in tagged[t].neuro for t in failures + plans)
+    assert all("cortisol" in tagged[t].neuro for t in failures)
+    assert all((tagged[t].type, tagged[t].neuro) == ("ephemeral", ()) for t in plans)
     assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
     lessons = {r["from"][0]: r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"]
                if r.get("kind") == "lesson"}

@@ -6,6 +6,7 @@ from pathlib import Path
 HELP = "take transcripts into L0: tag, score, redact secrets, commit once"
 EXAMPLE = """pamd ingest session.jsonl chat.json
 pamd ingest ~/.claude/projects/app/*.jsonl --format claude-code
+pamd ingest ~/.codex/sessions/2026/11/29/rollout-*.jsonl  # Codex CLI
 cat timed.jsonl | pamd ingest -  # untimed stdin takes the run's time: new each run
 pamd --brain ~/brains/agent ingest -  # as a Claude Code hook: the session its input names"""
 
@@ -15,7 +16,7 @@ def add_arguments(p) -> None:
                    help="transcript files, or - for stdin (untimed messages there take the run's time:"
                    " piped again, they are stored again; a Claude Code hook's input there: the"
                    " transcript it names)")
-    p.add_argument("--format", choices=["pamd", "openai", "claude-code", "markdown"],
+    p.add_argument("--format", choices=["pamd", "openai", "claude-code", "codex", "markdown"],
                    help="force the input format (default: detect)")
 
 

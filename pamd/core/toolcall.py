@@ -12,6 +12,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+
+# Where to cut a text to at most n characters: ingest passes one that never splits a
+# secret (redaction then finds each secret whole or not at all).
+Cut = Callable[[str, int], int]
+
+
+def plain_cut(text: str, n: int) -> int:
+    return min(n, len(text))
 
 # A call's head; its group is the tool's name. `[tool result]` and `[tool error]` are
 # tool output (role tool), not calls.
@@ -225,3 +234,184 @@ def _short(text: str, limit: int) -> str:
     cut = flat[: limit - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space >= limit // 3 else cut).rstrip(" ,;:") + "…"
+
+
+# ---------------------------------------------------------------- what a call is, what to keep
+
+# Kinds of call whose arguments or output cannot be found again, so ingest keeps more of them.
+COMMIT, CLOSE, SPEC, TEST, WRITE, EDIT, AGENT = "commit", "close", "spec", "test", "write", "edit", "agent"
+_SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_command",
+                          "terminal", "execute_command", "run_terminal_cmd"})
+_COMMIT = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?)*\s+commit\b")
+# Closing or filing a task, an issue or a pull request: the reason and the body say what was done.
+_CLOSE = re.compile(
+    r"\b(?:bd|beads)\s+(?:close|done|create|update)\b|\bgh\s+(?:issue|pr)\s+(?:close|create|merge|comment|edit)\b"
+    r"|\bglab\s+(?:issue|mr)\s+(?:close|create|merge|note)\b"
+    r"|\bjira\s+(?:issue\s+)?(?:move|transition|close|done|create|comment)\b"
+    r"|\blinear\s+issue\s+(?:update|close|create)\b")
+# Showing a task, issue or pull request: the spec the work followed, often changed later.
+_SPEC = re.compile(
+    r"\b(?:bd|beads)\s+show\b|\bgh\s+(?:issue|pr)\s+view\b|\bglab\s+(?:issue|mr)\s+view\b"
+    r"|\bjira\s+(?:issue\s+)?view\b|\blinear\s+issue\s+view\b|\bacli\s+jira\s+workitem\s+view\b")
+_TEST = re.compile(
+    r"\b(?:pytest|py\.test|mix\s+test|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|go\s+test|cargo\s+test|jest|vitest"
+    r"|rspec|phpunit|ctest|make\s+(?:test|check)|tox|nox|gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test"
+    r"|unittest)\b")
+
+
+def command(name: str, args) -> str:
+    """The shell command a call ran ("" if it ran none): Claude Code's Bash, Codex's shell
+    (an argv list, `bash -lc CMD`), exec_command, and the like."""
+    if not isinstance(args, dict) or name.lower() not in _SHELL_TOOLS:
+        return ""
+    cmd = args.get("command", args.get("cmd", ""))
+    if isinstance(cmd, list):
+        parts = [str(p) for p in cmd]
+        if len(parts) >= 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in ("-lc", "-c"):
+            return parts[2]
+        return " ".join(parts)
+    return cmd if isinstance(cmd, str) else ""
+
+
+def kind(name: str, args) -> str | None:
+    """What a call is, for what ingest keeps of it and of its result; None: an ordinary call."""
+    low = name.lower()
+    if low in ("write", "create_file", "write_file"):
+        return WRITE
+    if low in ("edit", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "edit_file"):
+        return EDIT
+    if low in ("task", "agent"):
+        return AGENT
+    cmd = command(name, args)
+    if not cmd:
+        return None
+    if _COMMIT.search(cmd):
+        return COMMIT
+    if _CLOSE.search(cmd):
+        return CLOSE
+    if _SPEC.search(cmd):
+        return SPEC
+    if _TEST.search(cmd):
+        return TEST
+    return None
+
+
+SMALL_FILE = 3000  # a file written or an edit up to this size is kept whole
+_HEAD_LINES, _TAIL_LINES, _CHANGED_CHARS = 12, 6, 2000
+
+
+def _lines_block(lines: list[str], limit: int) -> str:
+    out, size = [], 0
+    for ln in lines:
+        if size + len(ln) + 1 > limit:
+            out.append(f"…[{len(lines) - len(out)} more changed lines]")
+            break
+        out.append(ln)
+        size += len(ln) + 1
+    return "\n".join(out)
+
+
+def _tail_text(text: str, n: int) -> str:
+    """At most the last n characters of a text, from the start of a line (a cut inside a
+    line could leave the end of a secret, which redaction would not know)."""
+    if len(text) <= n:
+        return text
+    nl = text.find("\n", len(text) - n)
+    return text[nl + 1:] if nl >= 0 else ""
+
+
+def condense(text: str, changed: list[str] | None = None, cut: Cut = plain_cut) -> str:
+    """A large text as its head, the lines that changed (if given) and its tail; a small one whole."""
+    if len(text) <= SMALL_FILE:
+        return text
+    lines = text.split("\n")
+    head, tail = lines[:_HEAD_LINES], lines[-_TAIL_LINES:] if len(lines) > _HEAD_LINES else []
+    if len(lines) <= _HEAD_LINES + _TAIL_LINES:  # few, very long lines: characters instead
+        return text[:cut(text, 1500)] + f"\n…[{len(text)} characters in all]…\n" + _tail_text(text, 500)
+    middle = [ln for ln in (changed or []) if ln not in head and ln not in tail]
+    first = "\n".join(head)
+    parts = [first[:cut(first, 1500)]]
+    if middle:
+        parts.append("…[changed lines]…\n" + _lines_block(middle, _CHANGED_CHARS))
+    parts.append(f"…[{len(lines)} lines in all]…\n" + _tail_text("\n".join(tail), 800))
+    return "\n".join(parts)
+
+
+def _changed(old: str, new: str) -> tuple[list[str], list[str]]:
+    """Lines only in `old` (removed) and only in `new` (added), in their order."""
+    before, after = set(old.split("\n")), set(new.split("\n"))
+    return ([ln for ln in old.split("\n") if ln not in after and ln.strip()],
+            [ln for ln in new.split("\n") if ln not in before and ln.strip()])
+
+
+def _edit(old: str, new: str, cut: Cut) -> tuple[str, str]:
+    if len(old) + len(new) <= SMALL_FILE:
+        return old, new
+    removed, added = _changed(old, new)
+    return _lines_block(removed, _CHANGED_CHARS // 2), condense(new, added, cut)
+
+
+def _edit_dict(edit: dict, cut: Cut) -> dict:
+    old, new = _edit(str(edit.get("old_string") or ""), str(edit.get("new_string") or ""), cut)
+    return {**edit, "old_string": old, "new_string": new}
+
+
+def keep_args(name: str, args, cut: Cut = plain_cut):
+    """A call's arguments as ingest keeps them: a small file written or edited whole, a
+    larger one as its head, the lines that changed and its tail; others as given."""
+    if not isinstance(args, dict):
+        if isinstance(args, str) and name.lower() == "apply_patch":
+            return condense(args, [ln for ln in args.split("\n") if ln[:1] in "+-*"], cut)
+        return args
+    low = name.lower()
+    out = dict(args)
+    if low in ("write", "create_file", "write_file") and isinstance(args.get("content"), str):
+        out["content"] = condense(args["content"], None, cut)
+    elif low in ("edit", "str_replace_editor", "edit_file") and isinstance(args.get("new_string"), str):
+        out["old_string"], out["new_string"] = _edit(str(args.get("old_string") or ""), args["new_string"], cut)
+    elif low == "multiedit" and isinstance(args.get("edits"), list):
+        out["edits"] = [_edit_dict(e, cut) if isinstance(e, dict) else e for e in args["edits"]]
+    elif low == "apply_patch" and isinstance(args.get("input"), str):
+        out["input"] = keep_args("apply_patch", args["input"], cut)
+    return out
+
+
+# A line of output that says what went wrong: kept from anywhere in a failing output.
+ERROR_LINE = re.compile(
+    r"(?i)\b(?:error|errors|exception|traceback|failed|failure|failures|fatal|panic|assert\w*|undefined|cannot"
+    r"|can[’']t|could not|not found|no such|denied|refused|timed? ?out|expected|got|warning)\b|^E\s{2,}|^FAILED\b"
+    r"|^\s*\d+\) |^\s*[✗✘×]")
+
+
+# Where a test runner starts telling what failed: pytest, unittest, go, cargo, ExUnit, RSpec, Jest.
+_FAIL_SECTION = re.compile(
+    r"^(?:=+ (?:FAILURES|ERRORS) =+|--- FAIL\b|failures:|Failures:|FAIL:? \S|ERROR: \S|\s+1\) (?:test|\S+#)"
+    r"|\s*● )", re.MULTILINE)
+_SECTION_CHARS = 1500
+
+
+def failure_view(text: str, head: int = 1000, lines: int = 2000, tail: int = 800, cut: Cut = plain_cut) -> str:
+    """A failing output as its head, the start of its report of failures (a test
+    runner's FAILURES section), every other line that names an error, and its tail."""
+    if len(text) <= head + _SECTION_CHARS + lines + tail:
+        return text
+    # Cuts fall at line ends; a line too long for that is cut where `cut` says.
+    first = text.rfind("\n", 0, head)
+    first = first if first > head // 2 else cut(text, head)
+    end = text.find("\n", len(text) - tail)
+    if not 0 <= end < len(text) - tail // 2:
+        end = len(text)  # one long last line: no tail rather than half a line
+    parts = [text[:first]]
+    section = _FAIL_SECTION.search(text, first, end)
+    rest_from = first
+    if section is not None:
+        at = section.start()
+        stop = text.rfind("\n", at, min(end, at + _SECTION_CHARS))
+        stop = stop if stop > at else at + cut(text[at:end], _SECTION_CHARS)
+        parts.append("…[the failures]…\n" + text[at:stop])
+        rest_from = stop
+    picked = [ln for ln in text[rest_from:end].split("\n") if ln.strip() and ERROR_LINE.search(ln)]
+    if picked:
+        parts.append("…[lines naming errors]…\n" + _lines_block([ln[:cut(ln, 300)] for ln in picked], lines))
+    parts.append(f"…[{len(text)} characters in all; the end]…\n" + text[end:].lstrip("\n"))
+    return "\n".join(parts)

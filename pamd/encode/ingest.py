@@ -60,7 +60,7 @@ def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Reda
             redacted.update(counts)
         ts = m.ts or now
         eid = message_id(m)
-        tg = tagger.tag(text, m.role)
+        tg = tagger.tag(text, m.role, m.fact)
         entries.append(Entry(id=eid, ts=ts, role=m.role, text=text, session=m.session, type=tg.type,
                              importance=round(tg.importance, 2), neuro=tg.neuro))
     return entries, redacted

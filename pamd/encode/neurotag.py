@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from pamd.core import toolcall
+from pamd.core import chatter, toolcall
 from pamd.core.entry import NEURO, TYPES
 from pamd.encode.literals import WORD_END, prefixes
 from pamd.errors import PamdError
@@ -51,13 +51,18 @@ _SCORING_DEFAULTS: dict[str, float] = {
     "scan_tail": 1000,
     "tool_scan_head": 1500,
     "tool_scan_tail": 500,
+    "narration": 1,  # 0: an assistant message of narration alone is not made ephemeral
 }
 _FALLBACK_BASE = {"decision": 0.9, "user_intent": 0.8, "context": 0.5, "tool_result": 0.3,
                   "ephemeral": 0.1}
 # Combining patterns into one alternation renumbers groups, so references to
 # them would silently point elsewhere.
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=|\(\?P<")
-_RULE_KEYS = {"name", "tag", "type", "weight", "lang", "roles", "patterns"}
+_RULE_KEYS = {"name", "tag", "type", "weight", "lang", "roles", "patterns", "floor"}
+# What ingest knows a message carries beyond its words (sources.FACTS), and the least
+# importance each gives; [facts] in a rules file overrides these.
+_FACT_DEFAULTS: dict[str, float] = {"commit": 0.85, "close": 0.85, "spec": 0.7, "failure": 0.6,
+                                    "report": 0.8, "compaction": 0.95}
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ class Rule:
     patterns: tuple[str, ...]
     lang: tuple[str, ...] = ("any",)
     roles: tuple[str, ...] = ROLES
+    floor: float = 0.0  # a message this rule matches has at least this importance
 
     @property
     def is_tag(self) -> bool:
@@ -86,6 +92,7 @@ class RuleSet:
     rules: tuple[Rule, ...]
     scoring: Mapping[str, float]
     boost: Mapping[str, float]
+    facts: Mapping[str, float] = field(default_factory=dict)
 
 
 def normalize_role(role: str) -> str:
@@ -161,11 +168,16 @@ def parse_rules(data: Mapping[str, Any], source: str) -> RuleSet:
         if bad:
             raise _fail(source, f"rule {name!r}: unknown role(s) {bad} (one of {', '.join(ROLES)})")
         lang = _str_list(raw.get("lang", ["any"]), source, f"rule {name!r}: `lang`")
-        rules.append(Rule(name, kind, float(weight), patterns, lang, roles))
+        floor = raw.get("floor", 0.0)
+        if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
+            raise _fail(source, f"rule {name!r}: `floor` must be a number in [0, 1]")
+        rules.append(Rule(name, kind, float(weight), patterns, lang, roles, float(floor)))
 
     scoring = data.get("scoring", {})
     boost = data.get("boost", {})
-    for key, table, allowed in (("scoring", scoring, _SCORING_DEFAULTS), ("boost", boost, NEURO)):
+    facts = data.get("facts", {})
+    for key, table, allowed in (("scoring", scoring, _SCORING_DEFAULTS), ("boost", boost, NEURO),
+                                ("facts", facts, _FACT_DEFAULTS)):
         if not isinstance(table, dict):
             raise _fail(source, f"[{key}] must be a table")
         for k, v in table.items():
@@ -173,7 +185,7 @@ def parse_rules(data: Mapping[str, Any], source: str) -> RuleSet:
                 raise _fail(source, f"[{key}] unknown key {k!r}")
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise _fail(source, f"[{key}] {k} must be a number")
-    return RuleSet(tuple(rules), dict(scoring), dict(boost))
+    return RuleSet(tuple(rules), dict(scoring), dict(boost), dict(facts))
 
 
 def load_rules_text(text: str, source: str) -> RuleSet:
@@ -201,6 +213,7 @@ def merge_rules(base: RuleSet, extra: RuleSet) -> RuleSet:
         tuple(by_name[n] for n in order),
         {**base.scoring, **extra.scoring},
         {**base.boost, **extra.boost},
+        {**base.facts, **extra.facts},
     )
 
 
@@ -334,6 +347,9 @@ class Tagger:
                            if not langs or "any" in r.lang or langs.intersection(r.lang))
         self._kind = tuple(r.kind for r in self.rules)
         self._weight = tuple(r.weight for r in self.rules)
+        self._floor = tuple(r.floor for r in self.rules)
+        self._facts = {**_FACT_DEFAULTS, **rules.facts}
+        self._narration = bool(s["narration"])
         self._plans = {role: _plan(self.rules, role) for role in ROLES}
 
     @classmethod
@@ -425,18 +441,20 @@ class Tagger:
                 pos = where.find(needle, pos + 1)
         return hit
 
-    def tag(self, text: str, role: str = "user") -> Tagging:
+    def tag(self, text: str, role: str = "user", fact: str | None = None) -> Tagging:
+        """Tags, type and importance of one message; `fact` is what ingest knows it carries
+        (a commit message, a report: `[facts]`), which sets a least importance."""
         text = text if isinstance(text, str) else str(text)
+        role = normalize_role(role)
+        said = toolcall.prose(text) if role == "assistant" and "[tool " in text else text
         hit = self.matches(text, role)
-        if "[tool " in text and normalize_role(role) == "assistant":
+        if said != text:
             # A tool call's arguments are what the agent passed to a tool, not what
             # happened: `mix compile --warnings-as-errors` is no failure. Tags come from
             # the words around the calls only; the type still reads the whole message.
-            said = toolcall.prose(text)
-            if said != text:
-                tags = self.matches(said, role) if said.strip() else set()
-                hit = {i for i in hit if self._kind[i] not in NEURO} | {
-                    i for i in tags if self._kind[i] in NEURO}
+            tags = self.matches(said, role) if said.strip() else set()
+            hit = {i for i in hit if self._kind[i] not in NEURO} | {
+                i for i in tags if self._kind[i] in NEURO}
         tag_score = dict.fromkeys(NEURO, 0.0)
         type_score = dict.fromkeys(TYPE_PRIORITY, 0.0)
         for i in hit:
@@ -448,13 +466,24 @@ class Tagger:
 
         # Tool output (a file read, a log) says "error" or "bug" in passing: there
         # a weak rule alone gives no tag, it needs a second rule of the same tag.
-        bar = self._tool_threshold if normalize_role(role) == "tool" else self._threshold
+        bar = self._tool_threshold if role == "tool" else self._threshold
         neuro = tuple(t for t in NEURO if tag_score[t] >= bar)
         lift = sum(self._boost[t] * min(1.0, tag_score[t]) for t in neuro)
         best, best_w = "context", 0.0
         for t in TYPE_PRIORITY:  # ties keep the earlier type
             if type_score[t] > best_w:
                 best, best_w = t, type_score[t]
+
+        # (A message whose words come before tool calls of its own, OpenAI's shape, holds
+        # those calls too: never chatter.)
+        if (best == "context" and role == "assistant" and self._narration and fact != "compaction"
+                and said == text and chatter.narration_only(said)):
+            # The agent narrating its next step ("Let me check…", "Perfect!", "Теперь…"):
+            # chatter, whatever words it uses, so no tags (no lesson from "let me see why it
+            # failed") and the importance of an ephemeral message.
+            size = len(text.strip())
+            base = self._base["ephemeral"] + (self._short_d if size < self._short else 0.0)
+            return Tagging((), round(min(1.0, max(0.0, base)), 2), "ephemeral")
 
         importance = self._base[best] + min(self._cap, lift)
         n = len(text)
@@ -468,4 +497,10 @@ class Tagger:
                 importance += self._quiet_d
         elif best in ("decision", "user_intent", "context") and size >= self._long:
             importance += self._long_d
+        # What carries a fact has at least its floor: a rule's (a standing instruction), or
+        # what ingest knows of the message (a commit message, a ticket, a report).
+        floor = max((self._floor[i] for i in hit), default=0.0)
+        if fact:
+            floor = max(floor, float(self._facts.get(fact, 0.0)))
+        importance = max(importance, floor)
         return Tagging(neuro, round(min(1.0, max(0.0, importance)), 2), best)

@@ -11,15 +11,22 @@ Formats (auto-detected, or forced with --format):
   (``conversations.json``: each conversation's ``mapping`` from ``current_node`` up).
 - ``claude-code``: a Claude Code session JSONL (user/assistant records with
   text, tool_use and tool_result blocks; progress, snapshots and thinking are
-  skipped, and so is Claude Code's own compaction: its injected summaries and
-  its "acompact" worker; a subagent's (sidechain's) "user" text is the agent's
+  skipped; Claude Code's own compaction (its injected summary, its "acompact"
+  worker's answer) is one `[compaction summary]` entry; a subagent's (sidechain's) "user" text is the agent's
   prompt for it, stored as the assistant's; skill/command expansions become short system entries; a
   message the user typed while the agent worked (a queue-operation "enqueue") is one
   user message at the time it was queued, whether or not the user record that later
   hands it over is in the file yet, so a file read while it grows gives it one id).
+- ``codex``: a Codex CLI rollout (``session_meta``, ``response_item`` messages, calls
+  and outputs linked by ``call_id``, ``compacted``; reasoning, ``event_msg`` and
+  ``turn_context`` skipped).
 - ``markdown``: a daily note ``YYYY-MM-DD.md``; each list item or paragraph is one
   message, ``HH:MM`` at its start sets its time; a heading (or any line starting
   with ``#``) is a message of its own, a fenced code block one message as written.
+
+What of a tool call and its output is kept (a commit message, a ticket, a small file
+written, a failing output's head and error lines) and what is cut (re-readable bulk):
+docs/format.md, `_call_message` and `_result_message`.
 
 A message's id (see ingest.make_entries) comes from its session, its time (or
 `key`, or its position when it has neither), role and text, and `dup`: how many
@@ -37,15 +44,28 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
+from pamd.core import toolcall
 from pamd.core.entry import clean_token, fmt_time, parse_time
 from pamd.core.toolcall import is_call
 from pamd.core.words import plural
 from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
-FORMATS = ("pamd", "openai", "claude-code", "markdown")
+FORMATS = ("pamd", "openai", "claude-code", "codex", "markdown")
 MAX_MESSAGE_BYTES = 1024 * 1024
 TOOL_RESULT_CHARS = 2000
+CALL_CHARS = 600  # an ordinary tool call's arguments
+KEPT_CALL_CHARS = 6000  # a commit message, a close reason, a file written or edited
+SPEC_CHARS = 8000  # a ticket or spec a tool showed, a subagent's report
+FAILURE_CHARS = 6000  # a failing output: its head, the lines naming errors, its tail
+REPORT_CHARS = 120  # the last message of a turn this long is the agent's report
+# What a message carries, beyond its words: the neurotag [facts] table gives each an
+# importance floor. commit/close: a commit message, a task-close reason, a PR body, in a
+# call that succeeded; spec: a ticket shown by a tool; failure: a failing output's
+# error lines; report: the agent's last message of a turn, a subagent's result;
+# compaction: the agent host's own summary of the session so far.
+FACTS = ("commit", "close", "spec", "failure", "report", "compaction")
+COMPACTION_HEAD = "[compaction summary]"
 # How far past a cut to look for a secret the cut would split.
 SECRET_REACH = 1 << 16
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
@@ -68,6 +88,7 @@ class Message:
     dup: int = 0  # earlier messages in the same source with the same anchor, role and text
     was: Message | None = None  # the message an older pamd read from the same record, when it differs
     named: bool = True  # False: no session in the source, so the input's name; see ingest.nameless_ids
+    fact: str | None = None  # what kind of fact it carries (FACTS), for its importance; not part of its id
 
     def anchor(self) -> str:
         if self.key is not None:
@@ -146,6 +167,8 @@ def detect(text: str, name: str) -> str:
             return "markdown"
         raise PamdError(f"{name}: unknown format", f"pass --format ({', '.join(FORMATS)})") from None
     if isinstance(obj, dict):
+        if obj.get("type") in _CODEX_RECORDS and isinstance(obj.get("payload"), dict):
+            return "codex"
         if "messages" in obj or "mapping" in obj or obj.get("type") in _ITEMS or _item_kind(obj.get("type")):
             return "openai"
         if "sessionId" in obj or obj.get("type") in ("user", "assistant", "progress", "summary",
@@ -183,6 +206,8 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
         msgs = _openai(text, name, session, redactor)
     elif fmt == "claude-code":
         msgs = _claude(text, name, session, redactor)
+    elif fmt == "codex":
+        msgs = _codex(text, name, session, redactor)
     elif fmt == "markdown":
         msgs = _markdown(text, name, session)
     else:
@@ -226,7 +251,7 @@ def _finished(data: bytes, name: str, fmt: str | None, notes: list[str]) -> tupl
             found = fmt or detect(text, name)
         except PamdError:
             found = None  # not a JSONL input: reading it whole says what is wrong
-        if found in ("pamd", "claude-code") or (found == "openai" and _looks_jsonl(text.lstrip())):
+        if found in ("pamd", "claude-code", "codex") or (found == "openai" and _looks_jsonl(text.lstrip())):
             line = text.count("\n") + 1
             notes.append(f"{name}:{line}: the last line is unfinished (no newline, not JSON yet):"
                          " left for the next ingest")
@@ -529,6 +554,11 @@ def _cut(text: str, limit: int, redactor: Redactor) -> int:
         cut = min(lost)
 
 
+def _safe_cut(redactor: Redactor) -> toolcall.Cut:
+    """`_cut` as a function of (text, limit): where a condensed text may cut a piece."""
+    return lambda text, limit: _cut(text, limit, redactor)
+
+
 def _truncate(text: str, limit: int, redactor: Redactor) -> str:
     cut = _cut(text, limit, redactor)
     if cut == len(text):
@@ -553,6 +583,8 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     handed = _handovers(records)
     handed_over = {q for q, _ in handed.values()}
     queued = []  # (where, message): kept apart so the other messages keep their seq
+    calls, failed = _claude_calls(records)
+    turn_text: int | None = None  # where the turn's last assistant text is in `out`
 
     def enqueued(line: int, rec: dict) -> Message:
         return Message("user", _fit(rec["content"], redactor), _time(rec.get("timestamp"), name, line),
@@ -572,6 +604,14 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
             return replace(m, role="assistant", was=m)
         return m
 
+    def end_turn() -> None:
+        # The agent's last words before the person speaks again: its report of the turn.
+        nonlocal turn_text
+        if turn_text is not None and len(out[turn_text].text.strip()) >= REPORT_CHARS:
+            out[turn_text] = replace(out[turn_text], fact="report")
+        turn_text = None
+
+    compactions: set[str] = set()
     for line, rec in records:
         if _enqueue(rec):
             if line not in handed_over:
@@ -582,25 +622,36 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         msg = rec.get("message")
         if not isinstance(msg, dict):
             continue
-        # Claude Code's own context management restates what the session already
-        # said: its injected summary (isCompactSummary) and the transcript of its
-        # compaction worker (agent "acompact-…"). pamd keeps the raw messages instead.
-        if rec.get("isCompactSummary") or str(rec.get("agentId", "")).startswith("acompact"):
-            continue
         ts = _time(rec.get("timestamp"), name, line)
+        # Claude Code's own compaction: the summary it injects (isCompactSummary) and the
+        # transcript of its compaction worker (agent "acompact-…"), whose last answer is
+        # that summary. Both give the same entry (its words, in the main session, known
+        # by them rather than by their time); the worker's prompt and copies are skipped.
+        if rec.get("isCompactSummary") or str(rec.get("agentId", "")).startswith("acompact"):
+            summary = _compaction(rec)
+            if summary and summary not in compactions:
+                compactions.add(summary)
+                out.append(Message("assistant", _fit(summary, redactor), ts,
+                                   str(rec.get("sessionId") or session), len(out), key="compact",
+                                   fact="compaction"))
+            continue
         sess = str(rec.get("sessionId") or session)
         if rec.get("isSidechain") and rec.get("agentId"):
             sess = f"{sess}.{rec['agentId']}"
         content = msg.get("content")
         if rec.get("isMeta"):  # a skill or command expanded by the harness: its instructions, not a message
             text = _content_text(content, name, line)
-            out.append(Message("system", _truncate(text, 600, redactor), ts, sess, len(out)))
+            out.append(Message("system", _truncate(text, CALL_CHARS, redactor), ts, sess, len(out)))
             continue
         role = msg.get("role")
         role = role if isinstance(role, str) and role else rec["type"]
         side = bool(rec.get("isSidechain"))
         if isinstance(content, str):
+            if role == "user" and not side and not content.lstrip().startswith("<system-reminder>"):
+                end_turn()
             out.append(said(role, content, ts, sess, line, -1, side))
+            if role == "assistant":
+                turn_text = len(out) - 1
             continue
         if not isinstance(content, list):
             continue
@@ -609,20 +660,252 @@ def _claude(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
+                if role == "user" and not side and not block["text"].lstrip().startswith("<system-reminder>"):
+                    end_turn()
                 out.append(said(role, block["text"], ts, sess, line, i, side))
+                if role == "assistant":
+                    turn_text = len(out) - 1
             elif kind == "tool_use":
-                args = json.dumps(block.get("input", {}), ensure_ascii=False)
-                call = f"[tool {block.get('name', '?')}] {args}"
-                out.append(Message("assistant", _truncate(call, 600, redactor), ts, sess, len(out)))
+                out.append(_call_message(str(block.get("name", "?")), block.get("input", {}),
+                                         failed.get(str(block.get("id"))), ts, sess, len(out), redactor))
             elif kind == "tool_result":
                 body = _content_text(block.get("content"), name, line)
-                prefix = "[tool error] " if block.get("is_error") else "[tool result] "
-                out.append(Message("tool", _truncate(prefix + body, TOOL_RESULT_CHARS, redactor),
-                                   ts, sess, len(out)))
+                call = calls.get(str(block.get("tool_use_id")))
+                out.append(_result_message(body, bool(block.get("is_error")), call, ts, sess, len(out), redactor))
             # "thinking" blocks are the model's private scratchpad: not remembered.
+    end_turn()
     for where, m in reversed(queued):
         out.insert(where, m)
     return out
+
+
+def _claude_calls(records) -> tuple[dict[str, tuple[str, object]], dict[str, bool]]:
+    """Every tool call by its id, (name, input); and for each call whose result is in the
+    file, whether that result is an error."""
+    calls: dict[str, tuple[str, object]] = {}
+    failed: dict[str, bool] = {}
+    for _, rec in records:
+        msg = rec.get("message") if isinstance(rec, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = (str(block.get("name", "?")), block.get("input", {}))
+            elif block.get("type") == "tool_result":
+                failed[str(block.get("tool_use_id"))] = bool(block.get("is_error"))
+    return calls, failed
+
+
+def _call_message(tool: str, args, failed: bool | None, ts, sess: str, seq: int, redactor: Redactor,
+                  *, legacy: bool = True) -> Message:
+    """A tool call as `[tool NAME] {json arguments}`: a commit message, a close reason and
+    a small file written or edited whole (a larger one as its head, changed lines and
+    tail); other calls cut at CALL_CHARS. A commit or close whose result was an error
+    (a failed pre-commit hook) carries no fact: the attempt that succeeded does."""
+    what = toolcall.kind(tool, args)
+    plain = _truncate(f"[tool {tool}] {json.dumps(args, ensure_ascii=False)}", CALL_CHARS, redactor)
+    if what not in (toolcall.COMMIT, toolcall.CLOSE, toolcall.WRITE, toolcall.EDIT):
+        return Message("assistant", plain, ts, sess, seq)
+    kept = toolcall.keep_args(tool, args, _safe_cut(redactor))
+    body = _truncate(f"[tool {tool}] {json.dumps(kept, ensure_ascii=False)}", KEPT_CALL_CHARS, redactor)
+    fact = what if what in (toolcall.COMMIT, toolcall.CLOSE) and failed is False else None
+    was = Message("assistant", plain, ts, sess, seq) if legacy and body != plain else None
+    return Message("assistant", body, ts, sess, seq, was=was, fact=fact)
+
+
+_EXIT = re.compile(r"\A\s*(?:exit code|process exited with code)[: ]\s*([1-9]\d*)", re.IGNORECASE)
+_TEST_FAILED = re.compile(r"(?i)\b[1-9]\d* (?:failed|failures?|errors?)\b|^FAILED\b|\bFAIL\b|\btests? failed\b",
+                          re.MULTILINE)
+
+
+def _result_message(body: str, error: bool, call: tuple[str, object] | None, ts, sess: str, seq: int,
+                    redactor: Redactor, *, legacy: bool = True) -> Message:
+    """A tool's output as `[tool result] …` / `[tool error] …`: a ticket or spec shown and a
+    subagent's report up to SPEC_CHARS, a failing output as its head, every line naming
+    an error and its tail; other output (re-readable: files, listings, passing runs) cut
+    at TOOL_RESULT_CHARS."""
+    prefix = "[tool error] " if error else "[tool result] "
+    plain = _truncate(prefix + body, TOOL_RESULT_CHARS, redactor)
+    what = toolcall.kind(*call) if call else None
+    error = error or bool(_EXIT.match(body)) or (what == toolcall.TEST and bool(_TEST_FAILED.search(body)))
+    if what in (toolcall.SPEC, toolcall.AGENT):
+        kept, fact = _truncate(prefix + body, SPEC_CHARS, redactor), "spec" if what == toolcall.SPEC else "report"
+    elif what in (toolcall.COMMIT, toolcall.CLOSE) and not error:
+        # The proof the commit landed (`[main 4f2a9c1] subject`) or the task closed: what
+        # STATE counts as finished work.
+        return Message("tool", plain, ts, sess, seq, fact=what)
+    elif error:
+        view = toolcall.failure_view(body, cut=_safe_cut(redactor))
+        kept, fact = _truncate(prefix + view, FAILURE_CHARS, redactor), "failure"
+    else:
+        return Message("tool", plain, ts, sess, seq)
+    was = Message("tool", plain, ts, sess, seq) if legacy and kept != plain else None
+    return Message("tool", kept, ts, sess, seq, was=was, fact=fact)
+
+
+# Claude Code's wrapping of its injected summary, and its compaction worker's tags.
+_CONTINUED = re.compile(r"\AThis session is being continued from a previous conversation[^\n]*(?:\n+|\Z)")
+_CONTINUE_TAIL = re.compile(r"\n+(?:If you need specific details from before compaction|Please continue the "
+                            r"conversation from where we left)[\s\S]*\Z")
+_SUMMARY_TAG = re.compile(r"<summary>\s*([\s\S]*?)\s*(?:</summary>|\Z)")
+_SUMMARY_HEAD = re.compile(r"^Summary:\s*\n", re.MULTILINE)
+
+
+def _compaction(rec: dict) -> str:
+    """The summary in a compaction record, as `[compaction summary]` and its summary part
+    (the worker's <analysis> is its scratchpad, like thinking); "" for the worker's prompt
+    and the other records of its transcript."""
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, list):
+        content = "\n".join(b["text"] for b in content
+                            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    if not isinstance(content, str) or not content.strip():
+        return ""
+    if rec.get("isCompactSummary"):
+        text = _CONTINUE_TAIL.sub("", _CONTINUED.sub("", content.strip()))
+        head = _SUMMARY_HEAD.search(text)
+        text = text[head.end():] if head else text
+    elif msg.get("role") == "assistant" or rec.get("type") == "assistant":
+        tag = _SUMMARY_TAG.search(content)
+        if tag is None:
+            return ""
+        text = tag.group(1)
+    else:
+        return ""
+    text = text.strip()
+    return f"{COMPACTION_HEAD}\n{text}" if text else ""
+
+
+# Codex puts its harness context in user and developer messages: the project's AGENTS.md,
+# the environment, permissions. Instructions, not something the person said.
+_CODEX_CONTEXT = re.compile(r"\A\s*(?:<(?:environment_context|user_instructions|permissions instructions|"
+                            r"user_shell_command|turn_aborted)\b|# AGENTS\.md instructions)")
+_CODEX_RECORDS = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+
+
+def _codex_output(raw) -> tuple[str, bool]:
+    """A Codex tool output as (text, failed): `{"output": …, "metadata": {"exit_code": N}}`
+    (older CLIs), or text that may start `Exit code: N` (newer ones)."""
+    if isinstance(raw, list):
+        raw = "\n".join(p.get("text", "") for p in raw if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if not isinstance(raw, str):
+        raw = json.dumps(raw, ensure_ascii=False)
+    try:
+        value = json.loads(raw) if raw.lstrip().startswith("{") else None
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, dict) and isinstance(value.get("output"), str):
+        meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+        code = meta.get("exit_code")
+        return value["output"], isinstance(code, int) and code != 0
+    m = re.match(r"\s*Exit code:\s*(-?\d+)", raw)
+    return raw, bool(m and m.group(1) != "0")
+
+
+def _codex(text: str, name: str, session: str, redactor: Redactor) -> list[Message]:
+    """A Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl): `session_meta`
+    names the session; `response_item`s are the messages (input_text/output_text parts),
+    `function_call`/`custom_tool_call` (arguments a JSON string, `call_id`) and their
+    `*_output`; `compacted` is Codex's own summary of the session so far. Reasoning,
+    `event_msg` (the same messages again, token counts) and `turn_context` are skipped."""
+    records = list(_jsonl(text, name))
+    sess = session
+    calls: dict[str, tuple[str, object]] = {}
+    failed: dict[str, bool] = {}
+    for _, rec in records:
+        p = rec.get("payload") if isinstance(rec, dict) else None
+        if not isinstance(p, dict):
+            continue
+        if rec.get("type") == "session_meta" and sess == session:
+            sid = p.get("id") or p.get("session_id")
+            if isinstance(sid, str) and sid.strip():
+                sess = sid
+        elif rec.get("type") == "response_item" and isinstance(p.get("call_id"), str):
+            if p.get("type") in ("function_call", "custom_tool_call", "local_shell_call"):
+                calls[p["call_id"]] = _codex_call(p)
+            elif p.get("type") in ("function_call_output", "custom_tool_call_output"):
+                failed[p["call_id"]] = _codex_output(p.get("output"))[1]
+    out: list[Message] = []
+    turn_text: int | None = None
+    compactions: set[str] = set()
+
+    def end_turn() -> None:
+        nonlocal turn_text
+        if turn_text is not None and len(out[turn_text].text.strip()) >= REPORT_CHARS:
+            out[turn_text] = replace(out[turn_text], fact="report")
+        turn_text = None
+
+    for line, rec in records:
+        if not isinstance(rec, dict) or rec.get("type") not in _CODEX_RECORDS:
+            continue
+        p = rec.get("payload")
+        if not isinstance(p, dict):
+            continue
+        ts = _time(rec.get("timestamp"), name, line)
+        kind = rec.get("type")
+        if kind == "compacted":
+            said = p.get("message")
+            summary = f"{COMPACTION_HEAD}\n{said.strip()}" if isinstance(said, str) and said.strip() else ""
+            if summary and summary not in compactions:
+                compactions.add(summary)
+                out.append(Message("assistant", _fit(summary, redactor), ts, sess, len(out), key="compact",
+                                   fact="compaction"))
+            continue
+        if kind != "response_item":
+            continue
+        item = p.get("type")
+        if item == "message":
+            role = p.get("role") if isinstance(p.get("role"), str) else "user"
+            body = _content_text(p.get("content"), name, line)
+            if not body.strip():
+                continue
+            if role == "developer" or (role == "user" and _CODEX_CONTEXT.match(body)):
+                out.append(Message("system", _truncate(body, CALL_CHARS, redactor), ts, sess, len(out)))
+                continue
+            if role == "user":
+                end_turn()
+            out.append(Message(role, _fit(body, redactor), ts, sess, len(out)))
+            if role == "assistant":
+                turn_text = len(out) - 1
+        elif item in ("function_call", "custom_tool_call", "local_shell_call"):
+            tool, args = _codex_call(p)
+            out.append(_call_message(tool, args, failed.get(str(p.get("call_id"))), ts, sess, len(out),
+                                     redactor, legacy=False))
+        elif item in ("function_call_output", "custom_tool_call_output"):
+            body, bad = _codex_output(p.get("output"))
+            out.append(_result_message(body, bad, calls.get(str(p.get("call_id"))), ts, sess, len(out),
+                                       redactor, legacy=False))
+        elif isinstance(item, str) and item.endswith("_call") and item != "local_shell_call":
+            args = {k: v for k, v in p.items() if k not in ("type", "id", "status", "call_id")}
+            out.append(Message("assistant", _truncate(f"[tool {item.removesuffix('_call')}] "
+                                                      f"{json.dumps(args, ensure_ascii=False)}", CALL_CHARS,
+                                                      redactor), ts, sess, len(out)))
+        # reasoning: the model's private scratchpad, not remembered.
+    end_turn()
+    return out
+
+
+def _codex_call(p: dict) -> tuple[str, object]:
+    """A Codex call's tool name and arguments (a JSON string decoded; a custom tool's
+    free-form input as {"input": …}; a local shell call's action)."""
+    tool = p.get("name") if isinstance(p.get("name"), str) and p["name"] else str(p.get("type", "?"))
+    if p.get("type") == "local_shell_call":
+        action = p.get("action") if isinstance(p.get("action"), dict) else {}
+        return "local_shell", {"command": action.get("command", "")}
+    raw = p.get("arguments", p.get("input", {}))
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            value = raw
+        raw = value if isinstance(value, dict) else {"input": raw}
+    if isinstance(raw, dict) and isinstance(raw.get("command"), list):
+        raw = {**raw, "command": toolcall.command(tool, raw)}  # `bash -lc CMD` as the command it runs
+    return tool, raw
 
 
 def _enqueue(rec) -> bool:

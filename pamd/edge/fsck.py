@@ -183,6 +183,10 @@ def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
                     f"added by hand: add its id as a line of {LEDGER_DIR}/{e.ts:%Y-%m}.txt)",
                 )
             )
+    # An id a commit of history registered counts although its line is gone: a merge
+    # that took one side's ledger whole (`git merge -s ours`) drops the other side's lines.
+    for eid, rel in (history or _history(brain))().ledger.items():
+        where.setdefault(eid, (rel, 1))
     unparsed = _unparsed_ids(brain) if where.keys() - here.keys() else set()
     if where.keys() - here.keys() - unparsed:
         problems += _unaccounted(brain, where, here, (history or _history(brain))(), unparsed)
@@ -231,7 +235,8 @@ def _unaccounted(
                 rel,
                 line,
                 f"{eid} is lost: not in the tree, behind no summary's from= and on no commit's"
-                f" Dropped line{why}; `pamd expand {eid}` shows it from history",
+                f" Dropped line{why}; `pamd expand {eid}` shows it from history,"
+                f" `pamd sync --repair` puts it back",
             )
         )
     return problems

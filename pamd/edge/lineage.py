@@ -7,6 +7,14 @@ its sources; only redaction edits a raw text later), so the newest version a
 commit added says enough. `pamd fsck` uses this to account for every id the
 ledger names, and `pamd eval --brain` to count the raw tokens behind a brain
 that was compacted before it was measured.
+
+The walk is `--full-history`: git's default simplification follows only one
+parent of a merge whose result equals that parent for the paths asked about,
+so a merge resolved by taking one side whole (`-X theirs`, `checkout --ours`,
+`merge -s ours`) would hide every commit of the other side, and with them the
+entries that merge lost. The ledger's own history is read in the same pass:
+an id any commit registered is the brain's even when a merge dropped its
+ledger line too.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from pamd.core.entry import Entry, count_tokens
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc
 from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
 
+LEDGER_DIR = "memory/ledger"
 ID_RE = re.compile(r"\b[es]-[0-9a-f]{12}\b")
 # A line of a commit message that names ids dropped on purpose: compaction writes
 # "Dropped as trash (...): e-…, e-…", a person may write "Dropped: e-…". Leading
@@ -30,6 +39,7 @@ class Lineage:
     added: set[str] = field(default_factory=set)  # every entry id a commit ever added
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # summary id -> its from=
     raw_tokens: dict[str, int] = field(default_factory=dict)  # raw entry id -> tokens of its text
+    ledger: dict[str, str] = field(default_factory=dict)  # id any commit added to a ledger file -> that file
 
 
 def scan(brain: Brain) -> Lineage:
@@ -39,13 +49,23 @@ def scan(brain: Brain) -> Lineage:
     out = Lineage()
     if not brain.repo.head():
         return out
-    text = brain.repo.log("-p", "--no-color", "--unified=0", "--format=", "--no-renames",
-                          *brain.repo.history(), "--", MEMORY, *TIER_DIRS.values())
+    text = brain.repo.log("-p", "--no-color", "--unified=0", "--format=", "--no-renames", "--full-history",
+                          "--no-ext-diff", "--dst-prefix=b/", *brain.repo.history(),
+                          "--", MEMORY, *TIER_DIRS.values(), LEDGER_DIR)
     lines = text.split("\n")
     i, n = 0, len(lines)
+    in_ledger = ""
     while i < n:
         line = lines[i]
         i += 1
+        if line.startswith("+++ "):
+            rel = line[6:] if line.startswith("+++ b/") else ""
+            in_ledger = rel if rel.startswith(LEDGER_DIR + "/") else ""
+            continue
+        if in_ledger:
+            if line.startswith("+") and (token := line[1:].strip()) and ID_RE.fullmatch(token):
+                out.ledger.setdefault(token, in_ledger)
+            continue
         if not (line.startswith("+### ") and (m := HEADER_RE.match(line[1:]))):
             continue
         out.added.add(m.group(1))

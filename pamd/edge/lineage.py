@@ -42,15 +42,17 @@ class Lineage:
     ledger: dict[str, str] = field(default_factory=dict)  # id any commit added to a ledger file -> that file
 
 
-def scan(brain: Brain) -> Lineage:
+def scan(brain: Brain, revs: list[str] | None = None) -> Lineage:
     """Every entry a commit of HEAD's history added to the tiers or MEMORY.md (a branch not
     merged, such as a defrag pull request under review, is not the brain's past yet; the
-    side of a merge still in progress is: the tree holds it)."""
+    side of a merge still in progress is: the tree holds it). `revs`: the history of these
+    revisions instead (`pamd sync`: both sides of the merge it makes)."""
     out = Lineage()
     if not brain.repo.head():
         return out
     text = brain.repo.log("-p", "--no-color", "--unified=0", "--format=", "--no-renames", "--full-history",
-                          "--no-ext-diff", "--dst-prefix=b/", *brain.repo.history(),
+                          "--no-ext-diff", "--dst-prefix=b/",
+                          *(brain.repo.history() if revs is None else revs),
                           "--", MEMORY, *TIER_DIRS.values(), LEDGER_DIR)
     lines = text.split("\n")
     i, n = 0, len(lines)
@@ -98,9 +100,11 @@ def added_entry(lines: list[str], i: int) -> tuple[Entry | None, int]:
     return (entries[0] if entries else None), i
 
 
-def dropped_ids(brain: Brain) -> set[str]:
-    """Ids named on a `Dropped…` line of a commit message of HEAD's history: dropped on purpose, said so."""
+def dropped_ids(brain: Brain, revs: list[str] | None = None) -> set[str]:
+    """Ids named on a `Dropped…` line of a commit message of HEAD's history (or of `revs`,
+    such as `BASE..SIDE`): dropped on purpose, said so."""
     if not brain.repo.head():
         return set()
-    text = brain.repo.log("--grep=^[[:space:]]*Dropped", "--format=%B", *brain.repo.history())
+    text = brain.repo.log("--grep=^[[:space:]]*Dropped", "--format=%B",
+                          *(brain.repo.history() if revs is None else revs))
     return {eid for line in text.split("\n") if DROPPED_RE.match(line) for eid in ID_RE.findall(line)}

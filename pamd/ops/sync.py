@@ -304,9 +304,10 @@ def _message(remote: str, branch: str, m: union.Merged) -> str:
         lines.append(f"Compacted by one side: {plural(len(m.folded), 'entry')} the other still held.")
     if m.dropped:
         lines.append(f"Dropped by one side: {', '.join(sorted(m.dropped))}.")
-    if m.restored:
-        lines.append(f"Taken apart (both sides compacted them): {plural(len(m.restored), 'source')} "
-                     "restored for the next compaction.")
+    if m.set_aside:
+        lines.append(f"Set aside (both sides compacted the same messages): {', '.join(sorted(m.set_aside))}; "
+                     f"{plural(len(m.restored), 'source')} of theirs no kept summary holds restored "
+                     "for the next compaction.")
     if m.recalls:
         lines.append(f"Recalls carried to summaries: {m.recalls}.")
     lines.append("Pamd-Run: sync")

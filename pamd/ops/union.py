@@ -45,6 +45,7 @@ class Merged:
     folded: list[str] = field(default_factory=list)  # one side's entries the other compacted
     dropped: list[str] = field(default_factory=list)  # one side's entries the other dropped, saying so
     restored: list[str] = field(default_factory=list)  # sources of a summary taken apart
+    set_aside: list[str] = field(default_factory=list)  # summaries taken apart: the other side's holds theirs
     recalls: int = 0  # recalls carried to the summary holding their entry
     entries: dict[str, Entry] = field(default_factory=dict)  # what the merged files hold, by id
 
@@ -126,6 +127,7 @@ def merge_files(texts: tuple[dict[str, str], dict[str, str], dict[str, str]],
                 found.update(lookup(set(parts) - set(found)))
             if len(found) == len(parts):  # else keep it whole: counted twice beats lost
                 out.restored += [s for s in parts if s not in cand]
+                out.set_aside.append(e.id)
                 known.update(found)
                 queue = sorted([*queue, *found.values()], key=rank)
                 continue

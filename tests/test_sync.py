@@ -45,15 +45,10 @@ def batch(path, side: str, start: datetime, n: int = 6, step: int = 7, salt: int
 @pytest.fixture
 def clones(tmp_path, capsys):
     """(a, b): two clones of a bare origin holding a brain made by `pamd init`."""
-    seed = Pamd(tmp_path, capsys)
-    assert seed("init", str(tmp_path / "seed"), now=iso(START))[0] == 0
-    git(tmp_path, "clone", "-q", "--bare", "seed", "origin.git")
-    sides = []
-    for name in ("a", "b"):
-        git(tmp_path, "clone", "-q", "origin.git", name)
-        git(tmp_path / name, "config", "pull.rebase", "false")
-        sides.append(Pamd(tmp_path / name, capsys))
-    return tuple(sides)
+    a, b = _fresh_clones(tmp_path, capsys)
+    for p in (a, b):
+        git(p.cwd, "config", "pull.rebase", "false")
+    return a, b
 
 
 def tree_ids(root) -> Counter:
@@ -195,7 +190,8 @@ def test_sync_merges_both_sides_ingests_and_compactions_by_id(clones, tmp_path):
     assert code == 0 and out.startswith("merged origin main (") and out.rstrip().endswith("pushed"), out + err
     assert int(git(b.cwd, "rev-list", "--count", "HEAD")) == before + 3  # a's two commits and the merge
     assert len(git(b.cwd, "log", "-1", "--format=%P").split()) == 2
-    assert "Pamd-Run: sync" in git(b.cwd, "log", "-1", "--format=%B")
+    said = git(b.cwd, "log", "-1", "--format=%B")
+    assert "Pamd-Run: sync" in said and "Compacted by one side:" in said, said
     code, out, err = a("sync", now=iso(day + timedelta(hours=15)))
     assert code == 0 and out.startswith("fast-forwarded"), out + err
     assert git(a.cwd, "rev-parse", "HEAD") == git(b.cwd, "rev-parse", "HEAD")
@@ -208,6 +204,28 @@ def test_sync_merges_both_sides_ingests_and_compactions_by_id(clones, tmp_path):
     # the recall b folded into a message a compacted went to its summary
     assert any(f"{eid}" in ln and "recalls=1" in ln for p in b.cwd.glob("memory/L[1-3]/*.md")
                for ln in p.read_text().splitlines()), "the recall was lost"
+
+
+def test_what_one_side_dropped_saying_so_stays_dropped(clones, tmp_path):
+    """a's compaction drops trash (its commit names the ids) that b still holds raw; b folded a
+    recall into it too, so git's own merge would keep it. sync takes the drop."""
+    a, b = clones
+    day = START + timedelta(hours=1)
+    assert a("ingest", str(batch(tmp_path / "s.jsonl", "s", day, n=6)), now=iso(day + timedelta(hours=1)))[0] == 0
+    git(a.cwd, "push", "-q", "origin", "main")
+    git(b.cwd, "pull", "-q", "--no-edit", "origin", "main")
+    assert a("compact", now=iso(day + timedelta(hours=20)))[0] == 0
+    trash = set(re.findall(r"e-[0-9a-f]{12}", "".join(
+        ln for ln in git(a.cwd, "log", "-1", "--format=%B").splitlines(True) if ln.startswith("Dropped"))))
+    assert trash
+    git(a.cwd, "push", "-q", "origin", "main")
+    assert b("remember", "b decided to rotate the staging keys on Monday.", now=iso(day + timedelta(hours=2)))[0] == 0
+    code, out, err = b("sync", now=iso(day + timedelta(hours=3)))
+    assert code == 0, out + err
+    said = git(b.cwd, "log", "-1", "--format=%B")
+    assert f"Dropped by one side: {', '.join(sorted(trash))}." in said, said
+    assert not trash & set(tree_ids(b.cwd))
+    assert b("fsck", "--skip", "index")[0] == 0
 
 
 def test_two_clones_that_compact_the_same_messages_keep_one_summary(clones, tmp_path):
@@ -299,49 +317,73 @@ def test_pinned_goals_and_dna_lines_of_both_sides_are_kept(clones, tmp_path):
     assert b("check")[0] == 0
 
 
-STEPS = ("ingest", "ingest", "remember", "compact", "defrag", "sync", "push-pull")
+STEPS = ("ingest", "ingest", "shared", "shared", "remember", "compact", "compact", "defrag", "sync")
 
 
 def _schedule(seed: int, clones, tmp_path, steps: int) -> None:
+    """Each step: one clone, its own clock moved on by hours, one command. A shared transcript
+    (one of three both clones may take in, at different times) gives both sides the same ids
+    to compact on their own clocks."""
     rng = random.Random(seed)
     clock = {"a": START, "b": START}
+    shared = [batch(tmp_path / f"shared{j}.jsonl", "t", START + timedelta(hours=5 * j), n=8, step=11, salt=50 + j)
+              for j in range(3)]
     for k in range(steps):
         name = rng.choice("ab")
         p = clones[0] if name == "a" else clones[1]
         clock[name] += timedelta(hours=rng.choice((1, 3, 7, 13, 26)))
-        now = iso(clock[name])
         what = rng.choice(STEPS)
         if what == "ingest":
             f = batch(tmp_path / f"{name}{k}.jsonl", name, clock[name] - timedelta(hours=1),
                       n=rng.randint(2, 7), salt=k)
-            args = ("ingest", str(f))
+            args: tuple[str, ...] = ("ingest", str(f))
+        elif what == "shared":
+            args = ("ingest", str(rng.choice(shared)))
         elif what == "remember":
             args = ("remember", f"{name} decided at step {k}: ship the billing export {k}.")
-        elif what in ("sync", "push-pull"):
-            args = ("sync",)
         else:
             args = (what,)
-        code, out, err = p(*args, now=now)
+        code, out, err = p(*args, now=iso(max(clock[name], START + timedelta(hours=16))))
         assert code == 0, (seed, k, name, args, out, err)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_any_interleaving_of_two_clones_converges_with_every_entry_once(clones, tmp_path, seed):
-    """A seeded random schedule of ingests, remembers, compactions, defrags and syncs on two
-    clones, each on its own clock: after a final sync of each, both hold the same commit,
-    every message ever ingested stands exactly once (or was dropped by a commit that says
-    so), and fsck passes on both."""
-    a, b = clones
-    _schedule(seed, clones, tmp_path, steps=14)
-    for p in (a, b, a):
-        code, out, err = p("sync", now="2026-12-20T00:00:00Z")
-        assert code == 0, out + err
-    assert git(a.cwd, "rev-parse", "HEAD") == git(b.cwd, "rev-parse", "HEAD")
-    for p in (a, b):
-        every = ledger_ids(p.cwd)
-        count = standing(p.cwd)
-        gone = dropped(p.cwd)
-        assert {i: count[i] for i in every if count[i] != 1 and not (count[i] == 0 and i in gone)} == {}
-        code, out, _ = p("fsck", "--skip", "index")
-        assert code == 0, out
+def test_any_interleaving_of_two_clones_converges_with_every_entry_once(clones, tmp_path):
+    """Seeded random schedules of ingests (each side's own and shared transcripts), remembers,
+    compactions, defrags and syncs on two clones, each on its own clock: after a final sync
+    of each, both hold the same commit, every message ever ingested stands exactly once (or
+    was dropped by a commit that says so), and fsck passes on both. The schedules together
+    must have made merges where one side compacted what the other held and where both
+    compacted the same messages."""
+    seen: Counter = Counter()
+    for seed in range(1, 7):
+        base = tmp_path / f"run{seed}"
+        base.mkdir()
+        a, b = _fresh_clones(base, clones[0].capsys)
+        _schedule(seed, (a, b), base, steps=18)
+        for p in (a, b, a):
+            code, out, err = p("sync", now="2026-12-20T00:00:00Z")
+            assert code == 0, (seed, out + err)
+        assert git(a.cwd, "rev-parse", "HEAD") == git(b.cwd, "rev-parse", "HEAD"), seed
+        log = git(a.cwd, "log", "--format=%B")
+        for key in ("pamd sync: merge", "Compacted by one side", "Set aside"):
+            seen[key] += log.count(key)
+        for p in (a, b):
+            every = ledger_ids(p.cwd)
+            count = standing(p.cwd)
+            gone = dropped(p.cwd)
+            assert {i: count[i] for i in every if count[i] != 1 and not (count[i] == 0 and i in gone)} == {}, seed
+            code, out, _ = p("fsck", "--skip", "index")
+            assert code == 0, (seed, out)
+    assert all(seen[k] for k in ("pamd sync: merge", "Compacted by one side", "Set aside")), seen
+
+
+def _fresh_clones(root, capsys) -> tuple[Pamd, Pamd]:
+    seed = Pamd(root, capsys)
+    assert seed("init", str(root / "seed"), now=iso(START))[0] == 0
+    git(root, "clone", "-q", "--bare", "seed", "origin.git")
+    out = []
+    for name in ("a", "b"):
+        git(root, "clone", "-q", "origin.git", name)
+        out.append(Pamd(root / name, capsys))
+    return out[0], out[1]

@@ -97,7 +97,7 @@ def merge_files(texts: tuple[dict[str, str], dict[str, str], dict[str, str]],
         o, t = o_ids.get(eid), t_ids.get(eid)
         if o is not None and t is not None:
             cand[eid] = merge_entry(b_ids.get(eid), o, t)
-        elif eid in b_ids and eid in dropped[1 if o is None else 0]:
+        elif eid in dropped[0 if o is None else 1]:  # the side without it dropped it, saying so
             out.dropped.append(eid)
         else:
             cand[eid] = o or t  # type: ignore[assignment]

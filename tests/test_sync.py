@@ -150,6 +150,27 @@ def test_a_one_sided_merge_is_named_by_fsck_and_put_back_by_repair(clones, tmp_p
     assert b("sync", "--repair")[1].startswith("nothing lost")
 
 
+def test_repair_puts_back_a_lost_summary_whole(clones, tmp_path):
+    """a compacted its messages before pushing; b merges with `-s ours`: a's summaries and the
+    messages behind them are lost. --repair puts the summaries back, not their raw sources."""
+    a, b = clones
+    day = START + timedelta(hours=1)
+    assert a("ingest", str(batch(tmp_path / "a.jsonl", "a", day, n=9)), now=iso(day + timedelta(hours=1)))[0] == 0
+    assert a("compact", now=iso(day + timedelta(hours=20)))[0] == 0
+    summaries = {i for i in tree_ids(a.cwd) if i.startswith("s-")}
+    assert summaries
+    git(a.cwd, "push", "-q", "origin", "main")
+    assert b("ingest", str(batch(tmp_path / "b.jsonl", "b", day)), now=iso(day + timedelta(hours=1)))[0] == 0
+    RESOLUTIONS["merge -s ours"](b.cwd)
+    code, out, _ = b("fsck", "--skip", "index")
+    assert code == 1 and lost_lines(out), out
+    code, out, err = b("sync", "--repair")
+    assert code == 0, out + err
+    assert summaries <= set(tree_ids(b.cwd)) and max(tree_ids(b.cwd).values()) == 1
+    assert set(tree_ids(a.cwd)) <= set(tree_ids(b.cwd))
+    assert b("fsck", "--skip", "index")[0] == 0
+
+
 def test_fsck_of_a_brain_with_an_unmerged_branch_is_unchanged(clones, tmp_path):
     """--full-history reads HEAD's history only: a side not merged is not the brain's past."""
     a, b = clones

@@ -274,6 +274,51 @@ def test_two_clones_that_compact_the_same_messages_keep_one_summary(clones, tmp_
     assert code == 0, out
 
 
+def _both_ingest(a, b, tmp_path) -> None:
+    at = iso(START + timedelta(hours=3))
+    assert a("ingest", str(batch(tmp_path / "a.jsonl", "a", START + timedelta(hours=1))), now=at)[0] == 0
+    git(a.cwd, "push", "-q", "origin", "main")
+    assert b("ingest", str(batch(tmp_path / "b.jsonl", "b", START + timedelta(hours=1, minutes=3))), now=at)[0] == 0
+
+
+def test_a_hook_that_refuses_the_merge_leaves_the_brain_as_it_was(clones, tmp_path):
+    a, b = clones
+    _both_ingest(a, b, tmp_path)
+    hook = b.cwd / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'no merges today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = git(b.cwd, "rev-parse", "HEAD")
+    code, _, err = b("sync")
+    assert code == 1 and err.startswith("pamd: error: git commit failed: no merges today"), err
+    assert git(b.cwd, "rev-parse", "HEAD") == head
+    assert not (b.cwd / ".git" / "MERGE_HEAD").exists()
+    assert not git(b.cwd, "status", "--porcelain").strip()
+    hook.unlink()
+    code, out, err = b("sync")
+    assert code == 0 and out.startswith("merged"), out + err
+
+
+def test_a_remote_that_moves_during_the_sync_still_gets_one_merge_commit(clones, tmp_path):
+    """b's push is refused once (a pushed first, from b's pre-push hook): the sync merges again
+    from where it started, so b's history gains one merge commit, not two."""
+    a, b = clones
+    _both_ingest(a, b, tmp_path)
+    assert a("remember", "a decided to move the nightly job to 03:00.", now=iso(START + timedelta(hours=4)))[0] == 0
+    hook = b.cwd / ".git" / "hooks" / "pre-push"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\n[ -e {tmp_path}/once ] && exit 0\ntouch {tmp_path}/once\n"
+                    f"unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE\ncd {a.cwd} && git push -q origin main\n")
+    hook.chmod(0o755)
+    code, out, err = b("sync")
+    assert code == 0 and out.startswith("merged") and "pushed" in out, out + err
+    assert (tmp_path / "once").exists()
+    merges = git(b.cwd, "log", "--merges", "--format=%H").split()
+    assert len(merges) == 1, git(b.cwd, "log", "--oneline", "--graph")
+    assert git(b.cwd, "rev-parse", "HEAD") == git(tmp_path / "origin.git", "rev-parse", "main")
+    assert len(tree_ids(b.cwd)) == 13 and max(tree_ids(b.cwd).values()) == 1
+
+
 def test_sync_refuses_uncommitted_edits_and_a_detached_head(clones, tmp_path):
     a, b = clones
     (b.cwd / "MEMORY.md").write_text((b.cwd / "MEMORY.md").read_text() + "\nmy note\n")

@@ -152,6 +152,7 @@ def sync(brain: Brain, remote: str | None = None, branch: str | None = None, pus
         if branch is None:
             merge_ref = _config(brain, f"branch.{local}.merge")
             branch = merge_ref.removeprefix("refs/heads/") if merge_ref else local
+        start = brain.repo.head()
         for _ in range(ATTEMPTS):
             done = _round(brain, remote, branch)
             if done.action == "conflict" or not push:
@@ -163,7 +164,11 @@ def sync(brain: Brain, remote: str | None = None, branch: str | None = None, pus
             if not any(w in err for w in ("fetch first", "non-fast-forward", "rejected")):
                 raise PamdError(f"git push {remote} {branch} failed: {_first(err)}",
                                 "the merge is committed here; fix the remote and run `pamd sync` again")
-        raise PamdError(f"{remote} {branch} moved {ATTEMPTS} times while syncing; what was merged is committed here",
+            if start and brain.repo.head() != start:
+                # The remote moved while this round merged: drop the unpublished merge (the tree
+                # is clean, checked above) and merge again, so one sync stays one merge commit.
+                brain.repo.run("reset", "-q", "--keep", start)
+        raise PamdError(f"{remote} {branch} moved {ATTEMPTS} times while syncing; nothing was pushed",
                         "run `pamd sync` again")
 
 

@@ -158,16 +158,18 @@ def merge_files(texts: tuple[dict[str, str], dict[str, str], dict[str, str]],
         if head is False:
             out.conflicts.append(path)
             continue
-        if head is None:
-            head = next(h for h in (heads[1], heads[2], heads[0]) if h is not None) if any(heads) else ({}, "")
+        if head is None:  # a file neither side keeps, which entries come back to
+            head = next((h for h in (heads[1], heads[2], heads[0]) if h is not None), None) or _new_head(path)
         entries = sorted(at.get(path, []), key=lambda e: (e.ts, order.get(e.id, len(order))))
         if not entries and path != MEMORY and only_pamds(path, Doc(head[0], head[1], [], 1)):
             text = None
         else:
             text = render_doc(head[0], head[1], entries)
-        if path in ours and text is not None and text == render_doc(ours[path].meta, ours[path].preamble,
-                                                                    ours[path].entries):
-            text = texts[1][path]  # unchanged here: keep its bytes as they are
+        for i, docs in ((1, ours), (2, theirs)):
+            if path in docs and text is not None and text == render_doc(docs[path].meta, docs[path].preamble,
+                                                                        docs[path].entries):
+                text = texts[i][path]  # as that side has it: keep its bytes as they are
+                break
         out.files[path] = text
     return out
 
@@ -188,6 +190,14 @@ def _closures(below: dict[str, tuple[str, ...]]) -> Callable[[str], frozenset[st
         return memo[eid]
 
     return closure
+
+
+def _new_head(path: str) -> tuple[dict, str]:
+    """What pamd writes above the entries of a tier file it makes (as ingest and compaction do)."""
+    if path == MEMORY:
+        return {}, ""
+    tier, day = tier_of(path) or "L0", path.rsplit("/", 1)[-1].removesuffix(".md")
+    return {"tier": tier, "date": day}, f"# {tier} · {day}"
 
 
 def _head(doc: Doc | None) -> Head:

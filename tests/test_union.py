@@ -1,0 +1,99 @@
+"""The union of two clones' entry files by id, as a pure function of the three versions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pamd.core.entry import Entry
+from pamd.core.fmt import parse_doc, render_doc
+from pamd.ops.union import merge_entry, merge_files
+
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+L0, L1 = "memory/L0/2026-11-30.md", "memory/L1/2026-11-30.md"
+
+
+def raw(n: int, **kw) -> Entry:
+    return Entry(id=f"e-{n:012x}", ts=T0 + timedelta(minutes=n), role="user", text=f"message {n}", **kw)
+
+
+def summary(n: int, sources: list[Entry], tier: str = "L1", **kw) -> Entry:
+    return Entry(id=f"s-{n:012x}", ts=max(e.ts for e in sources), role="summary", text=f"summary {n}",
+                 tier=tier, sources=tuple(e.id for e in sources), **kw)
+
+
+def doc(path: str, entries: list[Entry]) -> str:
+    tier = "L1" if "/L1/" in path else "L0"
+    return render_doc({"tier": tier, "date": "2026-11-30"}, f"# {tier} · 2026-11-30", entries)
+
+
+def ids(text: str | None, path: str) -> list[str]:
+    return [] if text is None else [e.id for e in parse_doc(text, path, "L1" if "/L1/" in path else "L0").entries]
+
+
+def no_text3(b, o, t):
+    return None
+
+
+def nothing(found):
+    return {}
+
+
+def test_recalls_both_sides_folded_add_up_and_a_redaction_wins():
+    b = raw(1, recalls=1)
+    o = b.with_(recalls=3, text="the key is [REDACTED:api-key]")
+    t = b.with_(recalls=2, seen="2026-12-01")
+    m = merge_entry(b, o, t)
+    assert (m.recalls, m.seen, m.text) == (4, "2026-12-01", "the key is [REDACTED:api-key]")
+    assert merge_entry(b, t.with_(text="other words"), o).text == "the key is [REDACTED:api-key]"
+
+
+def test_what_one_side_compacted_is_the_summarys_and_its_recall_goes_with_it():
+    e1, e2, e3 = raw(1), raw(2), raw(3)
+    s = summary(9, [e1, e2])
+    base = {L0: doc(L0, [e1, e2, e3])}
+    ours = {L0: doc(L0, [e3]), L1: doc(L1, [s])}
+    theirs = {L0: doc(L0, [e1.with_(recalls=1), e2, e3, raw(4)])}
+    m = merge_files((base, ours, theirs), {}, (set(), set()), no_text3, nothing)
+    assert ids(m.files[L0], L0) == [e3.id, raw(4).id] and ids(m.files[L1], L1) == [s.id]
+    assert m.folded == [e1.id, e2.id] and m.recalls == 1 and m.entries[s.id].recalls == 1
+
+
+def test_two_summaries_of_the_same_messages_keep_one_and_give_back_the_rest():
+    e1, e2, e3, e4 = raw(1), raw(2), raw(3), raw(4)
+    mine, other = summary(8, [e1, e2, e3]), summary(9, [e2, e4])
+    base = {L0: doc(L0, [e1, e2, e3])}
+    ours = {L1: doc(L1, [mine])}
+    theirs = {L1: doc(L1, [other])}  # e4 was ingested and compacted on that side alone
+    asked = []
+
+    def lookup(want):
+        asked.append(set(want))
+        return {e4.id: e4.with_(path=L0)} if e4.id in want else {}
+
+    m = merge_files((base, ours, theirs), {}, (set(), set()), no_text3, lookup)
+    assert ids(m.files[L1], L1) == [mine.id] and ids(m.files.get(L0), L0) == [e4.id]
+    assert m.set_aside == [other.id] and m.restored == [e4.id] and asked == [{e4.id}]
+    stands = [i for e in m.entries.values() for i in (e.id, *e.sources)]
+    assert sorted(stands) == sorted({*stands})  # each message once
+
+
+def test_a_drop_said_in_a_commit_is_kept_and_an_unsaid_deletion_is_undone():
+    e1, e2 = raw(1), raw(2)
+    base = {L0: doc(L0, [e1, e2])}
+    ours = {L0: doc(L0, [e1, e2, raw(3)])}
+    theirs = {L0: doc(L0, [])}
+    m = merge_files((base, ours, theirs), {}, (set(), {e1.id}), no_text3, nothing)
+    assert ids(m.files[L0], L0) == [e2.id, raw(3).id] and m.dropped == [e1.id]
+
+
+def test_notes_both_sides_changed_are_a_conflict_unless_they_merge_as_text():
+    e1 = raw(1)
+    base = {"MEMORY.md": render_doc({}, "# MEMORY\n\nlead: anna", [e1])}
+    ours = {"MEMORY.md": render_doc({}, "# MEMORY\n\nlead: bob", [e1])}
+    theirs = {"MEMORY.md": render_doc({}, "# MEMORY\n\nlead: carol", [e1, raw(2)])}
+    m = merge_files((base, ours, theirs), {}, (set(), set()), no_text3, nothing)
+    assert m.conflicts == ["MEMORY.md"] and "MEMORY.md" not in m.files
+    m = merge_files((base, ours, theirs), {}, (set(), set()), lambda b, o, t: "# MEMORY\n\nlead: bob and carol",
+                    nothing)
+    assert m.conflicts == [] and "lead: bob and carol" in m.files["MEMORY.md"]
+    assert [e.id for e in parse_doc(m.files["MEMORY.md"], "MEMORY.md", "L4").entries] == [e1.id, raw(2).id]

@@ -71,21 +71,24 @@ def scan(brain: Brain, revs: list[str] | None = None) -> Lineage:
         if not (line.startswith("+### ") and (m := HEADER_RE.match(line[1:]))):
             continue
         out.added.add(m.group(1))
-        e, i = added_entry(lines, i - 1)
+        e, i = added_entry(lines, i - 1, partial=True)
         if e is None:
             continue
         if e.sources:
             out.sources.setdefault(e.id, e.sources)  # newest first: keep the newest
-        else:
+        elif e.text:
             out.raw_tokens.setdefault(e.id, count_tokens(e.text))
     return out
 
 
-def added_entry(lines: list[str], i: int) -> tuple[Entry | None, int]:
+def added_entry(lines: list[str], i: int, partial: bool = False) -> tuple[Entry | None, int]:
     """The entry whose header is the added diff line `lines[i]`, and the index after it.
 
     The header's metadata line and text follow it in the same hunk when the entry
-    was added whole; a later edit (recalls=, a redaction) shows no header."""
+    was added whole; a later edit (recalls=, a redaction) shows no header. With
+    `partial`, an entry whose text the diff shows as unchanged context (a summary
+    added in place of a removed one with the same words: the hunk ends after the
+    metadata line) comes back with an empty text: its id and `from=` are known."""
     block = [lines[i][1:]]
     i += 1
     while i < len(lines) and lines[i].startswith("+") and not lines[i].startswith("+### "):
@@ -93,11 +96,14 @@ def added_entry(lines: list[str], i: int) -> tuple[Entry | None, int]:
             break
         block.append(lines[i][1:])
         i += 1
+    bare = partial and len(block) == 2
     try:
-        entries = parse_doc("\n".join(block) + "\n").entries
+        entries = parse_doc("\n".join(block) + ("\n> -\n" if bare else "\n")).entries
     except FormatError:
         return None, i
-    return (entries[0] if entries else None), i
+    if not entries:
+        return None, i
+    return (entries[0].with_(text="") if bare else entries[0]), i
 
 
 def dropped_ids(brain: Brain, revs: list[str] | None = None) -> set[str]:

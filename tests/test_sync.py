@@ -105,7 +105,8 @@ def _resolve_conflicts(root, how: str) -> None:
         else:
             git(root, "checkout", f"--{how}", "--", rel)
         git(root, "add", "--", rel)
-    git(root, "commit", "-q", "--no-edit")
+    if (root / ".git" / "MERGE_HEAD").exists():  # else git merged it all (or had nothing to merge)
+        git(root, "commit", "-q", "--no-edit")
 
 
 RESOLUTIONS = {
@@ -169,6 +170,38 @@ def test_repair_puts_back_a_lost_summary_whole(clones, tmp_path):
     assert summaries <= set(tree_ids(b.cwd)) and max(tree_ids(b.cwd).values()) == 1
     assert set(tree_ids(a.cwd)) <= set(tree_ids(b.cwd))
     assert b("fsck", "--skip", "index")[0] == 0
+
+
+def test_repair_takes_out_a_message_a_merge_kept_raw_beside_its_summary(clones, tmp_path):
+    """b folded a recall into a message a compacted; b pulls and keeps both sides of the
+    conflict: the message stands raw and behind a's summary. fsck says so (`twice`), and
+    --repair takes the raw copy out."""
+    a, b = clones
+    day = START + timedelta(hours=1)
+    assert a("ingest", str(batch(tmp_path / "s.jsonl", "s", day, n=9)), now=iso(day + timedelta(hours=2)))[0] == 0
+    git(a.cwd, "push", "-q", "origin", "main")
+    git(b.cwd, "pull", "-q", "--no-edit", "origin", "main")
+    assert a("compact", now=iso(day + timedelta(hours=14)))[0] == 0
+    l0 = "memory/L0/2026-11-30.md"
+    taken = [i for i in ledger_ids(a.cwd) if f"{i} · " not in (a.cwd / l0).read_text() and i not in dropped(a.cwd)]
+    for eid in taken:
+        assert b("touch", eid, now=iso(day + timedelta(hours=2, minutes=5)))[0] == 0
+    assert b("compact", now=iso(day + timedelta(hours=2, minutes=10)))[0] == 0
+    git(a.cwd, "push", "-q", "origin", "main")
+    _pull(b.cwd)
+    for rel in git(b.cwd, "diff", "--name-only", "--diff-filter=U").split():
+        p = b.cwd / rel
+        p.write_text(HUNK.sub(lambda m: m.group(1) + m.group(2), p.read_text()))
+        git(b.cwd, "add", "--", rel)
+    git(b.cwd, "commit", "-q", "--no-edit")
+    code, out, _ = b("fsck", "--skip", "index", "--skip", "format")
+    assert code == 1 and "counts twice" in out, out
+    code, out, err = b("sync", "--repair")
+    assert code == 0 and "standing twice" in out, out + err
+    count, gone = standing(b.cwd), dropped(b.cwd)
+    assert {i: count[i] for i in ledger_ids(b.cwd) if count[i] != 1 and not (count[i] == 0 and i in gone)} == {}
+    code, out, _ = b("fsck", "--skip", "index")
+    assert code == 0, out
 
 
 def test_fsck_of_a_brain_with_an_unmerged_branch_is_unchanged(clones, tmp_path):
@@ -383,10 +416,10 @@ def test_pinned_goals_and_dna_lines_of_both_sides_are_kept(clones, tmp_path):
     assert b("check")[0] == 0
 
 
-STEPS = ("ingest", "ingest", "shared", "shared", "remember", "compact", "compact", "defrag", "sync")
+STEPS = ("ingest", "ingest", "shared", "shared", "remember", "compact", "compact", "defrag", "sync", "person")
 
 
-def _schedule(seed: int, clones, tmp_path, steps: int) -> None:
+def _schedule(seed: int, clones, tmp_path, steps: int, stats: Counter) -> None:
     """Each step: one clone, its own clock moved on by hours, one command. A shared transcript
     (one of three both clones may take in, at different times) gives both sides the same ids
     to compact on their own clocks."""
@@ -407,10 +440,31 @@ def _schedule(seed: int, clones, tmp_path, steps: int) -> None:
             args = ("ingest", str(rng.choice(shared)))
         elif what == "remember":
             args = ("remember", f"{name} decided at step {k}: ship the billing export {k}.")
+        elif what == "person":
+            # a person's own merge, resolved one of the ways people do: fsck must name what it
+            # lost or doubled, and --repair make the brain whole again
+            other = clones[1] if name == "a" else clones[0]
+            # the other machine shares its work first
+            assert other("sync", now=iso(clock["b" if name == "a" else "a"]))[0] == 0
+            how = rng.choice(sorted(RESOLUTIONS))
+            stats["person merges"] += 1
+            RESOLUTIONS[how](p.cwd)
+            if (p.cwd / ".git" / "MERGE_HEAD").exists():
+                git(p.cwd, "commit", "-q", "--no-edit")
+            code, out, _ = p("fsck", "--skip", "index")
+            if code:
+                assert "is lost" in out or "counts twice" in out, (seed, k, how, out)
+                args = ("sync", "--repair")
+            else:
+                continue
         else:
             args = (what,)
         code, out, err = p(*args, now=iso(max(clock[name], START + timedelta(hours=16))))
         assert code == 0, (seed, k, name, args, out, err)
+        if what == "person":
+            code, out, _ = p("fsck", "--skip", "index")
+            assert code == 0, (seed, k, how, out)
+            stats["repaired"] += 1
 
 
 @pytest.mark.slow
@@ -426,7 +480,7 @@ def test_any_interleaving_of_two_clones_converges_with_every_entry_once(clones, 
         base = tmp_path / f"run{seed}"
         base.mkdir()
         a, b = _fresh_clones(base, clones[0].capsys)
-        _schedule(seed, (a, b), base, steps=18)
+        _schedule(seed, (a, b), base, steps=18, stats=seen)
         for p in (a, b, a):
             code, out, err = p("sync", now="2026-12-20T00:00:00Z")
             assert code == 0, (seed, out + err)
@@ -441,7 +495,7 @@ def test_any_interleaving_of_two_clones_converges_with_every_entry_once(clones, 
             assert {i: count[i] for i in every if count[i] != 1 and not (count[i] == 0 and i in gone)} == {}, seed
             code, out, _ = p("fsck", "--skip", "index")
             assert code == 0, (seed, out)
-    assert all(seen[k] for k in ("pamd sync: merge", "Compacted by one side", "Set aside")), seen
+    assert all(seen[k] for k in ("pamd sync: merge", "Compacted by one side", "Set aside", "repaired")), seen
 
 
 def _fresh_clones(root, capsys) -> tuple[Pamd, Pamd]:

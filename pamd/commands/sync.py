@@ -7,7 +7,7 @@ EXAMPLE = """
 pamd sync                    # the branch's upstream, else origin and this branch's name
 pamd sync origin main
 pamd sync --no-push          # merge what the remote has, push nothing
-pamd sync --repair           # put back entries a merge made by hand lost (`pamd fsck` names them)
+pamd sync --repair           # after a merge made by hand: put back what it lost, take out what it doubled
 """
 
 
@@ -16,7 +16,8 @@ def add_arguments(p) -> None:
     p.add_argument("branch", nargs="?", help="its branch (default: the upstream's, else this branch's name)")
     p.add_argument("--no-push", action="store_true", help="fetch and merge only")
     p.add_argument("--repair", action="store_true",
-                   help="no fetch: put back, in one commit, every entry `pamd fsck` calls lost")
+                   help="no fetch: put back every entry `pamd fsck` calls lost and take out what stands "
+                        "twice, in one commit")
 
 
 def run(args) -> int:
@@ -31,10 +32,14 @@ def run(args) -> int:
             raise PamdError("--repair takes no remote or branch", "run `pamd sync --repair`, then `pamd sync`")
         r = repair(brain)
         if not r.commit:
-            print("nothing lost: every registered entry is in the tree or behind a summary")
+            print("nothing lost: every registered entry is in the tree or behind a summary, once")
         else:
-            print(f"put back {plural(len(r.restored), 'entry')}"
-                  + (f", {plural(len(r.ledger), 'ledger id')}" if r.ledger else "") + f" ({r.commit[:8]})")
+            said = [f"put back {plural(len(r.restored), 'entry')}"]
+            if r.ledger:
+                said.append(f"{plural(len(r.ledger), 'ledger id')} listed again")
+            if r.folded or r.set_aside:
+                said.append(f"took out {plural(len(r.folded) + len(r.set_aside), 'entry')} standing twice")
+            print(", ".join(said) + f" ({r.commit[:8]})")
         return 0
     s = sync(brain, args.remote, args.branch, push=not args.no_push)
     where = f"{s.remote} {s.branch}"

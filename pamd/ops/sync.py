@@ -48,6 +48,8 @@ class Synced:
 class Repaired:
     restored: list[str] = field(default_factory=list)  # entries put back in the tree
     ledger: list[str] = field(default_factory=list)  # ids put back in the ledger
+    folded: list[str] = field(default_factory=list)  # copies a summary of the tree already holds, taken out
+    set_aside: list[str] = field(default_factory=list)  # summaries another summary of the tree overlaps
     commit: str | None = None
 
 
@@ -342,7 +344,8 @@ def lost_ids(brain: Brain, lin: lineage.Lineage, here: dict[str, Entry]) -> tupl
 
 
 def repair(brain: Brain) -> Repaired:
-    """Put back every entry a merge lost, as history last had it, in one commit."""
+    """Put back every entry a merge lost, as history last had it, and take out what a merge
+    left standing twice (a raw entry beside its summary, two summaries of one message), in one commit."""
     from pamd.consolidate.provenance import locate
 
     out = Repaired()
@@ -372,26 +375,37 @@ def repair(brain: Brain) -> Repaired:
         for eid in want:
             e = found[eid][0]
             by_path.setdefault(e.path, []).append(e)
-        changes: dict[str, str | None] = {}
+        was = {rel: brain.read(rel) or "" for rel in brain.entry_files()}
+        texts = dict(was)
         for rel, adds in sorted(by_path.items()):
-            text = brain.read(rel)
-            if text is None:
-                day = rel.rsplit("/", 1)[-1].removesuffix(".md")
-                tier = tier_of(rel) or "L0"
-                doc = parse_doc(render_doc({"tier": tier, "date": day}, f"# {tier} · {day}", []), rel, tier)
+            if rel in texts:
+                doc = brain.parse(rel, texts[rel])
+                meta, pre = doc.meta, doc.preamble
             else:
-                doc = brain.parse(rel, text)
-            entries = sorted([*doc.entries, *adds], key=lambda e: e.ts)
-            changes[rel] = render_doc(doc.meta, doc.preamble, entries)
+                meta, pre = union._new_head(rel)
+                doc = parse_doc(render_doc(meta, pre, []), rel, tier_of(rel) or "L0")
+            texts[rel] = render_doc(meta, pre, sorted([*doc.entries, *adds], key=lambda e: e.ts))
+        # The tree with what was lost put back, made whole as a sync makes it: a message a
+        # merge left both raw and behind a summary, or behind two summaries, stands once.
+        m = union.merge_files((texts, texts, texts), lin.sources, (set(), set()), text3(brain),
+                              _from_history(brain, ["HEAD"]))
+        changes: dict[str, str | None] = {rel: t for rel, t in m.files.items() if t != was.get(rel)}
         for eid in sorted(unlisted):
             rel = lin.ledger[eid]
             if rel not in changes:
                 changes[rel] = brain.read(rel) or ""
-            changes[rel] = "".join(f"{i}\n" for i in sorted({*changes[rel].split(), eid}))
+            changes[rel] = "".join(f"{i}\n" for i in sorted({*(changes[rel] or "").split(), eid}))
         out.restored, out.ledger = want, sorted(unlisted)
+        out.folded, out.set_aside = m.folded, m.set_aside
         if changes:
-            msg = (f"pamd sync --repair: {plural(len(want), 'lost entry')} put back\n\n"
+            title = [f"{plural(len(want), 'lost entry')} put back"] if want else []
+            if m.folded or m.set_aside:
+                title.append(f"{plural(len(m.folded) + len(m.set_aside), 'entry')} standing twice taken out")
+            msg = (f"pamd sync --repair: {', '.join(title) or 'ledger ids listed again'}\n\n"
                    + "".join(f"Restored: {eid}\n" for eid in want)
+                   + "".join(f"Held by a summary, taken out: {eid}\n" for eid in m.folded)
+                   + "".join(f"Set aside (another summary holds its messages): {eid}\n" for eid in m.set_aside)
+                   + (f"Restored with it: {', '.join(m.restored)}\n" if m.restored else "")
                    + (f"Ledger: {len(unlisted)} ids listed again\n" if unlisted else "")
                    + "Pamd-Run: repair\n")
             out.commit = txn.commit(changes, msg)

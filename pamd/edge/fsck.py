@@ -8,7 +8,8 @@ Checks, in order (each a function returning problems):
   ledger      every L0 id is in memory/ledger/*.txt; ledger lines are ids; and every
               ledger id is accounted for: in the tree, behind a summary of the tree
               (through `from=`, also of summaries that left it), or on a commit's
-              `Dropped` line; else it was lost without a word
+              `Dropped` line; else it was lost without a word (ids a commit once registered
+              count too: a merge that took one side's ledger whole dropped their lines)
   twice       no message stands twice: an id behind two summaries of the tree (directly
               or through summaries that left it), or in the tree and behind a summary;
               what merging a nightly defrag branch made stale by compactions on main leaves

@@ -109,7 +109,9 @@ def merge_files(texts: tuple[dict[str, str], dict[str, str], dict[str, str]],
     covered = {s for eid in cand for s in closure(eid)}
     for eid in sorted(cand.keys() & covered):
         out.folded.append(eid)
+
     def rank(e: Entry) -> tuple:
+        """Who is kept where two stand for one message: the higher tier, then the larger."""
         return -TIER_RANK.get(e.tier, 0), -len(closure(e.id)), e.id
 
     queue = sorted((e for eid, e in cand.items() if eid not in covered), key=rank)

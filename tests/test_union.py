@@ -97,3 +97,18 @@ def test_notes_both_sides_changed_are_a_conflict_unless_they_merge_as_text():
                     nothing)
     assert m.conflicts == [] and "lead: bob and carol" in m.files["MEMORY.md"]
     assert [e.id for e in parse_doc(m.files["MEMORY.md"], "MEMORY.md", "L4").entries] == [e1.id, raw(2).id]
+
+
+def test_frontmatter_keys_each_side_changed_merge_key_by_key():
+    e1 = raw(1)
+    base = {L0: render_doc({"tier": "L0", "date": "2026-11-30"}, "# L0 · 2026-11-30", [e1])}
+    ours = {L0: render_doc({"tier": "L0", "date": "2026-11-30", "owner": "anna"}, "# L0 · 2026-11-30", [e1])}
+    theirs = {L0: render_doc({"tier": "L0", "date": "2026-11-30", "topic": "billing"}, "# L0 · 2026-11-30",
+                             [e1, raw(2)])}
+    m = merge_files((base, ours, theirs), {}, (set(), set()), no_text3, nothing)
+    assert m.conflicts == []
+    merged = parse_doc(m.files[L0], L0, "L0")
+    assert merged.meta == {"tier": "L0", "date": "2026-11-30", "owner": "anna", "topic": "billing"}
+    assert [e.id for e in merged.entries] == [e1.id, raw(2).id]
+    ours = {L0: render_doc({"tier": "L0", "date": "2026-11-30", "topic": "sales"}, "# L0 · 2026-11-30", [e1])}
+    assert merge_files((base, ours, theirs), {}, (set(), set()), no_text3, nothing).conflicts == [L0]

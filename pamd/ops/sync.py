@@ -224,7 +224,9 @@ def _merge(brain: Brain, remote: str, branch: str, ours: str, theirs: str) -> Sy
             gone = [p for p in paths if p not in here]
             if gone:
                 brain.repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", *gone)
-        left = brain.repo.conflicted()
+        # A file whose person text pamd cannot merge stays unresolved even where git's line
+        # merge went through: its entries were not merged by id.
+        left = list(dict.fromkeys([*brain.repo.conflicted(), *merged.entries_merge.conflicts]))
         if left:
             committed = True  # the person's to finish: leave the merge as it stands
             return Synced(remote, branch, "conflict", merged=merged.entries_merge, conflicts=left)

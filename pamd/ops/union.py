@@ -35,6 +35,7 @@ Head = tuple[dict, str] | None  # (frontmatter, text above the entries); None: n
 Text3 = Callable[[str, str, str], str | None]
 # Entries by id that no tree of the three holds (history's), else left out.
 Lookup = Callable[[set[str]], dict[str, Entry]]
+_NO = object()  # a frontmatter key a version lacks
 TIER_RANK = {"L0": 0, "L1": 1, "L2": 2, "L3": 3, "L4": 4}
 
 
@@ -214,9 +215,16 @@ def _merge_head(b: Head, o: Head, t: Head, text3: Text3):
         return t
     if o is None or t is None:
         return o or t  # one side deleted a file the other changed: the change stays
-    meta, clash = merge3(b[0] if b else {}, o[0], t[0])
-    if clash:
+    bm = b[0] if b else {}
+    meta = {}
+    for key in [*o[0], *(k for k in t[0] if k not in o[0])]:
+        value, clash = merge3(bm.get(key, _NO), o[0].get(key, _NO), t[0].get(key, _NO))
+        if clash:
+            return False
+        if value is not _NO:
+            meta[key] = value
+    text, clash = merge3(b[1] if b else "", o[1], t[1])
+    if clash and (text := text3(b[1] if b else "", o[1], t[1])) is None:
         return False
-    text = text3(b[1] if b else "", o[1], t[1])
-    return False if text is None else (meta, text)
+    return meta, text
 

@@ -22,7 +22,7 @@ from pamd.errors import PamdError
 # In the order `pamd --help` lists them: the pipeline first.
 COMMANDS = [
     "init", "ingest", "remember", "compact", "defrag", "run-due", "daemon",
-    "index", "recall", "expand", "touch", "boot", "state",
+    "index", "recall", "expand", "touch", "boot", "state", "mcp",
     "status", "check", "fsck", "redact", "synapse", "sync", "eval", "probe", "demo",
 ]
 

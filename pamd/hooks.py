@@ -11,6 +11,9 @@ script `pamd-hook HOOK [FILES]`:
                never fails a checkout
     pre-commit all the commit-time checks on the staged files (for hooks/pre-commit)
     install    install the plain git hooks into this brain's .git/hooks
+    claude     Claude Code's hooks (SessionStart, Stop, SubagentStop, SessionEnd,
+               PreCompact): pamd.agent.claude_code, docs/agents.md; `codex` is the
+               same for Codex's hooks, whose input has the same shape
 
 Only `index` may import the search stack (numpy, hnswlib, torch); everything
 else must start fast, so heavy imports stay inside the functions that need them.
@@ -266,6 +269,11 @@ def _report(problems: list[Problem]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["claude"], ["codex"]):  # an agent host's hook: its own input, its own fail-open rules
+        from pamd.agent.claude_code import main as claude_main
+
+        return claude_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="pamd-hook", description="pamd's git hooks (see docs/hooks.md)."
     )
@@ -286,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("index", help="refresh the search index").add_argument("gitargs", nargs="*")
     sub.add_parser("pre-commit", help="all commit-time checks on the staged files")
     sub.add_parser("probe", help="run probes.jsonl with recall (needs the search stack)")
+    sub.add_parser("claude", help="Claude Code's hooks: boot at SessionStart, ingest at Stop (docs/agents.md)")
     p = sub.add_parser("install", help="install the plain git hooks into .git/hooks")
     p.add_argument("--force", action="store_true", help="replace hooks that are not pamd's")
     args = parser.parse_args(argv)

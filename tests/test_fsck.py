@@ -408,7 +408,7 @@ def test_a_compaction_that_only_folds_recalls_keeps_the_index_manifest_whole(bra
     week = resources.files("pamd.data").joinpath("sample-week.jsonl")
     assert brain("ingest", str(week), now="2026-11-28T00:00:00Z")[0] == 0
     assert brain("compact", now="2026-11-28T02:00:00Z")[0] == 0
-    assert brain("recall", "Kubernetes", "-k", "1", now="2026-11-28T03:00:00Z")[0] == 0
+    assert brain("recall", "--log", "Kubernetes", "-k", "1", now="2026-11-28T03:00:00Z")[0] == 0
     code, out, err = brain("compact", now="2026-11-28T03:10:00Z")
     assert code == 0 and "1 file changed" in out + err, out + err
     code, out, _ = brain("fsck")

@@ -777,7 +777,7 @@ def test_a_summary_recalled_through_a_raw_leaf_preloads_that_leafs_words(brain, 
     ingest_mixed_facts(brain, tmp_path)
     assert brain("compact", now="2026-11-30T15:00:00Z")[0] == 0
     for i in range(5):
-        code, out, err = brain("recall", "which bucket does the nightly backup write to", "-k", "1",
+        code, out, err = brain("recall", "--log", "which bucket does the nightly backup write to", "-k", "1",
                                now=f"2026-11-30T16:0{i}:00Z")
         assert code == 0 and "[via e-" in out, err
     assert brain("compact", now="2026-11-30T17:00:00Z")[0] == 0

@@ -101,10 +101,12 @@ def test_a_recall_that_embeds_says_so_on_a_terminal_and_only_then(brain, capsys,
     assert code == 0 and "green tea" in out and err == ""  # not a terminal: never
 
 
-def test_recall_is_logged(brain, capsys):
+def test_a_persons_recall_is_logged_only_with_log(brain, capsys):
     from pamd.myelin.recall_log import pending
 
-    hits = recall_json(brain, "revenue report board", capsys, "-k", "3")
+    recall_json(brain, "revenue report board", capsys, "-k", "3")  # trying queries myelinates nothing
+    assert not (brain / ".pamd" / "recall.log").exists()
+    hits = recall_json(brain, "revenue report board", capsys, "-k", "3", "--log")
     p = pending(brain / ".pamd", None)
     assert sorted(p.counts) == sorted(i for h in hits for i in h["ids"])  # no summaries here: ids are entries
     assert set(p.counts.values()) == {1}
@@ -119,7 +121,7 @@ def test_recall_is_logged(brain, capsys):
 
 def test_a_query_with_bytes_that_are_not_utf8_is_logged_with_replacement_characters(brain, capsys):
     """argv hands such bytes over as lone surrogates; writing the recall log then crashed."""
-    hits = recall_json(brain, "revenue report \udcff\udcfe", capsys, "-k", "3")
+    hits = recall_json(brain, "revenue report \udcff\udcfe", capsys, "-k", "3", "--log")
     assert hits and "revenue" in hits[0]["text"]
     last = json.loads((brain / ".pamd" / "recall.log").read_text("utf-8").splitlines()[-1])
     assert last["query"] == "revenue report \ufffd\ufffd"
@@ -695,12 +697,12 @@ def test_a_file_with_conflict_markers_is_left_out_of_the_index_and_named(tmp_pat
                             "type=context importance=0.50 neuro=- session=- recalls=0\n"
                             "> Anna drinks green tea at standups.\n")
     git(root, "commit", "-qam", "this side")
-    assert recall_json(root, "what does Anna drink", capsys)[0]["path"] == DAY  # indexed before
+    assert recall_json(root, "what does Anna drink", capsys, "--log")[0]["path"] == DAY  # indexed before
     log = root / ".pamd" / "recall.log"
     before = log.read_text()
     subprocess.run(["git", "merge", "other"], cwd=root, capture_output=True)
     assert "<<<<<<< " in (root / DAY).read_text()
-    code, out, err = run(root, "recall", "--json", "what does Anna drink", capsys=capsys)
+    code, out, err = run(root, "recall", "--log", "--json", "what does Anna drink", capsys=capsys)
     assert code == 0 and all(h["path"] != DAY for h in json.loads(out)), out
     assert err.count("\n") == 1 and err.startswith(f"pamd: warning: left out of the index: {DAY}: ")
     assert "conflict markers" in err

@@ -363,14 +363,14 @@ def test_a_summary_corrected_by_hand_stays_findable_after_it_is_compressed(brain
         if where == "a fresh clone":
             git(tmp_path, "clone", "-q", str(brain.cwd), str(tmp_path / "clone"))
             brain.cwd = tmp_path / "clone"
-        hits = json.loads(brain("recall", q, "--json", "-k", "1")[1])
+        hits = json.loads(brain("recall", "--log", q, "--json", "-k", "1")[1])
         assert hits[0]["path"].startswith("memory/L2/"), where
         assert sid in hits[0]["ids"] and "768 MB of memory (Ann)" in hits[0]["text"], where
     # the uncorrected raw message stays behind the summary as well (its words were never edited):
     # its place is the hit, and the raw message is behind it (learned fusion's maxsim counts
     # words, not numbers, so the corrected text, which says all but "512", may be the chunk
     # that ranks the place)
-    hits = json.loads(brain("recall", "export single pod 512 MB memory", "--json", "--expand", "-k", "1")[1])
+    hits = json.loads(brain("recall", "--log", "export single pod 512 MB memory", "--json", "--expand", "-k", "1")[1])
     assert sid in hits[0]["ids"] and any("512 MB" in line for line in hits[0]["expanded"])
     # The logged recall of the corrected text counts for the summary, but its leaf is no raw
     # message: it stays out of via= (which names raw ids), so the fold cannot break a run.

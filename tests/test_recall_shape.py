@@ -74,7 +74,7 @@ def test_a_neighbour_joined_for_context_is_not_counted_as_recalled(tmp_path, cap
     topk = [h["ids"][0] for h in recall_cli(plain, query, 10, capsys)]
     brain = make_brain(tmp_path / "shaped", files, '[index]\nembedder = "e5-small"\nhit_lines = 4\n')
     for _ in range(3):
-        hits = recall_cli(brain, query, 10, capsys)
+        hits = recall_cli(brain, query, 10, capsys, "--log")
     matched = [i for h in hits for i in h["matched"]]
     # Shaping joined a neighbour that is not among the k best chunks: the hit shows
     # its lines (`ids`), but the query did not match it (`matched`). A slot freed by a

@@ -449,7 +449,9 @@ words = st.sampled_from([
     "password", "token", "api_key", "secret", "=", ":", '"', "'", "://", "@", "user", "pa55word",
     "sk-", "ghp_", "AKIA", "eyJ", "-----BEGIN RSA PRIVATE KEY-----", "x" * 12, "Ab1" * 5, " ",
     "\n", "[REDACTED:token]", "ya29.a0AfH6SMBx3", "$HOME", "İ", "accessToken", "PGPASSWORD",
-    "Bearer ", "redis://:", "\\n",
+    "Bearer ", "redis://:", "\\n", "DB_PASS=", "mysql ", " -p", "redis-cli -a ", "login ", "password ",
+    "Cookie: session=", "sig=", "&", "://u:p@ss@", "htpasswd -b f u ", "-passin pass:", "Private-Lines: 2\n",
+    "Authorization: Token ", "`", "|", "sqlplus a/", "db:5432:shop:app:", "\u2192",
 ])
 
 
@@ -559,6 +561,8 @@ def test_a_password_on_a_command_line_and_bot_and_age_keys_are_redacted(text: st
     'curl -u "${USER}:${TOKEN}" https://x', "at 12:30:AA and 1234567890:AAbc",
     "psql --password postgres://app@db:5432/shop", "pg_dump -U app --password shop_prod > dump.sql",
     "createdb -h db --password tenant_42",
+    "psql -h db " + "--set=a=b " * 60 + "--password shop_prod",  # far from psql, still psql's
+    '{"command": "cd /srv\\npsql --password shop_prod"}',
 ])
 def test_a_command_line_without_a_password_is_kept(text: str) -> None:
     assert redact(text) == (text, {})
@@ -577,3 +581,25 @@ def test_a_command_line_rule_reads_a_bounded_span_so_a_long_line_stays_linear() 
         assert not _re.search(r"\][*+]\?", pattern.regex.pattern), pattern.regex.pattern
     for text in (f"curl -s -u admin:{PW} https://x", f"mysql -h db -P 3306 -u root -p{PW} shop"):
         assert PW not in redact(text)[0]
+
+
+@pytest.mark.parametrize("gap", [1, 40, 1000])
+def test_a_flag_counts_however_far_from_its_command(gap: int) -> None:
+    """A password flag 240 characters or more after its command (a long line of options) kept
+    its value: the command was looked for in a bounded span before the flag."""
+    opts = " ".join(f"--opt{i}=v{i}" for i in range(gap))
+    for text in (f"mysql -h db {opts} -p{PW} shop", f"redis-cli -h cache {opts} -a {PW} ping",
+                 f'{{"command": "cd /srv\\nopenssl rsa -in k.pem {opts} -passin pass:{PW}"}}'):
+        out, counts = redact(text)
+        assert PW not in out and counts == {"password": 1}, out[-200:]
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -u root shop; pytest -pno:cacheprovider -q",
+    "mysql -u root shop\nssh -p 2222 deploy@host",
+    "| `sshpass -p X` reads it | `gh auth login -p https` picks the protocol |",
+    "mysql -u root shop | grep -pattern x",
+])
+def test_a_flag_of_another_command_is_not_taken(text: str) -> None:
+    """A command ends at a newline, `|`, `;`, `&` or a backtick: a later command's `-p` is its own."""
+    assert redact(text) == (text, {})

@@ -208,11 +208,11 @@ def test_a_recall_of_pulled_knowledge_is_not_counted_for_this_brains_entry_of_th
     me = Pamd(tmp_path / "clone", alice.capsys)
     assert me("synapse", "add", "self", str(alice.cwd))[0] == 0
     assert me("synapse", "pull")[0] == 0
-    code, out, err = me("recall", "--tier", "synapse", "-k", "3", "invoices kept in cold storage")
+    code, out, err = me("recall", "--log", "--tier", "synapse", "-k", "3", "invoices kept in cold storage")
     assert code == 0 and "synapse/self/MEMORY.md" in out, err
     log = me.cwd / ".pamd" / "recall.log"
     assert not log.exists() or "s-aaaaaaaaaaa1" not in log.read_text()
-    code, out, err = me("recall", "-k", "5", "invoices kept in cold storage")
+    code, out, err = me("recall", "--log", "-k", "5", "invoices kept in cold storage")
     assert "synapse/self/MEMORY.md" in out and "\nMEMORY.md" in "\n" + out, out
     assert me("compact")[0] == 0
     assert "s-aaaaaaaaaaa1 · " in (me.cwd / "MEMORY.md").read_text()

@@ -32,7 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"also show the raw messages behind summary hits (via provenance): those the "
                         f"query matched first, marked *, then, in time order, those said nearest them, "
                         f"{EXPAND_LINES} a hit")
-    p.add_argument("--no-log", action="store_true", help="do not count these hits as recalls")
+    log = p.add_mutually_exclusive_group()
+    log.add_argument("--log", action="store_true",
+                     help="count these hits as recalls (myelination); a person's queries do not count "
+                          "unless asked, an agent's (the MCP server, the hooks) always do")
+    log.add_argument("--no-log", action="store_true", help="do not count these hits (the default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         hits = api.recall(
             brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
             since=_time(args.since, "--since"), until=_time(args.until, "--until", end_of_day=True),
-            now=args.now, log=not args.no_log, progress=progress,
+            now=args.now, log=args.log, progress=progress,
         )
     finally:
         progress.done()  # an error starts on a line of its own

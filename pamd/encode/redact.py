@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pamd.encode import secret_commands
 from pamd.errors import PamdError
 
 PLACEHOLDER = "[REDACTED:{}]"
@@ -39,6 +40,7 @@ def _real(value: str) -> bool:
 
 # (match, the original text) -> keep? The match may be of the lowercased text (same positions).
 Check = Callable[[re.Match[str], str], bool]
+Finder = Callable[[str], Iterable[tuple[str | None, int, int]]]
 
 
 def _url_password(m: re.Match[str], text: str) -> bool:
@@ -78,7 +80,38 @@ def _reference(value: str, quoted: bool) -> bool:
     return bool(_ENV_NAME.fullmatch(value) or _MEMBER.fullmatch(value))
 
 
-def _assigned(bare_min: int) -> Check:
+# Words and types that stand where a password's value would in code, schemas and prose.
+_NOT_VALUES = frozenset({
+    "str", "string", "bool", "boolean", "int", "integer", "number", "bytes", "any", "nil", "object",
+    "required", "optional", "hidden", "masked", "empty", "unset", "prompt", "secretstr", "text",
+    "varchar", "yes", "no", "on", "off", "todo", "tbd", "omitted", "protected", "sensitive",
+})
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_CAMEL = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+\d*")
+_LOWER_WORD = re.compile(r"[a-z]+")
+_DOC_FIELD = re.compile(r"(?::(?:param|type|arg|ivar|var)|@param)\s+$")
+_LINE_END = re.compile(r"[ \t]*(?:$|[\r\n]|\\[rn]|#)")
+
+
+def _password_word(value: str, after: str, between: str) -> bool:
+    """A password that does not look generated (`hunter2`, `correcthorse`, `iVs-Cov`), told
+    from code, schemas and prose: not an identifier (`new_password`, `hashedPassword`), a type
+    (`str`, `SecretBytes`, `Annotated`), a capitalised word (`password: Database user`), a
+    name before `,` or `)` (an argument), or a lowercase word assigned in code (`pw = creds`)
+    or followed by more words."""
+    low, sep = value.lower(), between.rstrip()[-1:]
+    if len(value) < 6 or low in _NOT_VALUES or _SNAKE.fullmatch(value) or _CAMEL.fullmatch(value) \
+            or "pass" in low or "pwd" in low or value[0] in ":@-" or value.isalpha() and value[0].isupper():
+        return False
+    if after[:1] and after[:1] in ",)" or after[:1] == ";" and sep == ":":  # `f(password=pw, …)`, `password: pw;`
+        return False
+    if not _LOWER_WORD.fullmatch(value.rstrip(".!?")):
+        return True
+    # a lowercase word is a value only where the line ends (YAML, .env), not in a sentence or code
+    return value[-1] not in ".!?" and not (sep == "=" and between.endswith(" ")) and bool(_LINE_END.match(after))
+
+
+def _assigned(bare_min: int, loose: bool = False) -> Check:
     def check(m: re.Match[str], text: str) -> bool:
         value = text[m.start(2) : m.end(2)]  # as written (`m` may be of the lowercased text)
         if _caps_key(value):  # a licence key of capitals and digits is no env-var name
@@ -87,9 +120,17 @@ def _assigned(bare_min: int) -> Check:
             return False
         if text.startswith("(", m.end(2)):  # `token = Base.url_encode64(...)`: a call, not a value
             return False
-        # Quoted literals are values by construction; bare ones must look generated,
-        # or `token = get_token_from_environment()` would be redacted.
-        return bool(m.group(1)) or (len(value) >= bare_min and _mixed(value))
+        between = text[m.start() : m.start(2)]
+        if m.group(1):  # quoted literals are values by construction (a short one: unless code)
+            return len(value) >= 8 or loose and len(value) >= 6 \
+                and _password_word(value, "", between.removesuffix(m.group(1)))
+        # Bare ones must look generated, or `token = get_token_from_environment()` would be
+        # redacted; a password (`loose`) may be a word when code and prose are ruled out.
+        if len(value) >= bare_min and _mixed(value):
+            return True
+        # (on the key's line, not a docstring's field: `:param password: the user's`)
+        return loose and "\n" not in between and not _DOC_FIELD.search(text, max(0, m.start() - 12), m.start()) \
+            and _password_word(value, text[m.end(2) : m.end(2) + 4], between)
     return check
 
 
@@ -199,10 +240,20 @@ def _flag_password(m: re.Match[str], text: str) -> bool:
     `--password` only asks for it, and the word after it is the database."""
     value = m.group(2)
     spaced = not m.group(1) and text[m.start(2) - 1 : m.start(2)] == " "  # quoted: a value
-    command = re.split(r"[\n|;&]|\\n", text[max(0, m.start() - 240) : m.start()])[-1]  # `\n`: JSON
+    # the command this flag is part of: back to a newline (`\n` in JSON too), `|`, `;`, `&`, a backtick
+    # (within 64 KB: a line of thousands of flags stays fast)
+    at, floor = m.start(), max(0, m.start() - (1 << 16))
+    escaped = text.rfind("\\n", floor, at)
+    begin = max(max(text.rfind(c, floor, at) for c in "\n|;&`") + 1, escaped + 2 if escaped >= 0 else 0, floor)
+    command = text[begin:at]
     if spaced and _PG_CLIENT.search(command):
         return False
     return _cli_password(m, text) and not (spaced and value.isalpha() and value.islower())
+
+
+def _flag_secret(m: re.Match[str], text: str) -> bool:
+    value = m.group(2)
+    return _real(value) and not _reference(value, False) and (_mixed(value) or _random(m, text))
 
 
 _PG_CLIENT = re.compile(r"\b(?:psql|pg_dump|pg_dumpall|pg_restore|pg_basebackup|createdb|dropdb|createuser"
@@ -242,6 +293,9 @@ class Pattern:
     # it is skipped by one `in` test. `re` finds a literal prefix fast by itself, but not a
     # pattern that starts with a group of alternatives, like the `key = value` rules.
     needs: str = ""
+    # Instead of `regex` (then only its trigger): a function giving (type or None, start, end)
+    # for rules that read more than one regex can say (a command's flags, a cookie header).
+    finder: Finder | None = None
 
 
 def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
@@ -254,7 +308,7 @@ def _p(name: str, regex: str, group: int = 0, check: Check | None = None,
 _ESCAPED = r"\\\\|\\(?![\"'nrt\\])"
 
 
-def _assignment(name: str, keys: str, needs: str, bare_min: int = 12) -> Pattern:
+def _assignment(name: str, keys: str, needs: str, bare_min: int = 12, loose: bool = False) -> Pattern:
     """`key = value`, `key: value`, `"key": "value"` with a long, secret-looking value.
 
     `keys` should start with a literal (see `Pattern.not_after`); `db_password`,
@@ -268,10 +322,11 @@ def _assignment(name: str, keys: str, needs: str, bare_min: int = 12) -> Pattern
         # group 1: the opening quote (if any); group 2: the value, replaced. In
         # JSON-escaped text (a file a tool call wrote) the value ends at an escaped
         # quote, newline, tab or CR like at a real one; `\\` is one backslash.
-        rf"(\\?[\"']|)((?<=[\"'])(?:[^\"'\s\[\\]|{_ESCAPED}){{8,}}"
-        rf"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'`\[,;(){{}}<>\\]|{_ESCAPED}){{8,}})",
+        # A bare value also ends at `&name=` (the next parameter of a URL's query).
+        rf"(\\?[\"']|)((?<=[\"'])(?:[^\"'\s\[\\]|{_ESCAPED}){{6,}}"
+        rf"(?=\\?[\"'])|(?<![\"'])(?:[^\s\"'`\[,;(){{}}<>\\&]|&(?![\w.\-]+=)|{_ESCAPED}){{6,}})",
         2,
-        check=_assigned(bare_min),
+        check=_assigned(bare_min, loose),
         # Not glued to a word, unless the key starts a new one with a capital
         # (camelCase `clientSecret`, run-together capitals `SLACKTOKEN`).
         not_after="[A-Za-z0-9](?![A-Z])",
@@ -280,10 +335,144 @@ def _assignment(name: str, keys: str, needs: str, bare_min: int = 12) -> Pattern
     )
 
 
+# An UPPER_CASE variable whose last part names a secret: `DB_PASS`, `SMTP_PASSWORD`, `LDAP_BIND_PW`,
+# `PGPASSWORD`, `JWT_SECRET`, `GITHUB_TOKEN`. (Not `PWD`, the shell's working directory.)
+_ENV_TRIGGER = re.compile(r"(?:PASS(?:WORD|WD|PHRASE)?|PWD?|SECRET|TOKEN)(?=(?:\\?[\"'])?=)")
+# (After a JSON escape too: `\n`, or `\u2192`, the arrow of a numbered listing.)
+_ENV_NAME_END = re.compile(r"(?:(?<![\w$.\-])|(?<=\\[nrt])|(?<=\\u[0-9a-fA-F]{4}))[A-Z][A-Z0-9_]*$")
+_ENV_WHOLE = re.compile(r"(?:[A-Z0-9]+_)*[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE)"
+                        r"|(?:[A-Z0-9]+_)+(?:PASS|PWD?|SECRET|TOKEN)")
+_ENV_VALUE = re.compile(r"(\\?[\"'])((?:(?!\1).){1,200}?)\1|([^\s\"'`\\]+)")
+
+
+def _env_secrets(text: str) -> Iterator[tuple[str | None, int, int]]:
+    """`NAME=value` where NAME says it holds a password, a secret or a token: in a shell or a
+    `.env` file the value is a literal whatever its shape (`DB_PASS=hunter22`,
+    `SMTP_PASS='correct horse battery staple'`), unless it is a reference (`$X`, `${X}`, a
+    path), empty, or a stand-in (`changeme`, `xxxxxxxx`)."""
+    if "=" not in text or not any(map(text.__contains__, ("PASS", "PW", "SECRET", "TOKEN"))):
+        return
+    for m in _ENV_TRIGGER.finditer(text):
+        name = _ENV_NAME_END.search(text, max(0, m.start() - 64), m.end())
+        if name is None or not _ENV_WHOLE.fullmatch(name.group(0)):
+            continue
+        at = text.index("=", m.end()) + 1
+        v = _ENV_VALUE.match(text, at)
+        if v is None:
+            continue
+        quoted = v.group(2) is not None
+        start, end = v.span(2) if quoted else v.span(3)
+        value = text[start:end]
+        if len(value) < 4 or not _real(value) or value.lower() in _NOT_VALUES or value.isdigit() \
+                or value.startswith("[REDACTED:") or _REFERENCE.match(value) \
+                or _ROOT_PATH.fullmatch(value) and not _interleaved(value) or _ENV_NAME.fullmatch(value):
+            continue
+        last = name.group(0).rsplit("_", 1)[-1]
+        yield ("token" if last.endswith("TOKEN") else "secret" if last.endswith("SECRET") else "password",
+               start, end)
+
+
+# A cookie header's pairs, `curl -b`/`--cookie`'s: a value that looks generated is a session.
+_COOKIE = re.compile(r"(?:(?:set-)?cookie\\?[\"']?[ \t]*:|(?<![\w-])(?:-b|--cookie)[ =])[ \t]*([^\r\n]*)",
+                     re.IGNORECASE)
+_COOKIE_PAIR = re.compile(r"([\w.\-%$]+)=([^;,\s\"'\\]+)")
+
+
+def _cookies(text: str) -> Iterator[tuple[str | None, int, int]]:
+    if "ookie" not in text and "OOKIE" not in text and " -b" not in text:
+        return
+    for m in _COOKIE.finditer(text):
+        for pair in _COOKIE_PAIR.finditer(text, m.start(1), m.end(1)):
+            value = pair.group(2)
+            if len(value) >= 16 and _real(value) and (_mixed(value) or len(value) >= 24) \
+                    and not _WORDS_NAME.fullmatch(value) and not _ENV_NAME.fullmatch(value) \
+                    and pair.group(1).lower() not in ("path", "domain", "expires", "max-age", "samesite"):
+                yield None, pair.start(2), pair.end(2)
+
+
+# `.pgpass`: `host:port:database:user:password`, a whole line (found from the port's `:`).
+_PGPASS = re.compile(r":(?:\d{1,5}|\*):[\w*\-]+:[\w*\-]+:([^\s\\\"':]+)(?=$|\n|\\[nr])")
+_PGPASS_HOST = re.compile(r"(?:^|(?<=\n)|(?<=\\n))[\w.*\-]+$")
+
+
+def _pgpass(text: str) -> Iterator[tuple[str | None, int, int]]:
+    for m in _PGPASS.finditer(text):
+        if _PGPASS_HOST.search(text, max(0, m.start() - 256), m.start()) and _real(m.group(1)):
+            yield None, m.start(1), m.end(1)
+
+
+# Issuers' prefixed tokens: Docker, CircleCI, Shopify, Linear, Grafana, Sentry, Buildkite, Heroku, Groq,
+# Replicate, xAI, Perplexity, Stripe webhooks, Vault, Doppler, Square, DigitalOcean, Pulumi, Databricks,
+# (Twilio: below). The regex runs only where one of the prefixes is (`in` finds a literal far faster than a
+# regex of alternatives does).
+_PREFIXES = ("dckr_pat_", "CCIPAT_", "shpat_", "shpss_", "shpca_", "shppa_", "lin_api_", "glsa_", "glc_",
+             "sntrys_", "sntryu_", "bkua_", "HRKU-", "gsk_", "r8_", "xai-", "pplx-", "whsec_", "hvs.", "hvb.",
+             "dp.", "sq0atp-", "sq0csp-", "_v1_", "pul-", "dapi")
+_PREFIXED = re.compile(
+    r"(?<![\w\-.])(?:(?:dckr_pat_|CCIPAT_|shp(?:at|ss|ca|pa)_|lin_api_|gl(?:sa|c)_|sntr[yu]s_|bkua_|HRKU-"
+    r"|gsk_|r8_|xai-|pplx-|whsec_|hv[sb]\.|dp\.(?:st|ct|sa|pt|scim|audit)\.|sq0(?:atp|csp)-|do[opr]_v1_)"
+    r"[A-Za-z0-9_\-.]{20,}|pul-[0-9a-f]{40}|dapi[0-9a-f]{32})")
+
+
+# A token-shaped secret lies in one run without whitespace: text without a run that long (most
+# prose) skips the rules that look for one.
+_RUN_32 = re.compile(r"(?<!\S)\S{32}")
+_RUN_59 = re.compile(r"(?<!\S)\S{59}")
+
+
+def _prefixed(text: str) -> Iterator[tuple[str | None, int, int]]:
+    if any(map(text.__contains__, _PREFIXES)):
+        for m in _PREFIXED.finditer(text):
+            if _random(m, text):
+                yield None, m.start(), m.end()
+
+
+# A long run of base64: when it decodes to text, the secrets in that text make it a secret
+# (`client-key-data:` in a kubeconfig is a key block in base64, a `.env` piped to `base64 -d`).
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}")
+
+
+def _base64_secrets(text: str) -> Iterator[tuple[str | None, int, int]]:
+    if not _RUN_32.search(text):
+        return
+    for m in _BASE64_RUN.finditer(text):
+        run = m.group(0).rstrip("=")
+        if run.isdigit() or run.islower() or run.isupper():  # hex, a word: not base64 of text
+            continue
+        try:
+            plain = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)[:1 << 16].decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if sum(c.isprintable() or c in "\n\r\t" for c in plain) >= 0.95 * len(plain):
+            inner = _INNER.find(plain)
+            if inner:
+                yield inner[0][0], m.start(), m.end()
+
+
+# A Discord bot token: the bot's id (digits) in base64, `.`, 6 characters, `.`, 27 to 40. Found
+# from its middle part (a `.` is found fast, a pattern starting with a class is not).
+_DISCORD_TAIL = re.compile(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}(?![\w\-])")
+_DISCORD_HEAD = re.compile(r"(?<![\w\-])[MNO][A-Za-z0-9]{23,27}$")
+
+
+def _discord_bot(text: str) -> Iterator[tuple[str | None, int, int]]:
+    if not _RUN_59.search(text):
+        return
+    for m in _DISCORD_TAIL.finditer(text):
+        head = _DISCORD_HEAD.search(text, max(0, m.start() - 28), m.start())
+        if head is None:
+            continue
+        try:
+            if base64.b64decode(head.group(0) + "=" * (-len(head.group(0)) % 4)).isdigit():
+                yield None, head.start(), m.end()
+        except (binascii.Error, ValueError):
+            continue
+
+
 # Between a key block's lines: newlines (real or JSON-escaped), blank lines, spaces;
 # then a line may carry a listing's line number: Claude Code's Read tool (`     3→`),
 # `cat -n`/`nl` (`     3<tab>`), `grep -n` (`3:`, `file:3:`, `file-3-`), blank lines too.
-_PEM_SEP = r"(?:[ \t\r\n]|\\[rn])+"
+_PEM_SEP = r"(?:[ \t\r\n]|\\+[rn])+"  # (`\\n`: JSON inside JSON, a JSON file a tool call wrote)
 _PEM_LINE = rf"{_PEM_SEP}(?:(?:[\w./\-]+[:\-])?\d+(?:→|\\t|[:\- \t])(?:{_PEM_SEP})?)*"
 # A body line: a whole line of base64 with capitals and small letters (not a long word).
 _PEM_BODY = r"(?=[a-z0-9+/=]*[A-Z])(?=[A-Z0-9+/=]*[a-z])[A-Za-z0-9+/=]{16,}(?=[\s\\\"']|$)"
@@ -304,6 +493,9 @@ BUILTIN: tuple[Pattern, ...] = (
        rf"(?:{_PEM_LINE}{_PEM_BODY})+"
        rf"(?:(?:{_PEM_LINE}[A-Za-z0-9+/=]+)?{_PEM_LINE}-----END \1PRIVATE KEY\2-----)?",
        not_after=""),
+    # PuTTY's key file: the lines after `Private-Lines: N` (its public lines are public).
+    _p("private-key", rf"Private-Lines: \d+{_PEM_SEP}([A-Za-z0-9+/=]{{4,}}(?=[\s\\]|$)"
+       rf"(?:{_PEM_SEP}[A-Za-z0-9+/=]{{4,}}(?=[\s\\]|$))*)", 1, not_after=""),
     _p("aws-access-key", rf"{_AWS}[A-Z0-9]{{16}}(?![A-Z0-9])", not_after="[A-Z0-9]"),
     _p("aws-secret-key",
        r"(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)\W{0,3}\s*[:=]\s*\\?[\"']?"
@@ -332,7 +524,17 @@ BUILTIN: tuple[Pattern, ...] = (
     # age (and SOPS with age): an X25519 identity in bech32.
     _p("age-key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}(?![0-9A-Z])"),
     _p("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
-    _p("slack-token", r"xox[baprse]-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
+    _p("slack-token", r"x(?:ox[baprse]|app|oxe\.xox[bp])-[0-9A-Za-z][0-9A-Za-z\-]{8,}"),
+    _p("discord-webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_\-]{60,})", 1,
+       not_after=r"[\w.\-]"),
+    Pattern("discord-token", _DISCORD_TAIL, finder=_discord_bot),
+    # Issuers' prefixed tokens: Docker, CircleCI, Shopify, Linear, Grafana, Sentry, Buildkite, Heroku,
+    # Groq, Replicate, xAI, Perplexity, Stripe webhooks, Vault, Doppler, Square, DigitalOcean.
+    Pattern("api-token", _PREFIXED, finder=_prefixed),
+    _p("api-token", r"SK[0-9a-f]{32}(?![0-9A-Za-z])"),  # Twilio's API key
+    # A signed URL's signature (Azure SAS, S3, GCS presigned) and its session token.
+    _p("token", r"[?&](?:sig|x-amz-signature|x-goog-signature)=([a-z0-9%+/=_.\-]{16,})",
+       1, not_after="", lower=True, needs="sig"),
     _p("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     # `Authorization: Bearer <token>`: an opaque token (a JWT or a known format wins above).
     _p("token", r"bearer[ \t]+([a-z0-9\-._~+/]{16,}=*)(?![a-z0-9\-._~+/=])", 1,
@@ -342,23 +544,35 @@ BUILTIN: tuple[Pattern, ...] = (
        check=_basic, not_after=""),
     # scheme://user:password@host (or scheme://:password@host): only the password goes.
     # (No backslash either: in JSON-escaped text `\n` ends the URL.)
-    _p("password", r"://[^\s:/@'\"\[\]<>\\]*:([^\s@/'\"\[\]<>\\]+)@[^\s/@]", 1,
+    # The password may hold an unencoded `@`: it runs to the last `@` before the host.
+    _p("password", r"://[^\s:/@'\"\[\]<>\\]*:([^\s/'\"\[\]<>\\]+)@[^\s/@'\"\\]", 1,
        check=_url_password, not_after=""),
+    # Oracle's `user/password@db` in a thin JDBC URL or `userid=` (sqlplus and co: secret_commands).
+    _p("password", r"thin:[\w$#]+/([^\s/@'\"\\]+)@", 1, check=_url_password),
+    _p("password", r"userid=[\w$#]+/([^\s/@'\"\\]+)@", 1, check=_url_password),
+    # `.netrc`: `machine HOST login USER password PW`, on one line or several.
+    _p("password", rf"login[ \t]+[^\s\\]+(?:[ \t]+|{_PEM_LINE})password[ \t]+([^\s\\\"']+)", 1,
+       check=_url_password),
+    # `.pgpass`: `host:port:database:user:password`.
+    Pattern("password", _PGPASS, finder=_pgpass),
+    # `Authorization: <scheme> <credentials>` (Token, ApiKey, Negotiate, …; Basic and Bearer above).
+    _p("token", r"authorization\\?[\"']?\s*[:=]\s*\\?[\"']?(?!basic\b|bearer\b|digest\b)[a-z][\w\-]*[ \t]+"
+       r"([^\s\"'\\,;]{8,})", 1, check=_bearer, lower=True, needs="authorization"),
+    Pattern("password", secret_commands.TRIGGER, finder=lambda t: ((None, s, e) for s, e in secret_commands.spans(t))),
+    Pattern("secret", _ENV_TRIGGER, finder=_env_secrets),
+    Pattern("cookie", _COOKIE, finder=_cookies),
     # On a command line (an agent's Bash calls): `--password X` / `--password=X` (not
     # `--password-stdin`), curl's `-u user:X`, mysql's `-pX` (a bare `-p` asks for it),
     # `sshpass -p X` and a registry's login `-p X` (not ssh's port, nor gh's protocol).
-    _p("password", r"--(?:password|passwd|http-password|ftp-password)(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})",
+    _p("password", r"--(?:[a-z]+-)*(?:password|passwd|passphrase|pass)(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})",
        2, check=_flag_password),
-    _p("password", r"curl\b[^\n|;&]{0,240}? (?:-u|--user)(?:=| *)(\\?[\"']?)[^\s:\"'\\$]+:([^\s\"'`\\]{4,})",
-       2, check=_cli_password),
-    _p("password", r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]{0,240}? -p(\\?[\"']?)"
-       r"([^\s\"'`\\]{4,})", 2, check=_cli_password),
-    _p("password", r"sshpass\b[^\n|;&]{0,240}? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_cli_password),
-    _p("password", r"login\b[^\n|;&]{0,240}? -p(?:=| +)(\\?[\"']?)([^\s\"'`\\]{4,})", 2, check=_registry_login),
+    # `--api-key X`, `--client-secret X`, `--account-key X`, `--token X`: a generated value.
+    _p("secret", r"--(?:[a-z]+-)*(?:secret|token|api-?key|account-key|access-key|secret-key|auth-key)"
+       r"(?:=| +)(\\?[\"']?)([^\s\"'`\\]{12,})", 2, check=_flag_secret),
     # Passwords are short: a bare one counts from 8 characters (not `pwd`, also
     # the shell's working directory).
-    _assignment("password", "pass(?:word|wd|phrase)", "pass", 8),
-    _assignment("password", "pwd", "pwd"),
+    _assignment("password", "pass(?:word|wd|phrase)", "pass", 8, loose=True),
+    _assignment("password", "pwd", "pwd", loose=True),
     _assignment("api-key", r"api[_\-]?key|apikey", "api"),
     _assignment("api-key", r"access[_\-]?key", "access"),
     _assignment("token", "token", "token"),
@@ -370,6 +584,7 @@ BUILTIN: tuple[Pattern, ...] = (
     # docker's config.json: `"auths": {"ghcr.io": {"auth": "<base64 of user:password>"}}`.
     _p("password", r'auth\\?"\s*:\s*\\?"([A-Za-z0-9+/]{8,}={0,2})(?=\\?")', 1,
        check=_docker_auth, not_after=""),
+    Pattern("secret", _BASE64_RUN, finder=_base64_secrets),
 )
 
 
@@ -427,6 +642,13 @@ class Redactor:
                     regex = re.compile(regex.pattern, re.IGNORECASE)
             if pat.needs and pat.needs not in subject and subject is not text:
                 continue
+            if pat.finder is not None:
+                for name, start, end in pat.finder(text):
+                    if end > start and not text.startswith("[REDACTED:", start) \
+                            and not any(start < e and s < end for s, e in taken):
+                        taken.append((start, end))
+                        found.append((name or pat.name, start, end))
+                continue
             for m in regex.finditer(subject):
                 start, end = m.span(pat.group)
                 if end <= start or text.startswith("[REDACTED:", start):
@@ -470,6 +692,8 @@ class Redactor:
 
 
 _DEFAULT = Redactor()
+# What decoded base64 is searched with (base64 inside base64 is not unwrapped again).
+_INNER = Redactor(BUILTIN[:-1])
 
 
 def redact(text: str, patterns: Redactor | None = None) -> tuple[str, dict[str, int]]:

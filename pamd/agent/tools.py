@@ -1,0 +1,200 @@
+"""The agent's memory tools as library calls: each returns a Reply, the text an agent reads
+and the same facts as data. `pamd mcp` serves them; the hooks use `boot`.
+
+Every call opens the brain afresh (its config, its tree, its HEAD), so a long-lived caller
+sees a compaction or a `git pull` made by another process at its next call; the search
+index stays loaded between calls (pamd.recall.api keeps it, and refreshes it when the tree
+changed). Recalls made here are logged: an agent's recall counts toward myelination.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pamd.errors import PamdError
+
+SNIPPET = 600  # characters of a hit's text an agent reads; `expand` has the rest
+TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
+RECALL_HINT = ("Use `expand` with an id (s-…) or path:line to read the raw messages behind a summary; "
+               "`touch` an id whose memory you used.")
+
+
+@dataclass
+class Reply:
+    text: str
+    data: Any = field(default_factory=dict)
+
+
+def open_brain(root: Path):
+    from pamd.edge.brain import Brain
+
+    brain = Brain.find(str(root), env=False)
+    brain.recover_for_reading()
+    return brain
+
+
+def now_or_clock(now: datetime | None) -> datetime:
+    from pamd.cli import now_arg
+
+    return now if now is not None else now_arg(None)
+
+
+def _time(value: str | None, what: str, end_of_day: bool = False) -> datetime | None:
+    from pamd.core.entry import parse_time
+
+    if value is None or not str(value).strip():
+        return None
+    try:
+        t = parse_time(str(value))
+    except ValueError:
+        raise PamdError(f"bad time {value!r} for {what}", "use ISO 8601, e.g. 2026-11-30") from None
+    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(value).strip()):
+        t += timedelta(days=1, seconds=-1)
+    return t
+
+
+def _tiers(tier: str | list[str] | None) -> tuple[str, ...]:
+    if not tier:
+        return ()
+    items = [tier] if isinstance(tier, str) else list(tier)
+    return tuple(t.strip() for item in items for t in str(item).split(",") if t.strip())
+
+
+def _snip(text: str, n: int = SNIPPET) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def recall(root: Path, query: str, k: int = 10, tier: str | list[str] | None = None,
+           since: str | None = None, until: str | None = None, now: datetime | None = None,
+           log: bool = True) -> Reply:
+    from pamd.recall import api
+
+    brain = open_brain(root)
+    hits = api.recall(brain, query, k=k, tiers=_tiers(tier), since=_time(since, "since"),
+                      until=_time(until, "until", end_of_day=True), now=now_or_clock(now), log=log)
+    data = [h.as_json() for h in hits]
+    if not hits:
+        return Reply(f"No memory matches {query!r}. Try other words, or a wider tier/time range.",
+                     {"query": query, "hits": []})
+    lines = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}, best first:"]
+    for n, h in enumerate(hits, 1):
+        ids = ", ".join(h.entries[:3]) + ("…" if len(h.entries) > 3 else "")
+        lines.append(f"[{n}] {h.path}:{h.start}-{h.end} · {h.tier} · {h.ts or '-'} · score {h.score:.3f}"
+                     + (f" · {ids}" if ids else ""))
+        lines.append(f"    {_snip(h.text)}")
+    lines.append(RECALL_HINT)
+    return Reply("\n".join(lines), {"query": query, "hits": data})
+
+
+def remember(root: Path, text: str, role: str = "agent", type: str | None = None,
+             importance: float | None = None, session: str = "mcp", now: datetime | None = None) -> Reply:
+    from pamd.encode.ingest import ingest_entries, make_entries, redactor
+    from pamd.encode.neurotag import Tagger
+    from pamd.encode.sources import Message, normalize_text
+
+    text = normalize_text(text or "")
+    if not text:
+        raise PamdError("nothing to remember: the text is empty")
+    if type is not None and type not in TYPES:
+        raise PamdError(f"unknown type {type!r}", f"use one of: {', '.join(TYPES)}")
+    if importance is not None and not 0 <= importance <= 1:
+        raise PamdError("importance must be within 0..1")
+    role = (role or "agent").strip() or "agent"
+    now = now_or_clock(now)
+    brain = open_brain(root)
+    msg = Message(role, text, now, session, 0)
+    entries, redacted = make_entries([msg], Tagger.from_config(brain.config, brain.root),
+                                     redactor(brain.config), now)
+    e = entries[0]
+    if type:
+        e = e.with_(type=type)
+    if importance is not None:
+        e = e.with_(importance=round(importance, 2) + 0.0)
+    _, sha = ingest_entries(brain, [e], ["remember"], now, "remember", redacted)
+    data = {"id": e.id, "commit": sha, "new": bool(sha), "type": e.type, "importance": e.importance,
+            "neuro": list(e.neuro)}
+    if sha:
+        return Reply(f"Remembered as {e.id} ({e.type}, importance {e.importance:.2f}; commit {sha[:8]}).", data)
+    return Reply(f"Already remembered as {e.id}.", data)
+
+
+def expand(root: Path, ref: str, all: bool = False) -> Reply:
+    from pamd.consolidate.provenance import expand_ids, resolve_ref
+    from pamd.core.entry import fmt_time
+
+    brain = open_brain(root)
+    eid = resolve_ref(brain, ref)
+    found = expand_ids(brain, [eid])
+    shown = [f for f in found if all or not f.entry.sources or f.depth == 0]
+    data = [{"id": f.entry.id, "tier": f.entry.tier, "ts": fmt_time(f.entry.ts), "role": f.entry.role,
+             "text": f.entry.text, "sources": list(f.entry.sources), "path": f.entry.path, "rev": f.rev,
+             "depth": f.depth} for f in shown]
+    lines = []
+    for f in shown:
+        where = f.entry.path if f.rev == "WORKTREE" else f"{f.rev[:8]}:{f.entry.path}"
+        lines.append(f"{'  ' * f.depth}{f.entry.id} · {f.entry.tier} · {fmt_time(f.entry.ts)} · "
+                     f"{f.entry.role} ({where})")
+        lines += [f"{'  ' * f.depth}  {line}" for line in f.entry.text.split("\n")]
+    return Reply("\n".join(lines) or f"nothing behind {ref}", {"ref": ref, "id": eid, "entries": data})
+
+
+def boot(root: Path, max_chars: int | None = None, budget: int | None = None,
+         now: datetime | None = None) -> Reply:
+    from pamd.edge.history import TreeView
+    from pamd.myelin.boot import build
+
+    if max_chars is not None and max_chars < 200:
+        raise PamdError("max_chars must be at least 200")
+    if budget is not None and budget <= 0:
+        raise PamdError("budget must be a positive number of tokens")
+    brain = open_brain(root)
+    view = TreeView.at(brain, None)
+    out = build(view.read, view.files(), view.config(), now or view.time(), budget, max_chars=max_chars)
+    text = out.markdown()
+    notes = [n for n in (out.conflicted_note(), out.over_budget_note()) if n]
+    return Reply(text, {"name": out.name, "chars": len(text), "max_chars": max_chars,
+                        "sections": [s.name for s in out.sections], "notes": notes})
+
+
+def touch(root: Path, refs: list[str], now: datetime | None = None) -> Reply:
+    from pamd.consolidate.provenance import held_by, pulled, pulled_from, resolve_ref
+    from pamd.myelin import recall_log
+
+    if not refs:
+        raise PamdError("name an entry id (or path:line) to touch")
+    brain = open_brain(root)
+    ids = [resolve_ref(brain, r, "touch") for r in refs]
+    holder = held_by(brain, set(ids))
+    missing = sorted(set(ids) - set(holder))
+    if missing:
+        if name := pulled_from(brain, missing[0]):
+            raise pulled(name, f"entry {missing[0]}", "touch")
+        raise PamdError(f"no entry {missing[0]} in the brain's tiers, nor behind a summary in them",
+                        "check the id with recall")
+    leaves = [(holder[i], i) for i in dict.fromkeys(ids) if holder[i] != i and i.startswith("e-")]
+    recall_log.append(brain.state_dir, [holder[i] for i in ids], "(touch)", now_or_clock(now),
+                      source="touch", leaves=leaves)
+    counted = {i: holder[i] for i in dict.fromkeys(ids)}
+    moved = [f"{i} counted for {h}, the summary that holds it now" for i, h in counted.items() if h != i]
+    text = "; ".join([f"Noted {len(ids)} recall{'s' if len(ids) != 1 else ''}", *moved]) + "."
+    return Reply(text, {"counted": counted})
+
+
+def status(root: Path, now: datetime | None = None) -> Reply:
+    from pamd.edge.status import status as brain_status
+
+    brain = open_brain(root)
+    st = brain_status(brain, now_or_clock(now))
+    tiers = ", ".join(f"{t['tier']} {t['entries']}" for t in st["tiers"] if t["entries"])
+    last = st["commits"][0] if st["commits"] else None
+    lines = [f"Brain {st['name'] or '-'} at {st['brain']}",
+             f"Entries per tier: {tiers or 'none yet'}",
+             f"Index: {st['index']}",
+             f"Due now: {' '.join(st['schedule']['due']) or 'nothing'}",
+             f"Last pamd commit: {last['sha']} {last['date']} {last['subject']}" if last else "No pamd commit yet"]
+    return Reply("\n".join(lines), st)

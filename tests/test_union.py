@@ -112,3 +112,91 @@ def test_frontmatter_keys_each_side_changed_merge_key_by_key():
     assert [e.id for e in merged.entries] == [e1.id, raw(2).id]
     ours = {L0: render_doc({"tier": "L0", "date": "2026-11-30", "topic": "sales"}, "# L0 · 2026-11-30", [e1])}
     assert merge_files((base, ours, theirs), {}, (set(), set()), no_text3, nothing).conflicts == [L0]
+
+
+# ---------------------------------------------------------------- property
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pamd.core.entry import entry_id  # noqa: E402
+
+OPS = st.lists(st.tuples(st.sampled_from(["add", "shared", "compact", "drop", "recall"]),
+                         st.lists(st.integers(0, 30), min_size=1, max_size=4)), max_size=8)
+
+
+def _live(start: dict[str, Entry], ops, side: str, made: dict[str, Entry], dropped: set[str]) -> dict[str, Entry]:
+    """One clone's entries after `ops` from `start`; every entry it ever made goes into `made`."""
+    tree = dict(start)
+    for k, (op, picks) in enumerate(ops):
+        top = sorted(tree)
+        if op in ("add", "shared"):  # its own message, or one of a transcript both sides take in
+            n = 100 + picks[0] if op == "shared" else 200 + 40 * (side == "b") + k
+            e = raw(n).with_(path=L0)
+            tree[e.id] = made.setdefault(e.id, e)
+        elif op == "compact" and top:
+            srcs = sorted({top[p % len(top)] for p in picks})
+            parts = [tree[s] for s in srcs]
+            tier = "L2" if any(p.tier != "L0" for p in parts) else "L1"
+            s = Entry(id=entry_id("s", tier, *srcs), ts=max(p.ts for p in parts), role="summary",
+                      text=f"summary of {len(srcs)}", tier=tier, sources=tuple(srcs),
+                      path=f"memory/{tier}/2026-11-30.md")
+            for src in srcs:
+                del tree[src]
+            tree[s.id] = made.setdefault(s.id, s)
+        elif op == "drop" and top:
+            victim = top[picks[0] % len(top)]
+            if victim.startswith("e-"):
+                del tree[victim]
+                dropped.add(victim)
+        elif op == "recall" and top:
+            eid = top[picks[0] % len(top)]
+            tree[eid] = tree[eid].with_(recalls=tree[eid].recalls + 1)
+    return tree
+
+
+def _texts(tree: dict[str, Entry]) -> dict[str, str]:
+    by: dict[str, list[Entry]] = {}
+    for e in tree.values():
+        by.setdefault(e.path, []).append(e)
+    out = {}
+    for path, es in by.items():
+        tier = path.split("/")[1]
+        out[path] = render_doc({"tier": tier, "date": "2026-11-30"}, f"# {tier} · 2026-11-30",
+                               sorted(es, key=lambda e: (e.ts, e.id)))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(0, 6), ours_ops=OPS, theirs_ops=OPS)
+def test_any_two_lives_of_one_brain_merge_with_every_message_once(n, ours_ops, theirs_ops):
+    """Both clones start from one brain and then each adds messages (some of a transcript both
+    take in), compacts any entries into summaries (at any depth), drops messages saying so and
+    folds recalls. The union holds every message exactly once, or not at all where a side
+    dropped it and no summary holds it, with no conflict."""
+    base = {e.id: e for e in (raw(i).with_(path=L0) for i in range(n))}
+    made: dict[str, Entry] = dict(base)
+    drops = (set(), set())
+    ours = _live(base, ours_ops, "a", made, drops[0])
+    theirs = _live(base, theirs_ops, "b", made, drops[1])
+    sources = {e.id: e.sources for e in made.values() if e.sources}
+    m = merge_files((_texts(base), _texts(ours), _texts(theirs)), sources, drops, no_text3,
+                    lambda want: {i: made[i] for i in want if i in made})
+    assert m.conflicts == []
+    count: dict[str, int] = {}
+    for e in m.entries.values():
+        seen, stack = {e.id}, [e.id]
+        while stack:
+            for s in sources.get(stack.pop(), ()):
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        for i in seen:
+            count[i] = count.get(i, 0) + 1
+    for eid in (i for i in made if i.startswith("e-")):
+        if eid in drops[0] | drops[1]:
+            assert count.get(eid, 0) <= 1, eid
+        else:
+            assert count.get(eid, 0) == 1, (eid, count.get(eid, 0))
+    written = [e.id for path, text in m.files.items() if text for e in parse_doc(text, path, path.split("/")[1]
+                                                                                   if "/" in path else "L4").entries]
+    assert sorted(written) == sorted(m.entries)

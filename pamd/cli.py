@@ -23,7 +23,7 @@ from pamd.errors import PamdError
 COMMANDS = [
     "init", "ingest", "remember", "compact", "defrag", "run-due", "daemon",
     "index", "recall", "expand", "touch", "boot", "state", "mcp",
-    "status", "check", "fsck", "redact", "synapse", "eval", "probe", "demo",
+    "status", "check", "fsck", "redact", "synapse", "sync", "eval", "probe", "demo",
 ]
 
 

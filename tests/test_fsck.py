@@ -201,7 +201,8 @@ def test_fsck_finds_an_entry_deleted_by_hand(brain, tmp_path):
     problems = [ln for ln in out.splitlines() if ln.startswith("memory/")]
     assert problems == [
         f"{_ledger_line(root, eid)}: {eid} is lost: not in the tree, behind no summary's from= and"
-        f" on no commit's Dropped line; `pamd expand {eid}` shows it from history"
+        f" on no commit's Dropped line; `pamd expand {eid}` shows it from history,"
+        " `pamd sync --repair` puts it back"
     ]
     code, out, _ = brain("fsck", "--json")
     assert code == 1 and [p["message"].split()[0] for p in json.loads(out)["ledger"]] == [eid]

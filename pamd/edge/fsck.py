@@ -8,7 +8,8 @@ Checks, in order (each a function returning problems):
   ledger      every L0 id is in memory/ledger/*.txt; ledger lines are ids; and every
               ledger id is accounted for: in the tree, behind a summary of the tree
               (through `from=`, also of summaries that left it), or on a commit's
-              `Dropped` line; else it was lost without a word
+              `Dropped` line; else it was lost without a word (ids a commit once registered
+              count too: a merge that took one side's ledger whole dropped their lines)
   twice       no message stands twice: an id behind two summaries of the tree (directly
               or through summaries that left it), or in the tree and behind a summary;
               what merging a nightly defrag branch made stale by compactions on main leaves
@@ -183,6 +184,10 @@ def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
                     f"added by hand: add its id as a line of {LEDGER_DIR}/{e.ts:%Y-%m}.txt)",
                 )
             )
+    # An id a commit of history registered counts although its line is gone: a merge
+    # that took one side's ledger whole (`git merge -s ours`) drops the other side's lines.
+    for eid, rel in (history or _history(brain))().ledger.items():
+        where.setdefault(eid, (rel, 1))
     unparsed = _unparsed_ids(brain) if where.keys() - here.keys() else set()
     if where.keys() - here.keys() - unparsed:
         problems += _unaccounted(brain, where, here, (history or _history(brain))(), unparsed)
@@ -231,7 +236,8 @@ def _unaccounted(
                 rel,
                 line,
                 f"{eid} is lost: not in the tree, behind no summary's from= and on no commit's"
-                f" Dropped line{why}; `pamd expand {eid}` shows it from history",
+                f" Dropped line{why}; `pamd expand {eid}` shows it from history,"
+                f" `pamd sync --repair` puts it back",
             )
         )
     return problems

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pamd.core.entry import parse_time
@@ -37,6 +37,9 @@ class Chunk:
     importance: float | None = None
     embed: str | None = None  # what the embedder reads when not `text` ([index] dense_context)
     own: tuple[int, int] | None = None  # where `text` is in `embed` (characters); None: all of it
+    # A raw leaf's neighbours in the file that last held it raw (recall.deep.Lookup.around):
+    # the dense side reads it among them, as it read the raw entry, not among its fellow leaves.
+    around: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def hash(self) -> str:
@@ -132,11 +135,14 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
                                     (e.id,), e.ts, e.importance))
                 if e.sources and leaves is not None:
                     seen = set()
+                    around = getattr(leaves, "around", None)
                     for raw_id, ts, role, raw in leaves(e):
                         if raw not in seen:  # the same words twice cite the same lines once
                             seen.add(raw)
                             chunks.append(Chunk(path, e.line_start, e.line_end, tier, f"{role}: {raw}",
-                                                (e.id, raw_id), _time(ts), e.importance))
+                                                (e.id, raw_id), _time(ts), e.importance,
+                                                around=around(raw_id) if around and raw_id.startswith("e-")
+                                                else None))
             else:
                 m = HEADER_RE.match(line)
                 rest = _strip_quote(body[a + 2:end_b]) if end_b > a + 2 else ""
@@ -190,6 +196,15 @@ def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
             runs[-1].append(i)
     for run in runs[1:]:  # leaves in the order they were said (as store._link_neighbours)
         run.sort(key=lambda i: (chunks[i].ts is None, chunks[i].ts.timestamp() if chunks[i].ts else 0.0, i))
+    for run in runs[1:]:  # a leaf whose raw neighbours are known is read among them instead
+        for i in [i for i in run if chunks[i].around is not None]:
+            run.remove(i)
+            before, after = chunks[i].around
+            ctx = [t[:CONTEXT_CHARS] for t in before[max(0, len(before) - n):]] + [chunks[i].text[:EMBED_CHARS]] + \
+                [t[:CONTEXT_CHARS] for t in after[:n]]
+            if len(ctx) > 1:
+                at = sum(len(x) + 1 for x in ctx[:min(n, len(before))])
+                out[i] = replace(chunks[i], embed="\n".join(ctx), own=(at, at + len(chunks[i].text[:EMBED_CHARS])))
     for run in runs:
         for j, i in enumerate(run):
             lo, hi = max(0, j - n), j + n + 1

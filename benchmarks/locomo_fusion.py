@@ -105,6 +105,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--C", type=float, default=0.1)
     p.add_argument("--rerank", type=int, default=0, metavar="N",
                    help="fit fusion.RERANK_WEIGHTS: the cross-encoder scores the first N")
+    p.add_argument("--intercept", action="store_true",
+                   help="fit only the intercepts of the shipped fusion.WEIGHTS and MAXSIM_WEIGHTS "
+                        "(weights held fixed): fusion.INTERCEPT, fusion.MAXSIM_INTERCEPT")
     p.add_argument("--no-maxsim", action="store_true",
                    help="leave out the maxsim feature (fit WEIGHTS / RERANK_WEIGHTS)")
     args = p.parse_args(argv)
@@ -127,6 +130,8 @@ def main(argv: list[str]) -> int:
             Xs.append(X)
             ys.append(y)
     X, y = np.concatenate(Xs), np.concatenate(ys)
+    if args.intercept:
+        return print_intercepts(X, y)
     mu, sd = X.mean(0), X.std(0)
     sd[sd == 0] = 1.0
     w, _ = logistic((X - mu) / sd, y, args.C)
@@ -139,6 +144,33 @@ def main(argv: list[str]) -> int:
     for name, v in zip(names, raw, strict=True):
         print(f"    {v: .4f},  # {name}")
     print("])")
+    return 0
+
+
+def print_intercepts(X: np.ndarray, y: np.ndarray) -> int:
+    """The intercept b that makes sigmoid(w·x + b) calibrated for the shipped w (Newton, 1-D),
+    and how well: per band of predicted probability, the share of candidates holding evidence."""
+    from pamd.recall import fusion
+
+    base = len(fusion.FEATURES)
+    tables = [("INTERCEPT", fusion.WEIGHTS, X[:, :base])]
+    if X.shape[1] > base:
+        tables.append(("MAXSIM_INTERCEPT", fusion.MAXSIM_WEIGHTS, X[:, :base + 1]))
+    for name, w, Xc in tables:
+        s, b = Xc @ w, 0.0
+        for _ in range(100):
+            p = 1.0 / (1.0 + np.exp(-(s + b)))
+            step = (p - y).sum() / max((p * (1 - p)).sum(), 1e-12)
+            b -= step
+            if abs(step) < 1e-10:
+                break
+        p = 1.0 / (1.0 + np.exp(-(s + b)))
+        print(f"{name} = {b:.4f}")
+        for lo in np.arange(0.0, 1.0, 0.1):
+            m = (p >= lo) & (p < lo + 0.1)
+            if m.any():
+                print(f"#   p {lo:.1f}-{lo + 0.1:.1f}: {int(m.sum())} candidates, {y[m].mean():.3f} with evidence",
+                      file=sys.stderr)
     return 0
 
 

@@ -137,7 +137,9 @@ def test_for_embedding_takes_a_summary_s_leaves_in_the_order_they_were_said():
 
 
 def test_for_embedding_cuts_long_texts_and_long_neighbours_but_never_what_is_searched():
-    from pamd.recall.chunks import CONTEXT_CHARS, EMBED_CHARS, Chunk, for_embedding
+    from pamd.recall.chunks import ALONE_CHARS, CONTEXT_CHARS, EMBED_CHARS, Chunk, for_embedding
+
+    assert CONTEXT_CHARS <= ALONE_CHARS <= EMBED_CHARS
 
     long = "tool: " + "".join(f"line {i} of a long tool output\n" for i in range(400))
     assert len(long) > 4 * EMBED_CHARS
@@ -149,7 +151,7 @@ def test_for_embedding_cuts_long_texts_and_long_neighbours_but_never_what_is_sea
     assert [c.embed for c in alone] == [None, long[:EMBED_CHARS], None, ("# Notes\n" + long)[:EMBED_CHARS]]
     ctx = for_embedding(cs, 1)
     assert ctx[0].embed == "user: run the tests\n" + long[:CONTEXT_CHARS]
-    assert ctx[1].embed == f"user: run the tests\n{long[:EMBED_CHARS]}\nassistant: 3 failed"
+    assert ctx[1].embed == long[:EMBED_CHARS] and ctx[1].own is None  # long enough to stand alone
     assert ctx[2].embed == long[:CONTEXT_CHARS] + "\nassistant: 3 failed"
     assert ctx[3].embed == ("# Notes\n" + long)[:EMBED_CHARS]
     # BM25, the hit's text and its lines still see everything

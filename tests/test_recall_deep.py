@@ -66,10 +66,12 @@ def test_recall_expand_puts_the_matched_leaf_first_marked_then_time_order_and_ca
     assert rest and times == sorted(times)
     code, out, _ = brain("recall", q, "--expand", "-k", "1", "--no-log")
     lines = out.splitlines()
+    lines = lines[:1] + [ln for ln in lines if ln.startswith(("    * ", "      "))]  # after the snippet
     assert code == 0 and lines[1].startswith(f"    * {raw} ")
     assert all(ln.startswith("      e-") for ln in lines[2:])
     monkeypatch.setattr(cmd, "EXPAND_LINES", 2)
     lines = brain("recall", q, "--expand", "-k", "1", "--no-log")[1].splitlines()
+    lines = lines[:1] + [ln for ln in lines if ln.startswith(("    * ", "      "))]
     summaries = [i for i in top["ids"] if i.startswith("s-")]
     assert len(lines) == 4 and lines[1].startswith(f"    * {raw} ")
     from datetime import datetime

@@ -112,9 +112,10 @@ def test_a_joined_hit_shows_the_chunk_that_matched_first(tmp_path, capsys):
     assert top["text"].startswith("user: " + SHARDS[2][1]), top["text"]
     assert top["ids"][0] == top["matched"][0] == entries(SHARDS)[2].id
     assert main(["recall", "--brain", str(brain), "--no-log", "-k", "3", "kestrel3q"]) == 0
-    line = capsys.readouterr().out.splitlines()[0]
-    assert line.split("  ", 2)[2].startswith("user: We decided that the warehouse shard for region r3x "
-                                              "lives on host kestrel3q"), line
+    head, snippet = capsys.readouterr().out.splitlines()[:2]
+    assert f"{top['ids'][0]} · " in head and " · user · " in head, head
+    assert snippet.startswith("    We decided that the warehouse shard for region r3x lives on host kestrel3q"), \
+        snippet
 
 
 def test_hit_lines_zero_gives_one_chunk_per_hit(tmp_path, capsys):

@@ -6,14 +6,14 @@ import argparse
 import json
 import sys
 
-HELP = "search the brain: each hit as `path:start-end  score  text`"
+HELP = "search the brain: each hit as `path:start-end  relevance  id · time · role · tier` and a snippet"
 EXAMPLE = """
 pamd recall 'when do we deploy v2'
 pamd recall -k 5 --tier L0 --tier L1 --since 2026-11-01 'деплой'
-pamd recall --json 'ship friday' | jq '.[0].path'
+pamd recall --exact ensure_worker          # every entry holding the identifier, newest first
+pamd recall --json 'ship friday' | jq '.[0].location'
 """
 
-WIDTH = 160
 EXPAND_LINES = 20  # raw messages shown per hit by --expand; the rest: `pamd expand`
 
 
@@ -27,7 +27,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until", metavar="ISO",
                    help="only entries at or before this time; a date alone means the end of that day (UTC)")
     p.add_argument("--json", action="store_true",
-                   help="JSON list of {path, lines, score, ids, tier, ts, text}")
+                   help="JSON list of hits: {id, summary, role, ts, tier, path, lines, location, relevance, "
+                        "score, mode, snippet, ids, matched, text} (docs/recall.md)")
+    m = p.add_mutually_exclusive_group()
+    m.add_argument("--exact", action="store_true",
+                   help="every entry holding the query as written (a whole identifier), newest first; "
+                        "a query of one identifier (snake_case, CamelCase, a.dotted.path, --flag) is "
+                        "looked up this way first unless --ranked")
+    m.add_argument("--ranked", action="store_true", help="rank by meaning and words even for an identifier")
     p.add_argument("--expand", action="store_true",
                    help=f"also show the raw messages behind summary hits (via provenance): those the "
                         f"query matched first, marked *, then, in time order, those said nearest them, "
@@ -53,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
             brain, " ".join(args.query), k=args.k, tiers=tuple(args.tier),
             since=_time(args.since, "--since"), until=_time(args.until, "--until", end_of_day=True),
             now=args.now, log=args.log, progress=progress,
+            mode="exact" if args.exact else "ranked" if args.ranked else "auto",
         )
     finally:
         progress.done()  # an error starts on a line of its own
@@ -77,13 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print("no hits")
         return 0
     for h in hits:
-        text = " ".join(h.text.split())
-        leaves = [i for i in h.ids if i not in h.entries]
-        if leaves:  # matched raw words a summary compressed away (deep recall)
-            text = f"[via {', '.join(leaves[:2])}{'…' if len(leaves) > 2 else ''} behind the summary] {text}"
-        if len(text) > WIDTH:
-            text = text[: WIDTH - 1] + "…"
-        print(f"{h.path}:{h.start}-{h.end}  {h.score:.4f}  {text}")
+        print(h.to_text())
         x = expanded.get(h.label)
         if x is None:
             continue
@@ -97,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"      {line}")
         if len(rest) < len(x.rest):
             print(f"      … {len(x.rest) - len(rest)} more (pamd expand {' '.join(x.summaries)})")
+    if hits.mode == "exact" and hits.total > len(hits):
+        print(f"… {hits.total - len(hits)} more entries hold it (-k {hits.total} shows them all)")
     return 0
 
 

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
-from pamd.recall import store
+from pamd.recall import exact, store
 from pamd.recall.embed import Background, Embedder, load, query_pass
 from pamd.recall.lexical import searchable
-from pamd.recall.search import Filters, Hit, search
+from pamd.recall.search import Filters, search
 from pamd.recall.sources import TIERS
 
 MAX_QUERY = 4000
@@ -23,6 +23,16 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Open indexes by state dir: a long-lived caller (benchmarks, a future `pamd serve`)
 # keeps the loaded graph between queries; a CLI process uses it once.
 _OPEN: dict[str, store.Index] = {}
+
+
+class Hits(list):
+    """The hits of one recall, best first (ranked) or newest first (exact), with the mode that
+    found them and, for exact mode, how many entries hold the term in all (beyond k)."""
+
+    def __init__(self, hits=(), mode: str = "ranked", total: int | None = None) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.total = len(self) if total is None else total
 
 
 def embedder_for(config: dict) -> Embedder:
@@ -59,9 +69,12 @@ def close(brain) -> None:
 def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
            since: datetime | None = None, until: datetime | None = None,
            now: datetime | None = None, embedder: Embedder | None = None,
-           log: bool = True, progress=None) -> list[Hit]:
+           log: bool = True, progress=None, mode: str = "auto") -> Hits:
     """The k best hits for `query`, refreshing a stale index first; logs each hit (not synapse/).
 
+    `mode`: "ranked" (BM25 + dense, fused), "exact" (every entry holding the query as a whole
+    identifier, newest first: recall.exact) or "auto" (exact when the query is one
+    identifier-like token and some entry holds it, else ranked).
     progress(done, total) is called as the refresh embeds new chunks, if it does."""
     # argv carries bytes that are not UTF-8 as lone surrogates (surrogateescape): they
     # become U+FFFD, as `pamd remember` stores them, so the log, the reranker and the
@@ -81,23 +94,35 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         raise PamdError(f"unknown tier {bad[0]!r}", f"use one of: {', '.join(TIERS)}")
     if since and until and since > until:
         raise PamdError("--since is after --until", "swap them")
+    if mode not in ("auto", "ranked", "exact"):
+        raise PamdError(f"unknown recall mode {mode!r}", "use auto, ranked or exact")
+    term = query.strip("`'\"") if mode == "exact" else exact.identifier(query) if mode == "auto" else None
+    if mode == "exact" and not term:
+        raise PamdError("no term to look for", "name it, e.g. pamd recall --exact ensure_worker")
     emb = embedder or embedder_for(brain.config)
     # The query's vector does not depend on the index: embed it while the index is checked
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
     dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
-    qvec = Background(query_pass, emb, query) if dense and getattr(emb, "concurrent", False) else None
+    qvec = Background(query_pass, emb, query) if dense and mode != "exact" and getattr(emb, "concurrent", False) \
+        else None
     try:
         with store.lock(brain.state_dir):
             key = str(brain.state_dir)
             _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
                                    progress=progress, idx=_OPEN.pop(key, None))
             flt = Filters(tuple(tiers), since, until)
+            hits = Hits()
+            if term:
+                found, total = exact.find(idx, term, k, tuple(tiers), since, until)
+                if found or mode == "exact":
+                    hits = Hits(found, "exact", total)
             try:
-                hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+                if hits.mode != "exact":
+                    hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
             except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
                 idx.wipe()
                 _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
-                hits = search(idx, emb, query, k, brain.config, flt, now, qvec)
+                hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
             _OPEN[key] = idx
     finally:
         # search() returns early without the query's vector when a filter leaves nothing
@@ -114,7 +139,8 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         # entries share ids with this brain's own (a clone, the same message ingested),
         # and the fold would myelinate those. It is read-only here, and myelinates at its source.
         own = [h for h in hits if h.tier != "synapse"]
-        ids = [i for h in own for i in h.matched]
-        leaves = [pair for h in own for pair in h.leaves]
+        # once each: ten leaves of one summary are ten hits, and one recall of the summary
+        ids = list(dict.fromkeys(i for h in own for i in h.matched))
+        leaves = list(dict.fromkeys(pair for h in own for pair in h.leaves))
         recall_log.append(brain.state_dir, ids, query, now or datetime.now(UTC), leaves=leaves)
     return hits

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pamd.core.entry import parse_time
@@ -37,6 +37,9 @@ class Chunk:
     importance: float | None = None
     embed: str | None = None  # what the embedder reads when not `text` ([index] dense_context)
     own: tuple[int, int] | None = None  # where `text` is in `embed` (characters); None: all of it
+    # A raw leaf's neighbours in the file that last held it raw (recall.deep.Lookup.around):
+    # the dense side reads it among them, as it read the raw entry, not among its fellow leaves.
+    around: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def hash(self) -> str:
@@ -132,11 +135,14 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
                                     (e.id,), e.ts, e.importance))
                 if e.sources and leaves is not None:
                     seen = set()
+                    around = getattr(leaves, "around", None)
                     for raw_id, ts, role, raw in leaves(e):
                         if raw not in seen:  # the same words twice cite the same lines once
                             seen.add(raw)
                             chunks.append(Chunk(path, e.line_start, e.line_end, tier, f"{role}: {raw}",
-                                                (e.id, raw_id), _time(ts), e.importance))
+                                                (e.id, raw_id), _time(ts), e.importance,
+                                                around=around(raw_id) if around and raw_id.startswith("e-")
+                                                else None))
             else:
                 m = HEADER_RE.match(line)
                 rest = _strip_quote(body[a + 2:end_b]) if end_b > a + 2 else ""
@@ -159,24 +165,30 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
 
 
 # What the dense side reads of one chunk, at most: the head of a long tool output or a
-# pasted file says what it is, and e5 was trained on 512 tokens (~1,500 characters of
-# code). The rest would cost embedding time — a real Claude Code session holds 2.5x
-# the characters of its first 1,500 per entry — and stays searchable through BM25.
-EMBED_CHARS = 1500
+# pasted file says what it is. The rest would cost embedding time (an agent's session
+# is mostly tool calls and their output) and stays searchable through BM25.
+EMBED_CHARS = 768
 # Of each neighbour embedded with a chunk ([index] dense_context): what the turn answers.
-CONTEXT_CHARS = 600
+CONTEXT_CHARS = 512
+# A chunk this long says what it is about on its own (a tool call, its output, a pasted
+# file): it is embedded alone. Context is for the short turns of a dialogue ("yes, do
+# it"), and every turn of such a dialogue (LoCoMo's longest is under 500 characters)
+# is read exactly as before.
+ALONE_CHARS = 512
 
 
 def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
-    """What each chunk's vector is made of: its text, cut to EMBED_CHARS, and, when n > 0,
-    the entries up to n before and after it in the file, each cut to CONTEXT_CHARS.
+    """What each chunk's vector is made of: its text, cut to EMBED_CHARS, and, when n > 0
+    and the chunk is shorter than ALONE_CHARS, the entries up to n before and after it in
+    the file, each cut to CONTEXT_CHARS.
 
     Dialogue turns answer each other: "what did X do?" is often answered by a reply
     whose own words never name X. Only the dense side reads this (`embed`); BM25,
     the searchable text and the lines stay the chunk's own. The raw leaves of a
-    summary (recall.deep) are embedded with the leaves next to them, in the order
-    they were said: the turns they were embedded with when they were raw, so their
-    vectors usually come from the cache. Plain sections keep their own text.
+    summary (recall.deep) are embedded with the neighbours they had in the file that
+    last held them raw (`around`), so their vectors come from the cache; a leaf whose
+    neighbours are not known, with the leaves next to it, in the order they were said.
+    Plain sections keep their own text.
     """
     out = [c if len(c.text) <= EMBED_CHARS else replace(c, embed=c.text[:EMBED_CHARS])
            for c in chunks]
@@ -190,14 +202,30 @@ def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
             runs[-1].append(i)
     for run in runs[1:]:  # leaves in the order they were said (as store._link_neighbours)
         run.sort(key=lambda i: (chunks[i].ts is None, chunks[i].ts.timestamp() if chunks[i].ts else 0.0, i))
+    for run in runs[1:]:  # a leaf whose raw neighbours are known is read among them instead
+        for i in [i for i in run if chunks[i].around is not None]:
+            run.remove(i)
+            before, after = chunks[i].around
+            got = _in_context(chunks[i].text, list(before[max(0, len(before) - n):]), list(after[:n]))
+            if got:
+                out[i] = replace(chunks[i], embed=got[0], own=got[1])
     for run in runs:
+        texts = [chunks[t].text for t in run]
         for j, i in enumerate(run):
-            lo, hi = max(0, j - n), j + n + 1
-            ctx = [chunks[t].text[:EMBED_CHARS if t == i else CONTEXT_CHARS] for t in run[lo:hi]]
-            if len(ctx) > 1:
-                at = sum(len(x) + 1 for x in ctx[:j - lo])
-                out[i] = replace(chunks[i], embed="\n".join(ctx), own=(at, at + len(ctx[j - lo])))
+            got = _in_context(texts[j], texts[max(0, j - n):j], texts[j + 1:j + 1 + n])
+            if got:
+                out[i] = replace(chunks[i], embed=got[0], own=got[1])
     return out
+
+
+def _in_context(text: str, before: list[str], after: list[str]) -> tuple[str, tuple[int, int]] | None:
+    """(what is embedded, where the chunk's own words are in it) for a chunk read among its
+    neighbours; None when it is embedded alone (no neighbour, or long enough to stand alone)."""
+    if len(text) >= ALONE_CHARS or not (before or after):
+        return None
+    ctx = [t[:CONTEXT_CHARS] for t in before] + [text[:EMBED_CHARS]] + [t[:CONTEXT_CHARS] for t in after]
+    at = sum(len(x) + 1 for x in ctx[:len(before)])
+    return "\n".join(ctx), (at, at + len(ctx[len(before)]))
 
 
 def _blocks(tokens) -> list[tuple[str, int, int]]:

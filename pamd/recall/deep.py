@@ -26,6 +26,7 @@ them), so `pamd index` on a clone reproduces the same index.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 from collections.abc import Iterable
@@ -57,6 +58,11 @@ def _open(path: Path) -> sqlite3.Connection:
         # The text pamd gave each summary when it made it: a summary whose text in the
         # tree differs when it is compressed was corrected by a person (see module doc).
         db.execute("CREATE TABLE IF NOT EXISTS made (summary TEXT PRIMARY KEY, text TEXT)")
+        # A raw leaf's conversation as it was in the last tree that held it raw: the entries
+        # before and after it in its file (JSON lists of `role: text`, file order; NULL: not
+        # known). The index embeds the leaf with them, exactly as it embedded the raw entry
+        # there, so a compaction finds its vectors in the cache instead of embedding again.
+        db.execute("CREATE TABLE IF NOT EXISTS around (raw TEXT PRIMARY KEY, prev TEXT, next TEXT)")
     except sqlite3.DatabaseError:
         db.close()
         raise
@@ -95,11 +101,43 @@ def _leaf(e: Entry) -> Leaf:
     return (e.id, fmt_time(e.ts), e.role, e.text)
 
 
+# Neighbours kept on each side of a raw leaf (the index uses `[index] dense_context` of them).
+AROUND = 3
+AROUND_CHARS = 1500
+Around = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def neighbours(entries: Iterable[Entry], ids: set[str]) -> dict[str, Around]:
+    """For each raw entry of `ids`, the entries said before and after it in its file (up to
+    AROUND a side, file order), as the index's chunks read them (`role: text`)."""
+    by_path: dict[str, list[Entry]] = {}
+    for e in entries:
+        if e.path:
+            by_path.setdefault(e.path, []).append(e)
+    out: dict[str, Around] = {}
+    for run in by_path.values():
+        run.sort(key=lambda e: e.line_start)
+        texts = [f"{e.role}: {e.text}"[:AROUND_CHARS] for e in run]
+        for i, e in enumerate(run):
+            if e.id in ids and not e.sources:
+                out[e.id] = (tuple(texts[max(0, i - AROUND):i]), tuple(texts[i + 1:i + 1 + AROUND]))
+    return out
+
+
+def _put_around(db: sqlite3.Connection, found: dict[str, Around | None]) -> None:
+    db.executemany("INSERT OR REPLACE INTO around VALUES (?,?,?)",
+                   [(rid, json.dumps(list(a[0])) if a else None, json.dumps(list(a[1])) if a else None)
+                    for rid, a in found.items()])
+
+
 def record(state_dir: Path, summaries: Iterable[Entry], known: dict[str, Entry]) -> None:
     """Called by compaction with the summaries it just wrote and every entry it read."""
+    summaries = list(summaries)
     db = _connect(state_dir)
     try:
         with db:
+            raw = {src for s in summaries for src in s.sources if src in known and not known[src].sources}
+            _put_around(db, dict(neighbours(known.values(), raw)))
             for s in summaries:
                 _put_made(db, s.id, s.text)
                 leaves: list[Leaf] = []
@@ -161,19 +199,39 @@ class Lookup:
                     _put(self.db, summary.id, got)
         return got or []
 
+    def around(self, raw: str) -> Around | None:
+        """The leaf's neighbours in the last tree that held it raw (cached; else read from
+        history once); None when not known (then the index embeds it among its fellow leaves)."""
+        row = self.db.execute("SELECT prev, next FROM around WHERE raw=?", (raw,)).fetchone()
+        if row is not None:
+            return (tuple(json.loads(row[0])), tuple(json.loads(row[1]))) if row[0] is not None else None
+        got = self._around_from_history(raw)
+        with self.db:
+            _put_around(self.db, {raw: got})
+        return got
+
+    def _around_from_history(self, raw: str) -> Around | None:
+        """From the parent of the newest commit that took `raw` out of a file: the tree it
+        was last in, raw (a compaction's parent, as the compaction read it)."""
+        try:
+            self._open_history()
+            h = self._history
+            h._scan()
+            for pos, path, delta, _ in h.touches.get(raw, ()):
+                if delta < 0:
+                    parent = h.parent(h.order[pos])
+                    doc = h._doc(parent, path) if parent else None
+                    return neighbours(doc[1], {raw}).get(raw) if doc else None
+        except Exception:  # noqa: BLE001 - a cache: the leaf is still indexed, among its fellow leaves
+            return None
+        return None
+
     def _from_history(self, sid: str) -> list[Leaf] | None:
         """The leaves of `sid` read from history; None (not cached) when a shallow clone lacks them."""
-        from pamd.consolidate.provenance import History, expand_ids
-        from pamd.edge.brain import Brain
+        from pamd.consolidate.provenance import expand_ids
         from pamd.errors import PamdError
 
-        if self._brain is None:
-            self._brain = Brain(self.root)
-            self._history = History(self._brain)
-            try:
-                self._history.in_tree(set())  # the tree loads: no malformed header, no duplicate id
-            except PamdError as exc:
-                self.why = exc
+        self._open_history()
         if self.why is not None:  # the person can fix it: no answer, so nothing cached
             self.unread += 1
             return None
@@ -194,6 +252,19 @@ class Lookup:
                 _put_made(self.db, f.entry.id, f.made)
         return [_leaf(f.entry) for f in found
                 if not f.entry.sources or (f.depth and f.made is not None and corrected(f.entry.text, f.made))]
+
+    def _open_history(self) -> None:
+        from pamd.consolidate.provenance import History
+        from pamd.edge.brain import Brain
+        from pamd.errors import PamdError
+
+        if self._brain is None:
+            self._brain = Brain(self.root)
+            self._history = History(self._brain)
+            try:
+                self._history.in_tree(set())  # the tree loads: no malformed header, no duplicate id
+            except PamdError as exc:
+                self.why = exc
 
     def close(self) -> None:
         self.db.close()

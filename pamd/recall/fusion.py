@@ -246,3 +246,27 @@ def scores(cand: list[int], X: np.ndarray, weights: np.ndarray | None = None) ->
     s = X @ (weights_for(X) if weights is None else weights)
     s = np.exp(s - s.max())
     return dict(zip(cand, s.tolist(), strict=True))
+
+
+# The intercepts of WEIGHTS and MAXSIM_WEIGHTS: fitted with the weights held fixed, on the
+# same rows as they were (benchmarks/locomo_fusion.py fit --intercept), so that
+# sigmoid(w·x + b) is the model's probability that a candidate holds evidence.
+INTERCEPT = -9.4589
+MAXSIM_INTERCEPT = -7.5099
+
+
+def relevance(cand: list[int], X: np.ndarray) -> dict[int, float]:
+    """label -> the calibrated probability, in [0, 1], that the candidate answers the query.
+
+    Not relative to the query's best candidate (as `scores` is), so a hit's relevance can be
+    compared across queries. It reads the nine features (and maxsim) only: with the
+    cross-encoder's three the order changes, not the probability.
+    """
+    if not cand:
+        return {}
+    base = len(FEATURES)
+    n = base + 1 if X.shape[1] in (base + 1, base + 1 + len(RERANK_FEATURES)) else base
+    w, b = (MAXSIM_WEIGHTS, MAXSIM_INTERCEPT) if n == base + 1 else (WEIGHTS, INTERCEPT)
+    s = X[:, :n] @ w + b
+    p = 1.0 / (1.0 + np.exp(-s))
+    return dict(zip(cand, p.tolist(), strict=True))

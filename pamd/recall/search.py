@@ -20,46 +20,19 @@ path:line, so equal scores order the same way in every rebuild.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 
 from pamd.recall import fusion, maxsim, rerank
 from pamd.recall.embed import Background, Embedder, query_pass
+from pamd.recall.hit import Hit, snippet, split_role
 from pamd.recall.lexical import _WORD, _idf, bm25, coverage, file_rank, tokenize
 from pamd.recall.sources import TIERS
 from pamd.recall.store import Index
 
 CANDIDATES = 100
-
-
-@dataclass
-class Hit:
-    path: str
-    start: int
-    end: int
-    score: float
-    tier: str
-    ids: list[str]
-    text: str
-    ts: str | None = None
-    label: int = field(default=-1, repr=False)
-    # The brain entries the hit covers; `ids` adds the raw leaves of summaries that
-    # matched (recall.deep), which are in history, not the tree.
-    entries: list[str] = field(default_factory=list, repr=False)
-    # Those of `entries` the query matched (a recall counts for these): the hit's best
-    # chunk and any other that ranked in the plain top k, not the neighbours that hit
-    # shaping (`hit_lines`) joined to it for context.
-    matched: list[str] = field(default_factory=list, repr=False)
-    # (summary, raw leaf) for each matched summary whose best chunk was a leaf behind it:
-    # the recall log keeps them so PRELOAD can show what was recalled, not the summary's words.
-    leaves: list[tuple[str, str]] = field(default_factory=list, repr=False)
-
-    def as_json(self) -> dict:
-        return {"path": self.path, "lines": [self.start, self.end], "score": round(self.score, 6),
-                "ids": self.ids, "matched": self.matched, "tier": self.tier, "ts": self.ts,
-                "text": self.text}
 
 
 @dataclass
@@ -115,11 +88,14 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         if mine is not None:  # read by lists() unless it raised: joined on every way out
             mine.wait()
     rows = ls.rows
+    # The learned model's features serve both ways of fusing: its calibrated probability is
+    # each hit's `relevance`, comparable across queries (fusion.relevance).
+    rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
+    cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, query, ls), ls.lex_top,
+                              ls.dense_top, ls.sims, cols, rows, query, idx.files())
+    X = with_maxsim(idx, cand, X, ls.qtok)
+    relevance = fusion.relevance(cand, X)
     if learned:
-        rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
-        cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, query, ls), ls.lex_top,
-                                  ls.dense_top, ls.sims, cols, rows, query, idx.files())
-        X = with_maxsim(idx, cand, X, ls.qtok)
         fused = _reranked(cand, X, rows, query, int(ix.get("rerank", 0))) or fusion.scores(cand, X)
     else:
         fused = {}
@@ -141,12 +117,14 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2], skey[kv[0]]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one
     # place, one candidate, ranked by its best chunk; the others only lend their ids.
-    first: dict[tuple[str, int, int], int] = {}
+    first: dict[tuple[str, int, int, str | None], int] = {}
     same: dict[int, list[int]] = {}
     places: list[int] = []
     for lb, _ in ranked:
         r = rows[lb]
-        loc = (r[1], r[2], r[3])
+        # a raw leaf is a place of its own (a hit about that message, at the summary's lines):
+        # a brain compressed to a few summaries still answers k hits, not k leaves in one
+        loc = (r[1], r[2], r[3], _leaf(r))
         if loc in first:
             same[first[loc]].append(lb)
         else:
@@ -158,7 +136,8 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
         groups = [[lb] for lb in places[:k]]
     else:
         spans = {lb: (rows[lb][2], rows[lb][3]) for lb in places}
-        groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k)
+        solo = {lb for lb in places if _leaf(rows[lb])}
+        groups = shape(places, spans, cols["prev"], cols["next"], k, per_hit * k, solo)
     lent = lenders(groups, same, {lb: i for i, (lb, _) in enumerate(ranked)}, k)
     plain = set(places[:k])  # what would have been hits with one chunk per hit
     hits = []
@@ -187,8 +166,24 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
                 ids += [i for i in own if i not in ids]
         text = "\n".join(rows[lb][8] for lb in order)
         hits.append(Hit(path, rows[g[0]][2], rows[g[-1]][3], fused[best], tier, ids, text,
-                        _iso(ts) if ts is not None else None, best, entries, matched, leaves))
+                        _iso(ts) if ts is not None else None, best, entries, matched, leaves,
+                        **about(rows[best], query), relevance=relevance.get(best, 0.0)))
     return hits
+
+
+def _leaf(row: tuple) -> str | None:
+    """The raw leaf's id of a chunk that stands for one behind a summary (recall.deep), else None."""
+    ids = row[7].split(",") if row[7] else []
+    return ids[1] if len(ids) == 2 else None
+
+
+def about(row: tuple, query: str, exact: str | None = None) -> dict:
+    """The hit's id, summary, role and snippet, from its best chunk's row."""
+    ids = [i for i in row[7].split(",") if i] if row[7] else []
+    leaf = ids[1] if len(ids) == 2 else None
+    role, said = split_role(row[8], bool(ids))
+    return {"id": leaf or (ids[0] if ids else None), "summary": ids[0] if leaf else None,
+            "role": role, "snippet": snippet(said, query, exact=exact)}
 
 
 def _reranked(cand: list[int], X: np.ndarray, rows: dict[int, tuple], query: str,
@@ -384,7 +379,7 @@ def query_cover(idx: Index, query: str, ls: Lists) -> np.ndarray:
 
 
 def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray,
-          nxt: np.ndarray, k: int, budget: float) -> list[list[int]]:
+          nxt: np.ndarray, k: int, budget: float, solo: set[int] = frozenset()) -> list[list[int]]:
     """Ranked chunks -> at most k hits, each a run of adjacent chunks of one file, in file order.
 
     Candidates are taken best first. One next to a hit already chosen (the turn
@@ -404,7 +399,8 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     _link_neighbours), and a summary's place holds its raw leaves too (recall.deep): the
     ranked chunk standing for a place may be any of them, and which one represents it
     depends on the order they were indexed in. So a join compares places: a chunk's own
-    place is the one its neighbour points back at.
+    place is the one its neighbour points back at. A chunk in `solo` (a raw leaf behind a
+    summary, a hit about that message) neither joins a hit nor is joined by one.
     """
     groups: list[list[int]] = []
     used = 0
@@ -423,7 +419,9 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     def place(lb: int, cap: float) -> None:
         nonlocal used
         me = rep(lb)
-        for g in groups:
+        for g in groups if lb not in solo else ():
+            if g[0] in solo:
+                continue
             if nxt[g[-1]] == me or prev[g[0]] == me:
                 ng = g + [lb] if nxt[g[-1]] == me else [lb] + g
                 extra = span(ng) - span(g)

@@ -599,7 +599,11 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     dead: list[int] = []
     deep = Lookup(root, state_dir, again=force) if config.get("index", {}).get("deep", True) else None
     try:
-        for rel, tier, text in changed:
+        for n_file, (rel, tier, text) in enumerate(changed):
+            # a clone reads its summaries' leaves from history here (a progress(done, total,
+            # what) that says it takes the step's name is told of this step too)
+            if getattr(progress, "phases", False) and len(changed) > 1:
+                progress(n_file, len(changed), "reading files")
             old = {key: label for label, key in
                    db.execute("SELECT label, key FROM chunks WHERE path=? AND alive=1", (rel,))}
             before = deep.unread if deep is not None else 0

@@ -65,10 +65,13 @@ def build(root: Path, warm: bool = True) -> MCPServer:
             description="only entries at or before this time (ISO 8601; a date alone: its end)")] = None,
         q: Annotated[str | None, Field(description="same as query")] = None,
         limit: Annotated[int | None, Field(description="same as k", ge=1, le=100)] = None,
+        exact: Annotated[bool, Field(
+            description="every entry holding the query as a whole identifier, newest first "
+                        "(a one-identifier query such as ensure_worker or SessionEnd does this by itself)")] = False,
     ) -> CallToolResult:
         """Search the agent's memory (every tier, meaning and exact words): hits with file:line, tier,
         time, ids and text, best first. Recalled memories are counted and grow stronger."""
-        return await call(tools.recall, query or q or "", limit or k, tier, since, until)
+        return await call(tools.recall, query or q or "", limit or k, tier, since, until, exact=exact)
 
     @server.tool(annotations=writes, title="Remember")
     async def remember(

@@ -17,7 +17,6 @@ from typing import Any
 
 from pamd.errors import PamdError
 
-SNIPPET = 600  # characters of a hit's text an agent reads; `expand` has the rest
 TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
 RECALL_HINT = ("Use `expand` with an id (s-…) or path:line to read the raw messages behind a summary; "
                "`touch` an id whose memory you used.")
@@ -64,29 +63,27 @@ def _tiers(tier: str | list[str] | None) -> tuple[str, ...]:
     return tuple(t.strip() for item in items for t in str(item).split(",") if t.strip())
 
 
-def _snip(text: str, n: int = SNIPPET) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
-
-
 def recall(root: Path, query: str, k: int = 10, tier: str | list[str] | None = None,
            since: str | None = None, until: str | None = None, now: datetime | None = None,
-           log: bool = True) -> Reply:
+           log: bool = True, exact: bool = False) -> Reply:
     from pamd.recall import api
 
     brain = open_brain(root)
     hits = api.recall(brain, query, k=k, tiers=_tiers(tier), since=_time(since, "since"),
-                      until=_time(until, "until", end_of_day=True), now=now_or_clock(now), log=log)
-    data = [h.as_json() for h in hits]
+                      until=_time(until, "until", end_of_day=True), now=now_or_clock(now), log=log,
+                      mode="exact" if exact else "auto")
+    data = [h.to_dict() for h in hits]
     if not hits:
         return Reply(f"No memory matches {query!r}. Try other words, or a wider tier/time range.",
                      {"query": query, "hits": []})
-    lines = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}, best first:"]
+    how = "entries holding it, newest first" if getattr(hits, "mode", "") == "exact" else "best first"
+    lines = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}, {how} "
+             "(path:lines  relevance 0-1  id · time · role · tier):"]
     for n, h in enumerate(hits, 1):
-        ids = ", ".join(h.entries[:3]) + ("…" if len(h.entries) > 3 else "")
-        lines.append(f"[{n}] {h.path}:{h.start}-{h.end} · {h.tier} · {h.ts or '-'} · score {h.score:.3f}"
-                     + (f" · {ids}" if ids else ""))
-        lines.append(f"    {_snip(h.text)}")
+        lines.append(f"[{n}] {h.to_text()}")
+    more = getattr(hits, "total", None)
+    if more and more > len(hits):
+        lines.append(f"… {more - len(hits)} more entries hold it (raise k)")
     lines.append(RECALL_HINT)
     return Reply("\n".join(lines), {"query": query, "hits": data})
 

@@ -74,8 +74,31 @@ def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int 
 
 
 def numbered(texts: list[str]) -> list[dict[str, Any]]:
-    """Summaries as pamd asks for them: each with its group's index."""
-    return [{"i": i, "summary": text} for i, text in enumerate(texts)]
+    """Summaries as pamd asks for them: each with its group's index, one fact citing the
+    first message of its group (SOURCE(i), which the stub fills in from the request)."""
+    return [{"i": i, "facts": [{"text": text, "sources": [source(i)]}]} for i, text in enumerate(texts)]
+
+
+def source(i: int) -> str:
+    """A placeholder the stub replaces with the id of group i's first message."""
+    return f"@@src{i}@@"
+
+
+SOURCE = re.compile(rb"@@src(\d+)@@")
+
+
+def fill_sources(data: bytes, request: StubRequest) -> bytes:
+    """Put the real entry ids in place of `source(i)` placeholders of a scripted answer."""
+    try:
+        groups = request.groups
+    except (KeyError, IndexError, TypeError, ValueError):
+        return data
+
+    def one(m: re.Match[bytes]) -> bytes:
+        i = int(m.group(1))
+        return groups[i]["messages"][0]["id"].encode() if i < len(groups) else b"e-unknown"
+
+    return SOURCE.sub(one, data)
 
 
 def error(status: int, api_status: str, message: str = "stub error", details=None) -> Reply:
@@ -156,9 +179,9 @@ class GeminiStub:
                     reply = stub.responder(request)
                 with stub._lock:
                     stub.replies.append(reply)
-                self._send(reply)
+                self._send(reply, request)
 
-            def _send(self, reply: Reply) -> None:
+            def _send(self, reply: Reply, request: StubRequest | None = None) -> None:
                 if reply.raw:
                     self.wfile.write(reply.raw)
                     self.wfile.flush()
@@ -168,6 +191,8 @@ class GeminiStub:
                     reply.body.encode() if isinstance(reply.body, str)
                     else json.dumps(reply.body).encode()
                 )
+                if request is not None:
+                    data = fill_sources(data, request)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json; charset=UTF-8")
                 self.send_header("Content-Length", str(len(data) + reply.cut))

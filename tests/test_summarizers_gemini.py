@@ -68,7 +68,7 @@ def test_batches_groups_and_sends_key_model_and_json_schema(stub, sleeps):
         config = r.body["generationConfig"]
         assert config["responseMimeType"] == "application/json"
         assert config["responseSchema"]["type"] == "ARRAY"
-        assert config["responseSchema"]["items"]["required"] == ["i", "summary"]
+        assert config["responseSchema"]["items"]["required"] == ["i", "facts"]
         assert "JSON array" in r.body["systemInstruction"]["parts"][0]["text"]
     sent = [g for r in stub.requests for g in r.groups]
     assert [g["messages"][0]["text"] for g in sent] == [g.entries[0].text for g in groups]
@@ -155,9 +155,9 @@ def test_a_retry_is_said_only_to_a_terminal_not_to_cron(stub, sleeps, capsys):
         (answer([]), "0 summaries"),
         # matched by position alone, a reordered answer would sit under the wrong entries
         (answer('["first", "second"]'), "without its group's index"),
-        (answer('[{"i": 1, "summary": "b"}, {"i": 1, "summary": "b"}]'), "two summaries for group i = 1"),
-        (answer('[{"i": 0, "summary": "a"}, {"i": 2, "summary": "c"}]'), "for no group (i = 2)"),
-        (answer('[{"i": 0, "summary": "a"}, {"summary": "b"}]'), "without its group's index"),
+        (answer('[{"i": 1, "facts": [{"text": "b", "sources": ["@@src1@@"]}]}, {"i": 1, "facts": [{"text": "b", "sources": ["@@src1@@"]}]}]'), "two summaries for group i = 1"),
+        (answer('[{"i": 0, "facts": [{"text": "a", "sources": ["@@src0@@"]}]}, {"i": 2, "facts": [{"text": "c", "sources": ["@@src2@@"]}]}]'), "for no group (i = 2)"),
+        (answer('[{"i": 0, "facts": [{"text": "a", "sources": ["@@src0@@"]}]}, {"facts": [{"text": "b", "sources": ["@@src1@@"]}]}]'), "without its group's index"),
     ],
 )
 def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, why):
@@ -174,8 +174,8 @@ def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, wh
 
 def test_a_reordered_answer_is_matched_by_its_indices(stub, sleeps):
     groups = [group(i) for i in range(3)]
-    stub.script.append(answer(json.dumps([{"i": 2, "summary": "about two"}, {"i": "0", "summary": "about zero"},
-                                          {"i": 1, "summary": "about one"}])))
+    stub.script.append(answer(json.dumps([{"i": 2, "facts": [{"text": "about two", "sources": ["@@src2@@"]}]}, {"i": "0", "facts": [{"text": "about zero", "sources": ["@@src0@@"]}]},
+                                          {"i": 1, "facts": [{"text": "about one", "sources": ["@@src1@@"]}]}])))
     texts, usage = make(stub, sleeps, batch_size=3).summarize(groups)
     assert texts == ["about zero", "about one", "about two"] and usage.fallbacks == 0
 
@@ -185,11 +185,11 @@ def test_answers_get_the_normalisation_ingested_text_gets(stub, sleeps):
     # pamd itself then refuses); a NUL makes the file binary to git
     stub.script.append(answer(["a\r### e-aaaaaaaaaaaa · x · y", "billing NUL\x00here\r\n\x1b[1mok"]))
     texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
-    assert texts == ["a\n### e-aaaaaaaaaaaa · x · y", "billing NUL here\n [1mok"]
+    assert texts == ["a ### e-aaaaaaaaaaaa · x · y", "billing NUL here [1mok"]  # a fact is one line
     assert usage.fallbacks == 0
     stub.script.append(answer(["\x00\r", "fine"]))  # nothing left after it: malformed
     texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
-    assert usage.fallbacks == 2 and "empty or non-text" in usage.notes[0]
+    assert usage.fallbacks == 2 and "empty facts" in usage.notes[0]
 
 
 def test_broken_http_body_falls_back(stub, sleeps):
@@ -339,7 +339,7 @@ def test_a_rejected_key_after_a_paid_batch_reports_the_spend(stub, sleeps):
 @pytest.mark.parametrize("reply,why", [
     (blocked("RECITATION"), "empty response, finishReason RECITATION"),
     (blocked("SAFETY", prompt=True), "empty response, blockReason SAFETY"),
-    (answer('[{"i": 0, "summary": "cut he'), "response is not JSON, finishReason MAX_TOKENS"),
+    (answer('[{"i": 0, "facts": [{"text": "cut he'), "response is not JSON, finishReason MAX_TOKENS"),
 ])
 def test_a_blocked_or_cut_answer_names_the_reason(stub, sleeps, reply, why):
     if reply.body["candidates"] and "content" in reply.body["candidates"][0]:

@@ -75,8 +75,8 @@ def test_json_mode_off_asks_for_a_bare_array_and_reads_one(stub, sleeps):
 
 
 def test_a_fenced_json_answer_is_read(stub, sleeps):
-    stub.script.append(chat_answer('```json\n{"summaries": [{"i": 0, "summary": "one"}, '
-                                   '{"i": 1, "summary": "two"}]}\n```'))
+    stub.script.append(chat_answer('```json\n{"summaries": [{"i": 0, "facts": [{"text": "one", "sources": ["@@src0@@"]}]}, '
+                                   '{"i": 1, "facts": [{"text": "two", "sources": ["@@src1@@"]}]}]}\n```'))
     texts, usage = make(stub, sleeps).summarize([group(0), group(1)])
     assert texts == ["one", "two"] and usage.fallbacks == 0
 

@@ -163,7 +163,8 @@ class LLMSummarizer:
 
     # ------------------------------------------------------------------ one batch
 
-    def _call(self, batch: list[Group], usage: Usage) -> str | None:
+    def _call(self, batch: list[Group], usage: Usage) -> Any:
+        """The answer: its text, or its already-parsed JSON (a tool call's input)."""
         raise NotImplementedError
 
     def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str, bool]:
@@ -185,7 +186,7 @@ class LLMSummarizer:
             except Failed as exc:
                 return None, exc.reason, False
             try:
-                return prompts.parse_answer(text, len(batch)), "", False
+                return prompts.parse_answer(text, batch), "", False
             except ValueError as exc:
                 return None, f"malformed response ({exc})", False
         return None, f"{reason} after {self.max_retries} retries", True

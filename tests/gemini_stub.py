@@ -239,3 +239,50 @@ class OpenAIStub(GeminiStub):
     @property
     def base_url(self) -> str:
         return super().base_url + "/v1"
+
+
+MESSAGES = re.compile(r"/v1/messages")
+
+
+def messages_answer(texts: list[str] | Any, input_tokens: int = 100, output_tokens: int = 20,
+                    cache_write: int = 0, cache_read: int = 0, stop_reason: str = "tool_use") -> Reply:
+    """A 200 Anthropic Messages response calling the record_facts tool with `texts` as
+    numbered summaries (any other value is sent as the tool's input as it is)."""
+    data = {"summaries": numbered(texts)} if isinstance(texts, list) else texts
+    body = {
+        "id": "msg_stub", "type": "message", "role": "assistant", "model": "stub",
+        "content": [{"type": "tool_use", "id": "toolu_stub", "name": "record_facts", "input": data}],
+        "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read},
+    }
+    return Reply(200, body, prompt_tokens=input_tokens + cache_write + cache_read,
+                 output_tokens=output_tokens)
+
+
+def messages_error(status: int, kind: str, message: str = "stub error",
+                   headers: dict | None = None) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": kind, "message": message}},
+                 headers=dict(headers or {}))
+
+
+class AnthropicStub(GeminiStub):
+    """`POST /v1/messages`, as the anthropic SDK sends it. The echo answer counts tokens as
+    the API would bill them (about 4 characters a token) and plays the prompt cache: the
+    first request with a given cached system block writes it, later ones read it."""
+
+    route = MESSAGES
+
+    def __init__(self, responder: Callable[[StubRequest], Reply] | None = None) -> None:
+        self.cached: set[str] = set()
+        super().__init__(responder or self.echo)
+
+    def echo(self, request: StubRequest) -> Reply:
+        texts = [f"summary of {g['messages'][0]['text']}"[: g["max_chars"]] for g in request.groups]
+        system = "".join(b["text"] for b in request.body.get("system", []) if b.get("cache_control"))
+        rest = len(json.dumps(request.body["messages"])) + len(json.dumps(request.body.get("tools", [])))
+        sys_tokens = len(system) // 4
+        write, read = (0, sys_tokens) if system in self.cached else (sys_tokens, 0)
+        self.cached.add(system)
+        return messages_answer(texts, input_tokens=rest // 4, output_tokens=sum(len(t) for t in texts) // 4,
+                               cache_write=write, cache_read=read)

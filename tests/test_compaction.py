@@ -1124,3 +1124,18 @@ def daemon_beside(root, drive, stop, **kwargs) -> int:
     finally:
         stop.set()
         helper.join()
+
+
+def test_compaction_through_the_real_anthropic_sdk_records_tokens_and_cost(week, monkeypatch):
+    from gemini_stub import AnthropicStub
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "stub-key")
+    with AnthropicStub() as stub:
+        _use_gemini(week.cwd, stub.base_url, backend="anthropic", model="claude-haiku-4-5")
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        assert stub.requests
+    t = trailers(week.cwd)
+    assert t["Pamd-Summarizer"] == "anthropic" and t["Pamd-Model"] == "claude-haiku-4-5"
+    assert float(t["Pamd-Cost-USD"]) > 0 and "Pamd-Fallback" not in t
+    assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")

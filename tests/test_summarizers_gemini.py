@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gemini_stub import GeminiStub, answer, error  # noqa: E402
+from gemini_stub import GeminiStub, answer, error, numbered  # noqa: E402
 
 from pamd.consolidate.summarizers import (  # noqa: E402
     ExtractiveSummarizer,
@@ -27,6 +27,11 @@ from pamd.errors import PamdError  # noqa: E402
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 PRICES = {"gemini-2.5-flash": {"input": 0.30, "output": 2.50}}
 KEY = "stub-key-123"
+
+
+def item(i: int, text: str) -> dict:
+    """One group's answer in the fact contract, citing the group's first message."""
+    return numbered([""] * i + [text])[i]
 
 
 def group(i: int, tier: str = "L1", target: int = 30) -> Group:
@@ -155,9 +160,9 @@ def test_a_retry_is_said_only_to_a_terminal_not_to_cron(stub, sleeps, capsys):
         (answer([]), "0 summaries"),
         # matched by position alone, a reordered answer would sit under the wrong entries
         (answer('["first", "second"]'), "without its group's index"),
-        (answer('[{"i": 1, "facts": [{"text": "b", "sources": ["@@src1@@"]}]}, {"i": 1, "facts": [{"text": "b", "sources": ["@@src1@@"]}]}]'), "two summaries for group i = 1"),
-        (answer('[{"i": 0, "facts": [{"text": "a", "sources": ["@@src0@@"]}]}, {"i": 2, "facts": [{"text": "c", "sources": ["@@src2@@"]}]}]'), "for no group (i = 2)"),
-        (answer('[{"i": 0, "facts": [{"text": "a", "sources": ["@@src0@@"]}]}, {"facts": [{"text": "b", "sources": ["@@src1@@"]}]}]'), "without its group's index"),
+        (answer(json.dumps([item(1, "b"), item(1, "b")])), "two summaries for group i = 1"),
+        (answer(json.dumps([item(0, "a"), item(2, "c")])), "for no group (i = 2)"),
+        (answer(json.dumps([item(0, "a"), {"facts": item(1, "b")["facts"]}])), "without its group's index"),
     ],
 )
 def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, why):
@@ -174,8 +179,8 @@ def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, wh
 
 def test_a_reordered_answer_is_matched_by_its_indices(stub, sleeps):
     groups = [group(i) for i in range(3)]
-    stub.script.append(answer(json.dumps([{"i": 2, "facts": [{"text": "about two", "sources": ["@@src2@@"]}]}, {"i": "0", "facts": [{"text": "about zero", "sources": ["@@src0@@"]}]},
-                                          {"i": 1, "facts": [{"text": "about one", "sources": ["@@src1@@"]}]}])))
+    stub.script.append(answer(json.dumps([item(2, "about two"), dict(item(0, "about zero"), i="0"),
+                                          item(1, "about one")])))
     texts, usage = make(stub, sleeps, batch_size=3).summarize(groups)
     assert texts == ["about zero", "about one", "about two"] and usage.fallbacks == 0
 

@@ -1139,3 +1139,8 @@ def test_compaction_through_the_real_anthropic_sdk_records_tokens_and_cost(week,
     assert t["Pamd-Summarizer"] == "anthropic" and t["Pamd-Model"] == "claude-haiku-4-5"
     assert float(t["Pamd-Cost-USD"]) > 0 and "Pamd-Fallback" not in t
     assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+    # status names the summarizer and the cost a day at the rate of the runs it finds
+    code, out, err = week("status", now=iso(START + timedelta(days=1, hours=8)))
+    assert code == 0, err
+    cost = float(t["Pamd-Cost-USD"])
+    assert f"summarizer: anthropic (claude-haiku-4-5), ${cost:.2f}/day at the last day's rate (1 run," in out

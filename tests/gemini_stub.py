@@ -273,16 +273,29 @@ class AnthropicStub(GeminiStub):
 
     route = MESSAGES
 
-    def __init__(self, responder: Callable[[StubRequest], Reply] | None = None) -> None:
+    def __init__(self, responder: Callable[[StubRequest], Reply] | None = None,
+                 min_cache_tokens: int = 0) -> None:
         self.cached: set[str] = set()
+        # the API caches a prefix only from a model's minimum length up (4096 tokens for Haiku 4.5)
+        self.min_cache_tokens = min_cache_tokens
         super().__init__(responder or self.echo)
+
+    def cache(self, request: StubRequest) -> tuple[int, int, int]:
+        """(uncached, written, read) prompt tokens of a request, as the API would bill them:
+        the tools and the system block up to the cache breakpoint form the cached prefix."""
+        body = request.body
+        prefix = len(json.dumps(body.get("tools", []))) + sum(len(b["text"]) for b in body.get("system", []))
+        rest = len(json.dumps(body["messages"]))
+        key = json.dumps([body.get("tools"), body.get("system")])
+        marked = any(b.get("cache_control") for b in body.get("system", []))
+        if not marked or prefix // 4 < self.min_cache_tokens:
+            return (prefix + rest) // 4, 0, 0
+        hit = key in self.cached
+        self.cached.add(key)
+        return rest // 4, 0 if hit else prefix // 4, prefix // 4 if hit else 0
 
     def echo(self, request: StubRequest) -> Reply:
         texts = [f"summary of {g['messages'][0]['text']}"[: g["max_chars"]] for g in request.groups]
-        system = "".join(b["text"] for b in request.body.get("system", []) if b.get("cache_control"))
-        rest = len(json.dumps(request.body["messages"])) + len(json.dumps(request.body.get("tools", [])))
-        sys_tokens = len(system) // 4
-        write, read = (0, sys_tokens) if system in self.cached else (sys_tokens, 0)
-        self.cached.add(system)
-        return messages_answer(texts, input_tokens=rest // 4, output_tokens=sum(len(t) for t in texts) // 4,
+        plain, write, read = self.cache(request)
+        return messages_answer(texts, input_tokens=plain, output_tokens=sum(len(t) for t in texts) // 4,
                                cache_write=write, cache_read=read)

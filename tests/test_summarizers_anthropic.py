@@ -66,7 +66,7 @@ def test_batches_groups_forces_the_fact_tool_and_caches_the_instructions(stub, s
     # and read twice, and the cost prices each kind at its own rate
     assert usage.input_tokens == sum(r.prompt_tokens for r in stub.replies)
     assert usage.output_tokens == sum(r.output_tokens for r in stub.replies)
-    sys_tokens = len(prompts.SYSTEM_OBJECT) // 4
+    sys_tokens = (len(prompts.SYSTEM_OBJECT) + len(json.dumps(stub.requests[0].body["tools"]))) // 4
     plain = usage.input_tokens - 3 * sys_tokens
     expected = (plain * 1.00 + sys_tokens * 1.25 + 2 * sys_tokens * 0.10 + usage.output_tokens * 5.00) / 1e6
     assert usage.cost_usd == pytest.approx(expected)

@@ -131,8 +131,10 @@ def next_reply():
 
 def echo(stdin):
     groups = json.loads(stdin)["groups"]
-    return {"summaries": [{"i": g["i"], "facts": [{"text": "summary of " + g["messages"][0]["text"][:60],
-                                                   "sources": [g["messages"][0]["id"]]}]} for g in groups]}
+    def fact(g):
+        text = ("summary of " + g["messages"][0]["text"][:60])[:g["max_chars"]]
+        return {"text": text, "sources": [g["messages"][0]["id"]]}
+    return {"summaries": [{"i": g["i"], "facts": [fact(g)]} for g in groups]}
 '''
 
 

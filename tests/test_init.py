@@ -375,3 +375,21 @@ def test_init_on_a_machine_with_nothing_adds_no_suggestion(brain, tmp_path, monk
     assert code == 0, err
     assert "found on this machine" not in (tmp_path / "b" / "pamd.toml").read_text()
     assert "summarizer:" not in out
+
+
+def test_detect_tells_a_logged_in_codex_from_one_that_is_not(tmp_path):
+    from pamd.edge.detect import detect
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "codex").chmod(0o755)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-x",
+           "PAMD_OLLAMA_URL": "http://127.0.0.1:9"}
+    found = detect(env)
+    assert [o.backend for o in found] == ["codex-cli", "openai"]
+    assert found[0].what == "codex on PATH (login not found: run `codex login`)"
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "auth.json").write_text("{}")
+    assert detect(env)[0].what == "codex on PATH (logged in)"
+    assert detect({**env, "PATH": str(tmp_path / "none"), "OPENAI_API_KEY": ""}) == []

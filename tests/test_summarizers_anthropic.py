@@ -100,14 +100,8 @@ def test_an_endpoint_that_stays_down_falls_back_for_every_batch_left(status, kin
 
 
 @pytest.mark.parametrize("reply, why", [
-    (messages_answer({"summaries": [{"i": 0, "facts": [{"text": "x", "sources": ["e-invented"]}]},
-                                    {"i": 1, "facts": [{"text": "y", "sources": [source(1)]}]}]}),
-     "cites 'e-invented', not one of its messages"),
     (messages_answer({"summaries": [{"i": 0, "facts": [{"text": "x", "sources": [source(0)]}]}]}),
      "1 summaries for 2 groups"),
-    (messages_answer({"summaries": [{"i": 0, "facts": [{"text": "Let me check.", "sources": [source(0)]}]},
-                                    {"i": 1, "facts": [{"text": "y", "sources": [source(1)]}]}]}),
-     "only narration"),
     (Reply(200, {"id": "m", "type": "message", "role": "assistant", "model": "stub",
                  "content": [{"type": "text", "text": "Here are the facts you asked for."}],
                  "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}),
@@ -124,6 +118,26 @@ def test_a_malformed_answer_falls_back_for_that_batch_only_without_retry(stub, s
     assert texts[:2] == ExtractiveSummarizer().summarize(groups[:2])[0]
     assert texts[2:] == [f"summary of {g.entries[0].text}" for g in groups[2:]]
     assert usage.fallbacks == 2 and why in usage.notes[0] and "fell back to extractive for 2 groups" in usage.notes[0]
+
+
+@pytest.mark.parametrize("facts, why", [
+    ([{"text": "x", "sources": ["e-invented"]}], "a fact cites 'e-invented', not one of its group's messages"),
+    ([{"text": "Let me check.", "sources": [source(0)]}], "only narration"),
+])
+def test_a_group_breaking_the_fact_contract_falls_back_alone(stub, sleeps, facts, why):
+    stub.script.append(messages_answer({"summaries": [{"i": 0, "facts": facts},
+                                                      {"i": 1, "facts": [{"text": "y", "sources": [source(1)]}]}]}))
+    texts, usage = make(stub, sleeps).summarize([group(0), group(1)])
+    assert texts == [ExtractiveSummarizer().summarize([group(0)])[0][0], "y"]
+    assert usage.fallbacks == 1 and len(stub.requests) == 1
+    assert usage.notes[0].startswith(f"anthropic: facts refused ({why}")
+    assert usage.notes[0].endswith("fell back to extractive for 1 group")
+
+
+def test_a_refused_group_stops_the_run_with_fallback_fail(stub, sleeps):
+    stub.script.append(messages_answer({"summaries": [{"i": 0, "facts": [{"text": "x", "sources": ["e-no"]}]}]}))
+    with pytest.raises(PamdError, match="facts refused"):
+        make(stub, sleeps, fallback="fail").summarize([group(0)])
 
 
 def test_a_body_that_is_not_json_falls_back(stub, sleeps):

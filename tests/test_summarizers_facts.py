@@ -50,19 +50,30 @@ def test_facts_are_joined_by_line_or_into_one_line():
 
 
 @pytest.mark.parametrize("facts, why", [
-    ([{"text": "x", "sources": ["e-99"]}], "cites 'e-99', not one of its messages"),
-    ([{"text": "x", "sources": ["e-10"]}], "cites 'e-10', not one of its messages"),  # another group's id
-    ([{"text": "x", "sources": []}], "without sources"),
-    ([{"text": "x"}], "without sources"),
-    ([{"sources": ["e-00"]}], "without text"),
+    ([{"text": "x", "sources": ["e-99"]}], "a fact cites 'e-99', not one of its group's messages"),
+    ([{"text": "x", "sources": ["e-10"]}], "a fact cites 'e-10', not one of its group's messages"),  # another group's
+    ([{"text": "x", "sources": []}], "a fact without sources"),
+    ([{"text": "x"}], "a fact without sources"),
+    ([{"sources": ["e-00"]}], "a fact without text"),
     ([], "no facts"),
     ([{"text": "Let me check the launch date.", "sources": ["e-00"]},
-      {"text": "Perfect!", "sources": ["e-01"]}], "only narration"),
+      {"text": "Perfect!", "sources": ["e-01"]}], "only narration or empty facts"),
 ])
-def test_an_answer_breaking_the_contract_is_refused(facts, why):
+def test_a_group_breaking_the_contract_is_refused_and_the_others_stand(facts, why):
+    got = prompts.parse_answer(ans({"i": 0, "facts": facts}, {"i": 1, "facts": [
+        {"text": "fine", "sources": ["e-10"]}]}), [group(0), group(1)])
+    assert isinstance(got[0], prompts.Refused) and got[0] == why
+    assert got[1] == "fine" and not isinstance(got[1], prompts.Refused)
+
+
+@pytest.mark.parametrize("answer, why", [
+    ("not json", "response is not JSON"),
+    (ans({"i": 0, "facts": [{"text": "a", "sources": ["e-00"]}]}), "1 summaries for 2 groups"),
+    (ans({"i": 0, "facts": []}, {"i": 0, "facts": []}), "two summaries for group i = 0"),
+])
+def test_an_answer_broken_as_a_whole_is_refused(answer, why):
     with pytest.raises(ValueError, match=why):
-        prompts.parse_answer(ans({"i": 0, "facts": facts}, {"i": 1, "facts": [
-            {"text": "fine", "sources": ["e-10"]}]}), [group(0), group(1)])
+        prompts.parse_answer(answer, [group(0), group(1)])
 
 
 def test_narration_facts_are_dropped_and_the_rest_kept():

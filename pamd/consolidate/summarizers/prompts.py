@@ -116,11 +116,17 @@ def request_payload(groups: list[Group]) -> str:
     return json.dumps({"groups": items}, ensure_ascii=False, separators=(",", ":"))
 
 
+class Refused(str):
+    """A group's facts that broke the contract (the text says how): that group alone falls
+    back, the rest of its batch stands."""
+
+
 def parse_answer(answer: str | Any, groups: list[Group] | int) -> list[str]:
     """The summaries in the groups' order, each placed by its index `i` and made of its
-    facts; ValueError says what is wrong with a bad answer (a wrong, missing or repeated
-    index, a fact without sources or citing an id not among its group's messages, a group
-    with nothing but narration). `answer` is the model's text or its parsed JSON."""
+    facts. ValueError says what is wrong with an answer as a whole (not JSON, a wrong,
+    missing or repeated index); a group whose facts break the contract (no facts, a fact
+    without text or sources, a source not among its group's messages, nothing but
+    narration) gets a `Refused` saying why. `answer` is the model's text or parsed JSON."""
     if isinstance(groups, int):  # the count alone: sources are checked for their form only
         count, ids = groups, None
     else:
@@ -144,7 +150,10 @@ def parse_answer(answer: str | Any, groups: list[Group] | int) -> list[str]:
         if i in found:
             raise ValueError(f"response has two summaries for group i = {i}")
         one_line = not isinstance(groups, int) and groups[i].one_line
-        found[i] = _facts_text(item.get("facts"), i, None if ids is None else ids[i], one_line)
+        try:
+            found[i] = _facts_text(item.get("facts"), None if ids is None else ids[i], one_line)
+        except ValueError as exc:
+            found[i] = Refused(str(exc))
     # count items, none twice, all in range: every group has its one summary
     return [found[i] for i in range(count)]
 
@@ -162,27 +171,27 @@ def _load(text: str | None) -> Any:
         raise ValueError("response is not JSON") from None
 
 
-def _facts_text(facts: Any, i: int, ids: set[str] | None, one_line: bool) -> str:
+def _facts_text(facts: Any, ids: set[str] | None, one_line: bool) -> str:
     """A group's facts checked and joined: one per line, or "; " for a one-liner."""
     if not isinstance(facts, list) or not facts:
-        raise ValueError(f"response has no facts for group i = {i}")
+        raise ValueError("no facts")
     kept: list[str] = []
     for fact in facts:
         if not isinstance(fact, dict) or not isinstance(fact.get("text"), str):
-            raise ValueError(f"response has a fact without text for group i = {i}")
+            raise ValueError("a fact without text")
         sources = fact.get("sources")
         if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
-            raise ValueError(f"response has a fact without sources for group i = {i}")
+            raise ValueError("a fact without sources")
         if ids is not None:
             unknown = [s for s in sources if s not in ids]
             if unknown:
-                raise ValueError(f"a fact for group i = {i} cites {unknown[0]!r}, not one of its messages")
+                raise ValueError(f"a fact cites {unknown[0]!r}, not one of its group's messages")
         # the normalisation ingested text gets: a bare CR or a NUL never reaches a tier file
         text = " ".join(normalize_text(fact["text"]).split())
         if text and not NARRATION.match(text):
             kept.append(text)
     if not kept:
-        raise ValueError(f"response has only narration or empty facts for group i = {i}")
+        raise ValueError("only narration or empty facts")
     return "; ".join(kept) if one_line else "\n".join(kept)
 
 

@@ -163,7 +163,7 @@ def failures() -> list[dict]:
     }
     out = []
     for name, responder in cases.items():
-        stub = AnthropicStub(responder)
+        stub = AnthropicStub(responder, min_cache_tokens=HAIKU_MIN_CACHE)
         if responder is None:
             stub.script.append(messages_error(529, "overloaded_error"))
         with stub:

@@ -74,8 +74,31 @@ def answer(texts: list[str] | str, prompt_tokens: int = 100, output_tokens: int 
 
 
 def numbered(texts: list[str]) -> list[dict[str, Any]]:
-    """Summaries as pamd asks for them: each with its group's index."""
-    return [{"i": i, "summary": text} for i, text in enumerate(texts)]
+    """Summaries as pamd asks for them: each with its group's index, one fact citing the
+    first message of its group (SOURCE(i), which the stub fills in from the request)."""
+    return [{"i": i, "facts": [{"text": text, "sources": [source(i)]}]} for i, text in enumerate(texts)]
+
+
+def source(i: int) -> str:
+    """A placeholder the stub replaces with the id of group i's first message."""
+    return f"@@src{i}@@"
+
+
+SOURCE = re.compile(rb"@@src(\d+)@@")
+
+
+def fill_sources(data: bytes, request: StubRequest) -> bytes:
+    """Put the real entry ids in place of `source(i)` placeholders of a scripted answer."""
+    try:
+        groups = request.groups
+    except (KeyError, IndexError, TypeError, ValueError):
+        return data
+
+    def one(m: re.Match[bytes]) -> bytes:
+        i = int(m.group(1))
+        return groups[i]["messages"][0]["id"].encode() if i < len(groups) else b"e-unknown"
+
+    return SOURCE.sub(one, data)
 
 
 def error(status: int, api_status: str, message: str = "stub error", details=None) -> Reply:
@@ -156,9 +179,9 @@ class GeminiStub:
                     reply = stub.responder(request)
                 with stub._lock:
                     stub.replies.append(reply)
-                self._send(reply)
+                self._send(reply, request)
 
-            def _send(self, reply: Reply) -> None:
+            def _send(self, reply: Reply, request: StubRequest | None = None) -> None:
                 if reply.raw:
                     self.wfile.write(reply.raw)
                     self.wfile.flush()
@@ -168,6 +191,8 @@ class GeminiStub:
                     reply.body.encode() if isinstance(reply.body, str)
                     else json.dumps(reply.body).encode()
                 )
+                if request is not None:
+                    data = fill_sources(data, request)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json; charset=UTF-8")
                 self.send_header("Content-Length", str(len(data) + reply.cut))
@@ -214,3 +239,63 @@ class OpenAIStub(GeminiStub):
     @property
     def base_url(self) -> str:
         return super().base_url + "/v1"
+
+
+MESSAGES = re.compile(r"/v1/messages")
+
+
+def messages_answer(texts: list[str] | Any, input_tokens: int = 100, output_tokens: int = 20,
+                    cache_write: int = 0, cache_read: int = 0, stop_reason: str = "tool_use") -> Reply:
+    """A 200 Anthropic Messages response calling the record_facts tool with `texts` as
+    numbered summaries (any other value is sent as the tool's input as it is)."""
+    data = {"summaries": numbered(texts)} if isinstance(texts, list) else texts
+    body = {
+        "id": "msg_stub", "type": "message", "role": "assistant", "model": "stub",
+        "content": [{"type": "tool_use", "id": "toolu_stub", "name": "record_facts", "input": data}],
+        "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read},
+    }
+    return Reply(200, body, prompt_tokens=input_tokens + cache_write + cache_read,
+                 output_tokens=output_tokens)
+
+
+def messages_error(status: int, kind: str, message: str = "stub error",
+                   headers: dict | None = None) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": kind, "message": message}},
+                 headers=dict(headers or {}))
+
+
+class AnthropicStub(GeminiStub):
+    """`POST /v1/messages`, as the anthropic SDK sends it. The echo answer counts tokens as
+    the API would bill them (about 4 characters a token) and plays the prompt cache: the
+    first request with a given cached system block writes it, later ones read it."""
+
+    route = MESSAGES
+
+    def __init__(self, responder: Callable[[StubRequest], Reply] | None = None,
+                 min_cache_tokens: int = 0) -> None:
+        self.cached: set[str] = set()
+        # the API caches a prefix only from a model's minimum length up (4096 tokens for Haiku 4.5)
+        self.min_cache_tokens = min_cache_tokens
+        super().__init__(responder or self.echo)
+
+    def cache(self, request: StubRequest) -> tuple[int, int, int]:
+        """(uncached, written, read) prompt tokens of a request, as the API would bill them:
+        the tools and the system block up to the cache breakpoint form the cached prefix."""
+        body = request.body
+        prefix = len(json.dumps(body.get("tools", []))) + sum(len(b["text"]) for b in body.get("system", []))
+        rest = len(json.dumps(body["messages"]))
+        key = json.dumps([body.get("tools"), body.get("system")])
+        marked = any(b.get("cache_control") for b in body.get("system", []))
+        if not marked or prefix // 4 < self.min_cache_tokens:
+            return (prefix + rest) // 4, 0, 0
+        hit = key in self.cached
+        self.cached.add(key)
+        return rest // 4, 0 if hit else prefix // 4, prefix // 4 if hit else 0
+
+    def echo(self, request: StubRequest) -> Reply:
+        texts = [f"summary of {g['messages'][0]['text']}"[: g["max_chars"]] for g in request.groups]
+        plain, write, read = self.cache(request)
+        return messages_answer(texts, input_tokens=plain, output_tokens=sum(len(t) for t in texts) // 4,
+                               cache_write=write, cache_read=read)

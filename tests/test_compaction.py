@@ -1124,3 +1124,40 @@ def daemon_beside(root, drive, stop, **kwargs) -> int:
     finally:
         stop.set()
         helper.join()
+
+
+def test_compaction_through_the_real_anthropic_sdk_records_tokens_and_cost(week, monkeypatch):
+    from gemini_stub import AnthropicStub
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "stub-key")
+    with AnthropicStub() as stub:
+        _use_gemini(week.cwd, stub.base_url, backend="anthropic", model="claude-haiku-4-5")
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        assert stub.requests
+    t = trailers(week.cwd)
+    assert t["Pamd-Summarizer"] == "anthropic" and t["Pamd-Model"] == "claude-haiku-4-5"
+    assert float(t["Pamd-Cost-USD"]) > 0 and "Pamd-Fallback" not in t
+    assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+    # status names the summarizer and the cost a day at the rate of the runs it finds
+    code, out, err = week("status", now=iso(START + timedelta(days=1, hours=8)))
+    assert code == 0, err
+    cost = float(t["Pamd-Cost-USD"])
+    assert f"summarizer: anthropic (claude-haiku-4-5), ${cost:.2f}/day at the last day's rate (1 run," in out
+
+
+def test_one_config_line_has_a_logged_in_claude_write_the_summaries(week, monkeypatch, tmp_path):
+    from cli_stub import StandIn
+
+    standin = StandIn(tmp_path / "standin")
+    standin.env(monkeypatch)
+    cfg = week.cwd / "pamd.toml"
+    cfg.write_text(cfg.read_text().replace('backend = "extractive"', 'backend = "claude-cli"', 1))
+    git(week.cwd, "commit", "-qam", "use claude-cli")
+    code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+    assert code == 0, err
+    assert standin.runs and all(r["argv"][:3] == ["-p", "--output-format", "json"] for r in standin.runs)
+    t = trailers(week.cwd)
+    assert t["Pamd-Summarizer"] == "claude-cli" and "Pamd-Fallback" not in t, git(week.cwd, "log", "-1", "--format=%B")
+    assert float(t["Pamd-Cost-USD"]) == pytest.approx(0.0125 * len(standin.runs))
+    assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")

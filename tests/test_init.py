@@ -319,3 +319,77 @@ def test_a_persons_global_commit_signing_does_not_stop_pamds_commits(tmp_path, b
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert "commit.gpgsign" in err and "a hook" not in err
     assert head_count(brain.cwd) == 2 and git(brain.cwd, "status", "--porcelain") == ""
+
+
+def test_init_suggests_what_the_machine_has_and_turns_nothing_on(brain, tmp_path, monkeypatch):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from pamd.core.config import load
+
+    class Tags(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps({"models": [{"name": "qwen2.5:3b"}]}).encode()
+            self.send_response(200 if self.path == "/api/tags" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Tags)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "claude").chmod(0o755)
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text("{}")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PAMD_OLLAMA_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-sent-anywhere")
+    try:
+        code, out, err = brain("init", str(tmp_path / "b"))
+    finally:
+        server.shutdown()
+    assert code == 0, err
+    toml = (tmp_path / "b" / "pamd.toml").read_text()
+    assert load(toml)["summarizer"]["backend"] == "extractive"  # suggested, never switched on
+    assert "# - claude on PATH (logged in): memories are sent to its provider\n# backend = \"claude-cli\"" in toml
+    port = server.server_address[1]
+    assert f'# base_url = "http://127.0.0.1:{port}/v1"\n# model = "qwen2.5:3b"' in toml
+    assert "# - ANTHROPIC_API_KEY in the environment" in toml
+    assert "sk-ant-not-sent-anywhere" not in toml
+    assert toml.index("claude-cli") < toml.index("qwen2.5") < toml.index("ANTHROPIC_API_KEY")
+    assert 'found claude on PATH (logged in): to use it, set backend = "claude-cli"' in out
+
+
+def test_init_on_a_machine_with_nothing_adds_no_suggestion(brain, tmp_path, monkeypatch):
+    monkeypatch.setenv("PAMD_OLLAMA_URL", "http://127.0.0.1:9")  # the discard port: nothing answers
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    code, out, err = brain("init", str(tmp_path / "b"))
+    assert code == 0, err
+    assert "found on this machine" not in (tmp_path / "b" / "pamd.toml").read_text()
+    assert "summarizer:" not in out
+
+
+def test_detect_tells_a_logged_in_codex_from_one_that_is_not(tmp_path):
+    from pamd.edge.detect import detect
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "codex").chmod(0o755)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-x",
+           "PAMD_OLLAMA_URL": "http://127.0.0.1:9"}
+    found = detect(env)
+    assert [o.backend for o in found] == ["codex-cli", "openai"]
+    assert found[0].what == "codex on PATH (login not found: run `codex login`)"
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "auth.json").write_text("{}")
+    assert detect(env)[0].what == "codex on PATH (logged in)"
+    assert detect({**env, "PATH": str(tmp_path / "none"), "OPENAI_API_KEY": ""}) == []

@@ -104,3 +104,22 @@ def test_brain_and_now_go_before_the_command_or_after_it(brain, tmp_path):
         assert code == 1 and err.startswith("pamd: error: brain ") and "nowhere does not exist" in err
     finally:
         brain.cwd = root
+
+
+def test_status_names_the_summarizer(brain):
+    code, out, err = brain("status")
+    assert code == 0, err
+    assert "summarizer: extractive (local, free)" in out.splitlines()
+
+
+def test_the_daily_rate_spans_at_least_a_day_and_at_most_a_week():
+    from datetime import UTC, datetime, timedelta
+
+    from pamd.edge.spend import Run, daily_rate
+
+    now = datetime(2026, 1, 10, tzinfo=UTC)
+    one = [Run(now - timedelta(hours=1), "anthropic", 0.5, 1000, 100)]
+    assert daily_rate(one, now)["cost_usd_per_day"] == 0.5  # one run an hour ago is not 12 $/day
+    week = [Run(now - timedelta(days=d), "anthropic", 1.0, 0, 0) for d in range(10)]
+    r = daily_rate(week, now)
+    assert r["runs"] == 8 and r["days"] == 7 and abs(r["cost_usd_per_day"] - 8 / 7) < 1e-9

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gemini_stub import GeminiStub, answer, error  # noqa: E402
+from gemini_stub import GeminiStub, answer, error, numbered  # noqa: E402
 
 from pamd.consolidate.summarizers import (  # noqa: E402
     ExtractiveSummarizer,
@@ -27,6 +27,11 @@ from pamd.errors import PamdError  # noqa: E402
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 PRICES = {"gemini-2.5-flash": {"input": 0.30, "output": 2.50}}
 KEY = "stub-key-123"
+
+
+def item(i: int, text: str) -> dict:
+    """One group's answer in the fact contract, citing the group's first message."""
+    return numbered([""] * i + [text])[i]
 
 
 def group(i: int, tier: str = "L1", target: int = 30) -> Group:
@@ -68,7 +73,7 @@ def test_batches_groups_and_sends_key_model_and_json_schema(stub, sleeps):
         config = r.body["generationConfig"]
         assert config["responseMimeType"] == "application/json"
         assert config["responseSchema"]["type"] == "ARRAY"
-        assert config["responseSchema"]["items"]["required"] == ["i", "summary"]
+        assert config["responseSchema"]["items"]["required"] == ["i", "facts"]
         assert "JSON array" in r.body["systemInstruction"]["parts"][0]["text"]
     sent = [g for r in stub.requests for g in r.groups]
     assert [g["messages"][0]["text"] for g in sent] == [g.entries[0].text for g in groups]
@@ -150,14 +155,13 @@ def test_a_retry_is_said_only_to_a_terminal_not_to_cron(stub, sleeps, capsys):
     [
         (answer("this is not json"), "not JSON"),
         (answer(["only one"]), "1 summaries for 2 groups"),
-        (answer(["fine", "  "]), "empty"),
         (answer('{"a": 1}'), "not a JSON array"),
         (answer([]), "0 summaries"),
         # matched by position alone, a reordered answer would sit under the wrong entries
         (answer('["first", "second"]'), "without its group's index"),
-        (answer('[{"i": 1, "summary": "b"}, {"i": 1, "summary": "b"}]'), "two summaries for group i = 1"),
-        (answer('[{"i": 0, "summary": "a"}, {"i": 2, "summary": "c"}]'), "for no group (i = 2)"),
-        (answer('[{"i": 0, "summary": "a"}, {"summary": "b"}]'), "without its group's index"),
+        (answer(json.dumps([item(1, "b"), item(1, "b")])), "two summaries for group i = 1"),
+        (answer(json.dumps([item(0, "a"), item(2, "c")])), "for no group (i = 2)"),
+        (answer(json.dumps([item(0, "a"), {"facts": item(1, "b")["facts"]}])), "without its group's index"),
     ],
 )
 def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, why):
@@ -174,8 +178,8 @@ def test_malformed_answers_fall_back_for_that_batch_only(stub, sleeps, reply, wh
 
 def test_a_reordered_answer_is_matched_by_its_indices(stub, sleeps):
     groups = [group(i) for i in range(3)]
-    stub.script.append(answer(json.dumps([{"i": 2, "summary": "about two"}, {"i": "0", "summary": "about zero"},
-                                          {"i": 1, "summary": "about one"}])))
+    stub.script.append(answer(json.dumps([item(2, "about two"), dict(item(0, "about zero"), i="0"),
+                                          item(1, "about one")])))
     texts, usage = make(stub, sleeps, batch_size=3).summarize(groups)
     assert texts == ["about zero", "about one", "about two"] and usage.fallbacks == 0
 
@@ -185,11 +189,12 @@ def test_answers_get_the_normalisation_ingested_text_gets(stub, sleeps):
     # pamd itself then refuses); a NUL makes the file binary to git
     stub.script.append(answer(["a\r### e-aaaaaaaaaaaa · x · y", "billing NUL\x00here\r\n\x1b[1mok"]))
     texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
-    assert texts == ["a\n### e-aaaaaaaaaaaa · x · y", "billing NUL here\n [1mok"]
+    assert texts == ["a ### e-aaaaaaaaaaaa · x · y", "billing NUL here [1mok"]  # a fact is one line
     assert usage.fallbacks == 0
-    stub.script.append(answer(["\x00\r", "fine"]))  # nothing left after it: malformed
+    stub.script.append(answer(["\x00\r", "fine"]))  # nothing left after it: that group falls back
     texts, usage = make(stub, sleeps, batch_size=2).summarize([group(0), group(1)])
-    assert usage.fallbacks == 2 and "empty or non-text" in usage.notes[0]
+    assert usage.fallbacks == 1 and "empty facts" in usage.notes[0]
+    assert texts == [ExtractiveSummarizer().summarize([group(0)])[0][0], "fine"]
 
 
 def test_broken_http_body_falls_back(stub, sleeps):
@@ -339,7 +344,7 @@ def test_a_rejected_key_after_a_paid_batch_reports_the_spend(stub, sleeps):
 @pytest.mark.parametrize("reply,why", [
     (blocked("RECITATION"), "empty response, finishReason RECITATION"),
     (blocked("SAFETY", prompt=True), "empty response, blockReason SAFETY"),
-    (answer('[{"i": 0, "summary": "cut he'), "response is not JSON, finishReason MAX_TOKENS"),
+    (answer('[{"i": 0, "facts": [{"text": "cut he'), "response is not JSON, finishReason MAX_TOKENS"),
 ])
 def test_a_blocked_or_cut_answer_names_the_reason(stub, sleeps, reply, why):
     if reply.body["candidates"] and "content" in reply.body["candidates"][0]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gemini_stub import OpenAIStub, Reply, chat_answer, chat_error  # noqa: E402
+from gemini_stub import OpenAIStub, Reply, chat_answer, chat_error, numbered  # noqa: E402
 from test_summarizers_gemini import T0, group  # noqa: E402
 
 from pamd.consolidate.summarizers import ExtractiveSummarizer, get_summarizer, lesson  # noqa: E402
@@ -75,8 +75,8 @@ def test_json_mode_off_asks_for_a_bare_array_and_reads_one(stub, sleeps):
 
 
 def test_a_fenced_json_answer_is_read(stub, sleeps):
-    stub.script.append(chat_answer('```json\n{"summaries": [{"i": 0, "summary": "one"}, '
-                                   '{"i": 1, "summary": "two"}]}\n```'))
+    fenced = "```json\n" + json.dumps({"summaries": numbered(["one", "two"])}) + "\n```"
+    stub.script.append(chat_answer(fenced))
     texts, usage = make(stub, sleeps).summarize([group(0), group(1)])
     assert texts == ["one", "two"] and usage.fallbacks == 0
 

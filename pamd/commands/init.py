@@ -61,8 +61,14 @@ def run(args) -> int:
                 print(f"kept {rel} as it is (an existing file is never overwritten)")
             print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
     else:
-        brain, sha = init_brain(where, args.name, ci=args.ci)
+        from pamd.edge.detect import detect, suggestion
+
+        options = detect()
+        brain, sha = init_brain(where, args.name, ci=args.ci, summarizer_note=suggestion(options))
         print(f"initialised pamd brain in {brain.root} ({sha[:8]})")
+        if options:
+            print(f"summarizer: extractive; found {options[0].what}: to use it, set "
+                  f"{options[0].config.splitlines()[0]} in pamd.toml (commented suggestions are there)")
     if args.ci and str(brain.config.get("schedule", {}).get("defrag_at", "")).lower() != "off":
         # not set here: until the workflow runs on GitHub, nothing else would defrag the brain
         print('once the nightly workflow runs on GitHub, set [schedule] defrag_at = "off" in pamd.toml, '

@@ -40,7 +40,23 @@ def run(args) -> int:
           f"due now: {' '.join(sc['due']) or 'nothing'}")
     if sc["ahead"]:
         print(f"pamd: warning: {sc['ahead']}", file=sys.stderr)
+    print(summarizer_line(st["summarizer"]))
     print("recent pamd commits:")
     for c in st["commits"] or [{"sha": "", "date": "", "subject": "(none)"}]:
         print(f"  {c['sha']} {c['date']} {c['subject']}")
     return 0
+
+
+def summarizer_line(sp: dict) -> str:
+    """Which summarizer runs, and what it costs a day at the rate of recent runs."""
+    from pamd.core.words import plural
+
+    model = f" ({sp['model']})" if sp["model"] else ""
+    if sp["backend"] == "extractive" and not sp["cost_usd"]:
+        return "summarizer: extractive (local, free)"
+    if not sp["runs"]:
+        return f"summarizer: {sp['backend']}{model}, no summarizing run in the last 7 days"
+    span = "day's" if sp["days"] <= 1 else f"{sp['days']:g} days'"
+    return (f"summarizer: {sp['backend']}{model}, ${sp['cost_usd_per_day']:.2f}/day at the last {span} rate "
+            f"({plural(sp['runs'], 'run')}, {sp['tokens_in_per_day']:,} LLM tokens in and "
+            f"{sp['tokens_out_per_day']:,} out a day)")

@@ -65,7 +65,8 @@ def toml_name(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple[Brain, str]:
+def init_brain(target: Path, name: str | None = None, ci: bool = False,
+               summarizer_note: str = "") -> tuple[Brain, str]:
     """Lay a new brain in `target` and commit it. Everything is checked before the folder or
     its .git is made, and a failed init takes back all it made, so a retry starts clean."""
     target = target.expanduser()
@@ -89,6 +90,8 @@ def init_brain(target: Path, name: str | None = None, ci: bool = False) -> tuple
         files.update(ci_files())
     if name is not None:
         files[CONFIG] = files[CONFIG].replace('name = "agent"', f"name = {toml_name(name)}", 1)
+    if summarizer_note:  # commented lines only: turning an LLM on stays the person's choice
+        files[CONFIG] = files[CONFIG].replace("\n[summarizer]\n", f"\n{summarizer_note}[summarizer]\n", 1)
     clash = [rel for rel in files if (target / rel).exists() and rel not in SHARED_FILES]
     if clash:
         raise PamdError(f"{target} already has {', '.join(sorted(clash)[:3])}",

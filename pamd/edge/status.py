@@ -8,6 +8,7 @@ from typing import Any
 
 from pamd.core.entry import NEURO, TIERS, count_tokens
 from pamd.edge.brain import Brain
+from pamd.edge.spend import summarizer_spend
 
 # The files every boot context holds whole (docs/format.md): DNA.md, PRELOAD.md and
 # STATE.md are never cut; MEMORY.md's entries are, lowest retention first, its notes not.
@@ -42,7 +43,8 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
         commits.append({"sha": sha, "date": date, "subject": subject})
     return {"brain": str(brain.root), "name": brain.config["brain"].get("name", ""),
             "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain),
-            "schedule": schedule(brain, now), "boot": boot_files(brain)}
+            "schedule": schedule(brain, now), "boot": boot_files(brain),
+            "summarizer": summarizer_spend(brain, now)}
 
 
 def boot_files(brain: Brain) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Summarizers: turn groups of entries into shorter texts, one per group.
 
 `get_summarizer(config)` picks the backend named by `[summarizer] backend`:
-"extractive" (default; local, free, deterministic), "gemini" (google-genai) or "openai"
-(any OpenAI-compatible chat-completions endpoint, such as a local Ollama or llama.cpp).
+"extractive" (default; local, free, deterministic), "anthropic" (the anthropic SDK),
+"claude-cli" / "codex-cli" (the user's own logged-in CLI, headless), "gemini" (google-genai)
+or "openai" (any OpenAI-compatible chat-completions endpoint, such as a local Ollama).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ __all__ = [
     "backend_name", "extract_lesson", "get_summarizer", "lesson",
 ]
 
-BACKENDS = ("extractive", "gemini", "openai")
+BACKENDS = ("extractive", "anthropic", "claude-cli", "codex-cli", "gemini", "openai")
 
 
 def backend_name(config: dict[str, Any] | None) -> str:
@@ -51,6 +52,14 @@ def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
         from pamd.consolidate.summarizers.gemini import GeminiSummarizer
 
         return GeminiSummarizer.from_config(config or {})
+    if backend == "anthropic":
+        from pamd.consolidate.summarizers.anthropic import AnthropicSummarizer
+
+        return AnthropicSummarizer.from_config(config or {})
+    if backend in ("claude-cli", "codex-cli"):
+        from pamd.consolidate.summarizers.cli import CLISummarizer
+
+        return CLISummarizer.from_config(config or {}, backend)
     if backend == "openai":
         from pamd.consolidate.summarizers.openai_compat import OpenAISummarizer
 

@@ -109,7 +109,7 @@ class GeminiSummarizer(LLMSummarizer):
             raise Failed(f"malformed response (empty response, {why})")
         if why:  # cut short (MAX_TOKENS) or stopped for a reason: usable only if it parses
             try:
-                prompts.parse_answer(text, len(batch))
+                prompts.parse_answer(text, batch)
             except ValueError as exc:
                 raise Failed(f"malformed response ({exc}, {why})") from None
         return text
@@ -148,10 +148,19 @@ class GeminiSummarizer(LLMSummarizer):
                     type=types.Type.OBJECT,
                     properties={
                         "i": types.Schema(type=types.Type.INTEGER),
-                        "summary": types.Schema(type=types.Type.STRING),
+                        "facts": types.Schema(type=types.Type.ARRAY, items=types.Schema(
+                            type=types.Type.OBJECT,
+                            properties={
+                                "text": types.Schema(type=types.Type.STRING),
+                                "sources": types.Schema(
+                                    type=types.Type.ARRAY, items=types.Schema(type=types.Type.STRING)),
+                            },
+                            required=["text", "sources"],
+                            property_ordering=["text", "sources"],
+                        )),
                     },
-                    required=["i", "summary"],
-                    property_ordering=["i", "summary"],
+                    required=["i", "facts"],
+                    property_ordering=["i", "facts"],
                 ),
             ),
         }

@@ -93,6 +93,7 @@ class LLMSummarizer:
         usage = Usage(backend=self.name, model=self.model)
         texts: list[str] = []
         failures: Counter[str] = Counter()
+        refused: Counter[str] = Counter()
         trimmed = longer = 0
         # A batch that failed after all its retries with a transient error (refused,
         # timeout, 429, 5xx) says the endpoint is down for this run: the batches left
@@ -115,6 +116,13 @@ class LLMSummarizer:
                 texts.extend(ExtractiveSummarizer().summarize(batch)[0])
                 continue
             for text, group in zip(answer, batch, strict=True):
+                if isinstance(text, prompts.Refused):
+                    if self.fallback == "fail":
+                        raise self._failure(f"facts refused ({text})", False, [group], usage)
+                    refused[str(text)] += 1
+                    usage.fallbacks += 1
+                    texts.extend(ExtractiveSummarizer().summarize([group])[0])
+                    continue
                 fitted, cut = prompts.fit(text, group)
                 if count_tokens(fitted) > prompts.longest(group):
                     # Longer than what it replaces (a small group's budget may exceed
@@ -128,6 +136,9 @@ class LLMSummarizer:
                 texts.append(fitted)
         for reason, n in failures.items():
             usage.notes.append(f"{self.name}: {reason}; fell back to extractive for {plural(n, 'group')}")
+        for reason, n in refused.items():
+            usage.notes.append(f"{self.name}: facts refused ({reason}); fell back to extractive for "
+                               f"{plural(n, 'group')}")
         if longer:
             one = longer == 1
             usage.notes.append(f"{self.name}: {plural(longer, 'summary')} longer than {'its' if one else 'their'} "
@@ -163,7 +174,8 @@ class LLMSummarizer:
 
     # ------------------------------------------------------------------ one batch
 
-    def _call(self, batch: list[Group], usage: Usage) -> str | None:
+    def _call(self, batch: list[Group], usage: Usage) -> Any:
+        """The answer: its text, or its already-parsed JSON (a tool call's input)."""
         raise NotImplementedError
 
     def _ask(self, batch: list[Group], usage: Usage) -> tuple[list[str] | None, str, bool]:
@@ -185,7 +197,7 @@ class LLMSummarizer:
             except Failed as exc:
                 return None, exc.reason, False
             try:
-                return prompts.parse_answer(text, len(batch)), "", False
+                return prompts.parse_answer(text, batch), "", False
             except ValueError as exc:
                 return None, f"malformed response ({exc})", False
         return None, f"{reason} after {self.max_retries} retries", True

@@ -174,6 +174,23 @@ def test_every_hook_fails_open(brain, project, tmp_path):
     assert (code, out) == (0, "") and "pamd-hook is not on PATH" in err
 
 
+def test_a_headless_claude_run_by_pamds_summarizer_is_left_alone(brain, project, tmp_path):
+    """pamd's claude-cli summarizer runs `claude -p` with PAMD_SUMMARIZING=1: its session is pamd's
+    prompt, so the hooks neither ingest it nor hand it a brief."""
+    transcript = tmp_path / "s2.jsonl"
+    transcript.write_text(json.dumps({
+        "type": "user", "sessionId": "s2", "cwd": str(project), "isSidechain": False,
+        "timestamp": "2026-11-30T10:00:00Z", "uuid": "s2-0",
+        "message": {"role": "user", "content": [{"type": "text", "text": "Summarise these entries as facts"}]}}) + "\n")
+    before = head_count(brain.cwd)
+    env = env_with_pamd(PAMD_SUMMARIZING="1")
+    for event, more in (("SessionStart", {"source": "startup"}), ("Stop", {"stop_hook_active": False})):
+        assert run_hook(event, payload(event, project, transcript, **more), project, env) == (0, "", "")
+    time.sleep(2)  # a detached ingest, had one been started, would have logged by now
+    assert head_count(brain.cwd) == before
+    assert not (brain.cwd / ".pamd" / "hooks.log").exists()
+
+
 def test_a_hook_whose_stdin_never_closes_still_answers(project):
     """On a resumed session Claude Code may leave the hook's stdin open."""
     p = start("SessionStart", {}, project)

@@ -197,6 +197,10 @@ def handle(data: bytes, brain: str | None = None) -> tuple[str, str]:
     if not isinstance(hook, dict):
         return "", "pamd: note: the hook's input is not a JSON object; nothing done\n"
     event = str(hook.get("hook_event_name") or "")
+    if os.environ.get("PAMD_SUMMARIZING") == "1":
+        # a headless `claude -p` that pamd's claude-cli summarizer runs: its own session is pamd's
+        # prompt, not the person's work, and must neither be ingested nor handed a brief
+        return "", ""
     cwd = hook.get("cwd") if isinstance(hook.get("cwd"), str) and hook.get("cwd") else None
     try:
         root = brainpick.pick(brain, cwd)

@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
             mod = _module(name)
         except ModuleNotFoundError:
             continue  # a command not built yet
+        parents: list[argparse.ArgumentParser] = [common if getattr(mod, "LIST_BRAIN", True) else quiet]
         p = sub.add_parser(
-            name, parents=[common if getattr(mod, "LIST_BRAIN", True) else quiet],
+            name, parents=parents,
             help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
             epilog="Example:\n" + "\n".join("  " + ln for ln in mod.EXAMPLE.strip().splitlines()),
             formatter_class=argparse.RawDescriptionHelpFormatter,

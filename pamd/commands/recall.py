@@ -126,7 +126,7 @@ def _expand(brain, hits, now) -> dict[int, Expanded]:
         summaries = [i for i in h.ids if i.startswith("s-")]
         if not summaries:
             continue
-        raw = {}
+        raw: dict[str, list] = {}
         try:
             found = expand_ids(brain, summaries, hist=history)
         except PamdError as exc:  # history lacks them (a shallow clone): the hit still counts

@@ -82,9 +82,8 @@ class Reranker:
 
         def one(i: int) -> None:
             e = enc[i]
-            feed = {"input_ids": e.ids, "attention_mask": e.attention_mask,
-                    "token_type_ids": e.type_ids}
-            feed = {k: np.asarray([v], np.int64) for k, v in feed.items() if k in self._inputs}
+            ids = {"input_ids": e.ids, "attention_mask": e.attention_mask, "token_type_ids": e.type_ids}
+            feed = {k: np.asarray([v], np.int64) for k, v in ids.items() if k in self._inputs}
             out[i] = float(np.asarray(self._session.run(None, feed)[0]).reshape(-1)[0])
 
         # longest first, so the threads finish together

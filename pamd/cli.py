@@ -76,9 +76,9 @@ def _global_options(p: argparse.ArgumentParser, default, brain_help: str | None 
 def build_parser() -> argparse.ArgumentParser:
     # --brain and --now go before the command or after it (`pamd --brain b status`, `pamd status
     # --brain b`); after it they must not reset one given before, hence SUPPRESS as their default there.
-    common = argparse.ArgumentParser(add_help=False)
+    common = CommandParser(add_help=False)  # the class of the parsers it is a parent of
     _global_options(common, argparse.SUPPRESS)
-    quiet = argparse.ArgumentParser(add_help=False)  # for a command whose module says LIST_BRAIN = False (init)
+    quiet = CommandParser(add_help=False)  # for a command whose module says LIST_BRAIN = False (init)
     _global_options(quiet, argparse.SUPPRESS, None)
     parser = argparse.ArgumentParser(
         prog="pamd",
@@ -94,9 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
             mod = _module(name)
         except ModuleNotFoundError:
             continue  # a command not built yet
-        parents: list[argparse.ArgumentParser] = [common if getattr(mod, "LIST_BRAIN", True) else quiet]
         p = sub.add_parser(
-            name, parents=parents,
+            name, parents=[common if getattr(mod, "LIST_BRAIN", True) else quiet],
             help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
             epilog="Example:\n" + "\n".join("  " + ln for ln in mod.EXAMPLE.strip().splitlines()),
             formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -16,7 +16,7 @@ import traceback
 from datetime import UTC, datetime
 
 from pamd import __version__
-from pamd.core.visible import VisibleStream
+from pamd.core.visible import human_streams
 from pamd.errors import PamdError
 
 # In the order `pamd --help` lists them: the pipeline first.
@@ -76,9 +76,9 @@ def _global_options(p: argparse.ArgumentParser, default, brain_help: str | None 
 def build_parser() -> argparse.ArgumentParser:
     # --brain and --now go before the command or after it (`pamd --brain b status`, `pamd status
     # --brain b`); after it they must not reset one given before, hence SUPPRESS as their default there.
-    common = argparse.ArgumentParser(add_help=False)
+    common = CommandParser(add_help=False)  # the class of the parsers it is a parent of
     _global_options(common, argparse.SUPPRESS)
-    quiet = argparse.ArgumentParser(add_help=False)  # for a command whose module says LIST_BRAIN = False (init)
+    quiet = CommandParser(add_help=False)  # for a command whose module says LIST_BRAIN = False (init)
     _global_options(quiet, argparse.SUPPRESS, None)
     parser = argparse.ArgumentParser(
         prog="pamd",
@@ -108,15 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     # Stored text (and a user's words in an error) must not reach a terminal as control
     # sequences: human output shows them escaped; --json stays exact (JSON escapes them).
-    out, err = sys.stdout, sys.stderr
-    sys.stderr = VisibleStream(err)
-    try:
-        return _main(argv, out)
-    finally:
-        sys.stdout, sys.stderr = out, err
+    with human_streams(stdout=False):
+        return _main(argv)
 
 
-def _main(argv: list[str] | None, out) -> int:
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's own parser, with its usage, not pamd's
@@ -125,8 +121,11 @@ def _main(argv: list[str] | None, out) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
-    if not getattr(args, "json", False):
-        sys.stdout = VisibleStream(out)
+    with human_streams(stdout=not getattr(args, "json", False), stderr=False):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         args.now_given = bool(args.now or os.environ.get("PAMD_NOW"))
         args.now = now_arg(args.now)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pamd.core.fmt import Problem
-from pamd.core.visible import VisibleStream
+from pamd.core.visible import human_streams
 from pamd.errors import PamdError
 
 # Files a person or pamd writes in a brain that the secret scan reads by default.
@@ -299,17 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="replace hooks that are not pamd's")
     args = parser.parse_args(argv)
     # file names and problems come from the brain's files: no control sequences to the terminal
-    out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = VisibleStream(out), VisibleStream(err)
-    try:
-        return _run(args)
-    except PamdError as exc:
-        print(f"pamd: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        sys.stdout, sys.stderr = out, err
+    with human_streams():
+        try:
+            return _run(args)
+        except PamdError as exc:
+            print(f"pamd: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            return 130
 
 
 def _run(args: argparse.Namespace) -> int:

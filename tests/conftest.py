@@ -12,8 +12,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
-SHARED = REPO.parent / "shared"
-CLAUDE = SHARED / "bench" / "data" / "claude-code"
+# Small real Claude Code sessions ship with the tests (tests/data/claude-code/README.md); the
+# multi-MB working sessions stay in the shared data folder beside the clone, and the few tests that
+# read them skip where it is absent (see `long_session`).
+CLAUDE = DATA / "claude-code"
+SHARED = Path(os.environ.get("PAMD_SHARED", REPO.parent / "shared"))
+LONG_SESSIONS = SHARED / "bench" / "data" / "claude-code"
 NOW = "2026-11-30T12:00:00Z"
 
 
@@ -115,6 +119,14 @@ def brain(tmp_path, capsys) -> Pamd:
     assert code == 0, err
     p.cwd = root
     return p
+
+
+def long_session(pattern: str) -> Path:
+    """One of the multi-MB real sessions (a glob under LONG_SESSIONS), or a skip that says why."""
+    found = sorted(LONG_SESSIONS.glob(pattern)) if LONG_SESSIONS.is_dir() else []
+    if not found:
+        pytest.skip(f"needs the long real session {pattern} from {LONG_SESSIONS} (set PAMD_SHARED)")
+    return found[0]
 
 
 def head_count(root: Path) -> int:

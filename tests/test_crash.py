@@ -47,6 +47,8 @@ import pytest
 from conftest import git
 from test_compaction import START, iso, write_week
 
+pytestmark = pytest.mark.slow  # hundreds of pamd processes, each killed and recovered
+
 SEED = int(os.environ.get("PAMD_CRASH_SEED", "20261130"))
 STRESS = max(1, int(os.environ.get("PAMD_STRESS", "1") or 1))
 RANDOM_TRIALS = 35 * STRESS  # per command, on top of one kill at every checkpoint

@@ -36,6 +36,7 @@ SLOW_HOOKS = {  # a pre-commit hook that says it runs, then takes two seconds
 }
 
 
+@pytest.mark.slow  # three real daemons per hook, each stopped inside a two-second commit
 @pytest.mark.parametrize("hook", sorted(SLOW_HOOKS))
 def test_ctrl_c_or_a_group_sigterm_mid_commit_finishes_or_cleanly_aborts_the_run(week, hook):
     """Ctrl-C in the daemon's terminal (SIGINT to its process group) or a service manager's

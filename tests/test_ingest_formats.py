@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import CLAUDE, git, head_count
+from conftest import CLAUDE, git, head_count, long_session
 
 from pamd.core.fmt import parse_doc
 from pamd.encode import sources
@@ -219,12 +219,15 @@ def test_a_command_typed_while_the_agent_worked_is_typed_as_one_typed_idle(brain
 
 
 def test_queued_messages_of_a_real_session():
-    data = next(CLAUDE.glob("258c7280-*.jsonl")).read_bytes()
+    data = long_session("258c7280-*.jsonl").read_bytes()
     msgs = sources.read(data, "258c7280.jsonl")
     for said in ("check again", "new beads for the epic were added. tackle them"):
         assert [m.role for m in msgs if m.text == said] == ["user"]
     notes = [m.text for m in msgs if m.text.startswith("<task-notification>\n<task-id>b0be39e<")]
     assert len(notes) == 1
+
+
+def test_a_queued_command_of_a_real_session():
     # "/mcp" queued and slipped into the turn (the agent answers it), then run as a command after an interrupt
     said = [(m.ts.strftime("%H:%M:%S"), m.text[:22]) for m in sources.read(
         (CLAUDE / "tool_heavy.jsonl").read_bytes(), "tool_heavy.jsonl") if "/mcp" in m.text and m.role == "user"]
@@ -245,7 +248,7 @@ def test_a_prefix_of_a_real_session_says_nothing_the_whole_does_not(name):
     so ingesting it after every turn stores what one ingest of the finished file does."""
     from pamd.encode.ingest import message_id
 
-    data = next(CLAUDE.glob(name)).read_bytes()
+    data = (CLAUDE / name if (CLAUDE / name).is_file() else long_session(name)).read_bytes()
     lines = data.split(b"\n")
     whole = {message_id(m) for m in sources.read(data, "s.jsonl")}
     # each cut between a queue-operation and the user record that hands it over, and some more
@@ -260,7 +263,7 @@ def test_a_live_session_cut_inside_its_last_line_is_ingested_up_to_it(brain, tmp
     record at its end, even half a character: that line is left for the next ingest (a
     note says so), not an error that stops every file of the run; a finished bad line
     still is one."""
-    data = next(CLAUDE.glob("8463c716-*.jsonl")).read_bytes()
+    data = long_session("8463c716-*.jsonl").read_bytes()
     lines = data.split(b"\n")
     live = tmp_path / "live.jsonl"
     live.write_bytes(b"\n".join(lines[:1300]) + b"\n" + lines[1300][:500])
@@ -296,8 +299,8 @@ def test_a_subagents_prompt_is_the_agents_words_not_what_the_person_asked(brain,
     focus and goals in place of what the person asked."""
     import yaml
 
-    main = next(CLAUDE.glob("4d5611e5-*.jsonl"))
-    sub = next((CLAUDE / main.stem / "subagents").glob("agent-a2898e3.jsonl"))
+    main = long_session("4d5611e5-*.jsonl")
+    sub = main.parent / main.stem / "subagents" / "agent-a2898e3.jsonl"
     code, out, err = brain("ingest", str(main), str(sub), now="2026-02-12T17:00:00Z")
     assert code == 0, err
     prompt = next(e for e in entries(brain.cwd) if e.text.startswith("Very thorough exploration."))
@@ -310,8 +313,7 @@ def test_a_subagents_prompt_is_the_agents_words_not_what_the_person_asked(brain,
 
 
 def test_a_brain_that_holds_a_subagents_prompt_as_the_users_takes_no_copy(brain, tmp_path):
-    main = next(CLAUDE.glob("8463c716-*.jsonl"))
-    sub = next((CLAUDE / main.stem / "subagents").glob("agent-a7be2f0.jsonl"))
+    sub = CLAUDE / "8463c716-a2ea-4c14-9efa-87158ebd9f20" / "subagents" / "agent-a7be2f0.jsonl"
     msgs = sources.read(sub.read_bytes(), sub.name)
     assert [m.was.role for m in msgs if m.was is not None] == ["user"]
     older = tmp_path / "older.jsonl"  # what older pamd read: the prompt as the user's

@@ -6,6 +6,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from conftest import git
 
 from pamd.core.fmt import parse_doc
@@ -111,6 +112,7 @@ def test_a_merge_ratio_of_one_merges_nothing(brain, tmp_path):
     assert "MEMORY.md was over" not in git(root, "log", "-1", "--format=%B")
 
 
+@pytest.mark.slow  # six weeks of messages, four defrags, the whole brain embedded twice
 def test_recall_after_merges_names_the_summary_in_the_tree_as_a_rebuild_does(brain, tmp_path):
     # A merged summary can take the lines of the one it replaced, over the same raw
     # messages: a refreshed index kept those leaves' chunks, with the merged-away id.

@@ -121,6 +121,7 @@ def lived(brain):
     return brain
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_run_all_files_passes_on_a_clean_brain_and_builds_the_env_once(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd
@@ -151,6 +152,7 @@ def test_run_all_files_fails_with_path_line_on_a_broken_brain(lived, hook_repo):
     assert "pamd check (brain file format)" in r.stdout and "Failed" in r.stdout
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_try_repo_runs_one_hook_against_this_repository(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd
@@ -290,6 +292,7 @@ def test_hook_outside_a_brain_fails_with_one_clear_line(tmp_path, hook_repo):
     assert r.returncode == 1 and "pamd: error: no pamd brain" in r.stdout
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_the_template_probe_hook_blocks_only_a_newly_lost_fact_never_an_ingest(brain, hook_repo, tmp_path,
                                                                                monkeypatch):
     """`pamd init --ci` + `pre-commit install`: pamd's own commits run the pamd-probe hook. A probe

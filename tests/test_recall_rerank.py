@@ -119,13 +119,23 @@ def test_the_cross_encoder_decides_between_candidates_fusion_put_close(tmp_path,
     assert target in recall(root, q, capsys)[0]["text"]
 
 
-def test_without_the_reranker_installed_recall_ranks_as_with_rerank_off(tmp_path, capsys, monkeypatch):
+def test_rerank_asked_for_without_the_extra_installed_is_one_clear_error(tmp_path, capsys, monkeypatch):
+    """The default install (`pamd[search]`) has no cross-encoder: a brain whose pamd.toml
+    asks for one is told how to get it, not ranked otherwise without a word."""
     root = make_brain(tmp_path / "b", config=RERANK)
     plain = make_brain(tmp_path / "p", config=RERANK.replace("rerank = 30", "rerank = 0"))
     monkeypatch.setattr(rerank, "_LOADED", {})
     monkeypatch.setattr(rerank, "model_dir", lambda: None)
-    for q in ("database migration timeout", "API key vault"):
-        assert recall(root, q, capsys) == recall(plain, q, capsys)
+    for idx in api._OPEN.values():
+        idx.close()
+    api._OPEN.clear()
+    code = main(["recall", "--brain", str(root), "--json", "--no-log", "database migration timeout"])
+    out = capsys.readouterr()
+    assert (code, out.out) == (1, "")
+    assert out.err.splitlines() == [
+        "pamd: error: [index] rerank = 30 needs the cross-encoder, which is not installed "
+        "(pip install 'pamd[rerank]', or set `rerank = 0` under [index] in pamd.toml)"]
+    assert recall(plain, "database migration timeout", capsys)  # rerank = 0 needs nothing
 
 
 @pytest.mark.parametrize("query, want", [

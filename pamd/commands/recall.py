@@ -126,6 +126,7 @@ def _time(value: str | None, flag: str, end_of_day: bool = False):
 def _expand(brain, hits, now) -> dict[int, Expanded]:
     """The raw messages behind each summary hit, walked back through git history."""
     from pamd.consolidate.provenance import History, expand_ids
+    from pamd.core.entry import Entry
     from pamd.errors import PamdError
 
     out: dict[int, Expanded] = {}
@@ -134,7 +135,7 @@ def _expand(brain, hits, now) -> dict[int, Expanded]:
         summaries = [i for i in h.ids if i.startswith("s-")]
         if not summaries:
             continue
-        raw = {}
+        raw: dict[str, Entry] = {}
         try:
             found = expand_ids(brain, summaries, hist=history)
         except PamdError as exc:  # history lacks them (a shallow clone): the hit still counts

@@ -61,7 +61,7 @@ class Doc:
 class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader that refuses anchors/aliases: no YAML bombs in frontmatter."""
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(

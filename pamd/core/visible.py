@@ -11,6 +11,10 @@ character as an escape (`\\x1b`, `\\u202e`); files and `--json` stay exact.
 from __future__ import annotations
 
 import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 # C0 controls but tab and newline, DEL, C1 controls (U+009B is CSI too), and the bidi
 # embeddings, overrides and isolates.
@@ -48,3 +52,29 @@ class VisibleStream:
 def raw(stream):
     """The stream under a VisibleStream, for pamd's own control characters (a progress line's CR)."""
     return stream._stream if isinstance(stream, VisibleStream) else stream
+
+
+@contextmanager
+def human_streams(stdout: bool = True, stderr: bool = True) -> Iterator[None]:
+    """sys.stdout and/or sys.stderr through VisibleStream for the block, on the main thread.
+
+    The two are the whole process's: print() writes to sys.stdout through a borrowed
+    reference (CPython 3.11), so a thread that swaps them while another thread prints
+    frees a stream in use, and the process dies with SIGSEGV. A program's entry point
+    runs on the main thread and swaps them there; a call from another thread (tests
+    running commands side by side) leaves them as they are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    out, err = sys.stdout, sys.stderr
+    if stdout:
+        sys.stdout = VisibleStream(out)
+    if stderr:
+        sys.stderr = VisibleStream(err)
+    try:
+        yield
+    finally:
+        if stdout:
+            sys.stdout = out
+        if stderr:
+            sys.stderr = err

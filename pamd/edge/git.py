@@ -142,10 +142,10 @@ class Repo:
 
     # ------------------------------------------------------------ state
     def head(self) -> str | None:
-        try:
-            return self._repo.head.commit.hexsha
-        except ValueError:
-            return None
+        # Not GitPython's `head.commit`: its object database keeps a `git cat-file` running for
+        # the Repo's life, stopped only by Repo.__del__, in whatever thread the garbage collector
+        # runs it, blocked in waitpid at an arbitrary allocation.
+        return self.rev_parse("HEAD")
 
     def branch(self) -> str | None:
         try:

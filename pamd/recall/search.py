@@ -190,7 +190,8 @@ def _reranked(cand: list[int], X: np.ndarray, rows: dict[int, tuple], query: str
               n: int) -> dict[int, float] | None:
     """Learned fusion with the cross-encoder's verdict on the first n (pamd.recall.rerank),
     or None where it has none: rerank off or not installed, a query or texts it cannot
-    read, or nothing among the n it would call an answer."""
+    read, or nothing among the n it would call an answer. Asked for and not installed: an error."""
+    rerank.require(n)
     reranker = rerank.load() if n > 0 and cand and rerank.applies(query) else None
     if reranker is None:
         return None

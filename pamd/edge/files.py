@@ -58,5 +58,16 @@ def temp_files(path: Path) -> list[Path]:
     return [Path(p) for p in glob.glob(glob.escape(str(path.parent / f".{path.name}.")) + "*.tmp")]
 
 
+def inside(root: Path, path: str | Path) -> bool:
+    """Whether `path` (a link's target included) lies in the folder `root` (resolved), and
+    not in its .git or .pamd: a brain reads nothing through a link that leads out of it."""
+    real = os.path.realpath(path)
+    top = os.path.realpath(root)
+    if not real.startswith(top + os.sep):
+        return False
+    first = real[len(top) + 1:].split(os.sep, 1)[0]
+    return first not in (".git", ".pamd")
+
+
 def read_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8")

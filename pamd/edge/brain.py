@@ -192,6 +192,27 @@ class Brain:
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
+    def writable(self) -> bool:
+        """Whether this process may write the brain's .pamd/ (a read-only mount, another
+        user's brain: no)."""
+        here = self.state_dir if self.state_dir.is_dir() else self.root
+        return os.access(here, os.W_OK)
+
+    @property
+    def index_state(self) -> Path:
+        """Where the index, its vector cache and its lock live: .pamd/, or, when this process
+        may only read the brain, a cache folder outside it (XDG_CACHE_HOME or ~/.cache, under
+        pamd/), first seeded with a copy of the brain's own index so that only what changed
+        since is embedded again."""
+        if self.writable():
+            return self.state_dir
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        tag = hashlib.sha256(str(self.root).encode("utf-8")).hexdigest()[:16]
+        cache = base / "pamd" / "read-only" / f"{self.root.name}-{tag}"
+        if not cache.is_dir():
+            _seed(self.state_dir, cache)
+        return cache
+
     def author(self) -> tuple[str, str]:
         g = self.config.get("git", {})
         return (os.environ.get("PAMD_AUTHOR_NAME", g.get("author_name", "pamd")),
@@ -240,7 +261,6 @@ class Brain:
                         f"{back} and run again, or set [git] branch in {CONFIG}")
 
     def check_writable(self) -> None:
-        self.check_branch()
         op = self.repo.operation()
         if op:
             raise PamdError(f"the brain is in the middle of {op[0]}",
@@ -249,6 +269,8 @@ class Brain:
         if conflicted:
             raise PamdError(f"the brain has unresolved conflicts in {', '.join(conflicted[:3])}",
                             "resolve them and commit, then run again")
+        # after the operation check: a rebase detaches HEAD, and its own advice comes first
+        self.check_branch()
 
     def recover_for_reading(self) -> str | None:
         """Before a read (boot, recall, status): finish the recovery of a run that died
@@ -438,13 +460,43 @@ class Transaction:
             # A git of this run killed mid-command (a hook, the OOM killer) left its lock
             # files; a person's git never loses its own (_clear_git_locks). If the rollback
             # itself fails, the journal stays and the next run's recovery finishes it.
-            _clear_git_locks(b, record.get("git"))
-            _restore(b, head, paths, written, before)
+            try:
+                _clear_git_locks(b, record.get("git"))
+                _restore(b, head, paths, written, before)
+            except Exception:
+                # The rollback failed too (the disk that refused the write refuses the
+                # rollback's): the journal stays, the next run finishes it, and the person
+                # hears of what went wrong first.
+                raise exc from None
             journal.unlink(missing_ok=True)
             raise
         journal.unlink(missing_ok=True)
         checkpoint("txn:done")
         return sha
+
+
+def _seed(state: Path, cache: Path) -> None:
+    """Make `cache` with a copy of the index files of the brain's .pamd/ that can be read."""
+    import shutil
+
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        for name in ("index", "vectors.sqlite", "deep.sqlite"):
+            src = state / name
+            try:
+                if src.is_dir():
+                    shutil.copytree(src, tmp / name)
+                elif src.is_file():
+                    shutil.copy2(src, tmp / name)
+            except OSError:
+                shutil.rmtree(tmp / name, ignore_errors=True)  # built afresh instead
+        os.replace(tmp, cache)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not cache.is_dir():  # another process made it meanwhile: fine
+            raise PamdError(f"the brain is read-only here and its index cannot live in {cache} either "
+                            f"({exc.strerror})", "set XDG_CACHE_HOME to a folder this user may write") from None
 
 
 def _unique(loaded: Loaded) -> Loaded:

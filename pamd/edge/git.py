@@ -20,6 +20,7 @@ import git
 
 from pamd.core.message import seal
 from pamd.edge.fault import checkpoint
+from pamd.edge.files import disk_full
 from pamd.errors import PamdError
 
 _RUN = re.compile(r"^Pamd-Run: (\S+)$", re.M)
@@ -423,6 +424,8 @@ class Repo:
             lock = _lock_refusal(exc)
             if lock:
                 raise busy_error(self.root, lock) from None
+            if _no_space(exc, self.root):
+                raise disk_full(self.gitdir) from None
             said = _refusal(exc)
             if sign or not re.search(r"failed to sign|gpg failed|signing failed", said):
                 raise PamdError(f"git commit failed: {said}",
@@ -482,6 +485,8 @@ class Repo:
                     continue
                 if lock:
                     raise busy_error(self.root, lock) from None
+                if _no_space(exc, self.root):
+                    raise disk_full(self.gitdir) from None
                 raise PamdError(f"git reset failed: {_first(exc)}") from None
 
     def staged(self, paths: list[str]) -> list[str]:
@@ -524,6 +529,8 @@ class Repo:
             lock = _lock_refusal(exc)
             if lock:
                 raise busy_error(self.root, lock) from None
+            if _no_space(exc, self.root):
+                raise disk_full(self.gitdir) from None
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
 
     def _locking(self, args: list[str], **kwargs) -> str:
@@ -542,6 +549,21 @@ class Repo:
                     if hasattr(f, "seek"):
                         f.seek(0)  # a message given on stdin is read again
                 time.sleep(0.05)
+
+
+def _no_space(exc: git.GitCommandError, root: Path) -> bool:
+    """Whether git failed because the disk is full: it says so, or it could not write a
+    file (the index's "unable to write new index file" names no cause) on a disk that has
+    next to no room left."""
+    text = " ".join(_lines(exc))
+    if "No space left on device" in text or "Disk quota exceeded" in text:
+        return True
+    if not re.search(r"unable to write|short write|failed to write|could not write|unable to create", text):
+        return False
+    try:
+        return shutil.disk_usage(root).free < (1 << 20)
+    except OSError:
+        return False
 
 
 def _parent(entry: Path) -> int | None:

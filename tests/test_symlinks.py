@@ -69,3 +69,22 @@ def test_a_symlinked_memory_md_out_of_the_brain_is_refused_and_left_a_link(brain
     assert code == 1
     assert err.count("\n") == 1 and "MEMORY.md" in err and "outside the brain" in err
     assert (root / "MEMORY.md").is_symlink()
+
+
+def test_an_uncommitted_edit_at_a_links_target_is_never_committed(brain, tmp_path):
+    root = brain.cwd
+    notes = root / "notes"
+    notes.mkdir()
+    os.replace(root / "MEMORY.md", notes / "MEMORY.md")
+    (root / "MEMORY.md").symlink_to("notes/MEMORY.md")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "MEMORY.md lives in notes/")
+    feed(brain, tmp_path, days=3)
+    with (notes / "MEMORY.md").open("a") as f:
+        f.write("\nA person's uncommitted line.\n")
+    code, out, err = brain("defrag", now="2026-12-09T03:00:00Z")
+    assert code in (0, 1), err
+    assert code == 0 or ("uncommitted edits in notes/MEMORY.md" in err and err.count("\n") == 1), err
+    assert "A person's uncommitted line." in (notes / "MEMORY.md").read_text()
+    assert git(root, "log", "--format=%H", "-S", "A person's uncommitted line.") == ""
+    assert (root / "MEMORY.md").is_symlink()

@@ -251,7 +251,8 @@ class Brain:
         branch = self.repo.branch()
         if branch is not None and branch == self.own_branch:
             return
-        home = self.repo.home_branch(self.config.get("git", {}).get("branch"))
+        configured = self.config.get("git", {}).get("branch")
+        home = self.repo.home_branch(str(configured) if configured else None)
         if branch is not None and (home is None or branch == home):
             return
         where = f"on branch {branch}" if branch else f"at a detached HEAD ({(self.repo.head() or '')[:12]})"
@@ -396,6 +397,9 @@ class Transaction:
         # for it before writing anything, so this run never has to take a lock that is
         # not its own, nor leave a journal behind because git refused it.
         b.repo.wait_for_git()
+        # and a person may have started a rebase or checked out another branch since the
+        # run began: its commit would land there
+        b.check_writable()
         head = b.repo.head()
         if head != self.start_head and (self.start_head is None or b.repo.run(
                 "diff", "--name-only", self.start_head, head or "HEAD", "--", *paths)):

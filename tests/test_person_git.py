@@ -76,3 +76,43 @@ def test_a_run_during_a_persons_commit_never_empties_the_persons_commit(brain, t
     assert git(root, "status", "--porcelain") == ""
     assert not (root / ".pamd" / "txn.json").exists()
     assert "rotates weekly" in git(root, "grep", "-h", "rotates weekly", "HEAD", "--", "memory")
+
+
+def test_recovery_of_a_killed_run_never_takes_a_live_persons_lock(brain, tmp_path):
+    """A pamd run killed right as its git was to start leaves a journal that says so; a
+    person's `git commit` then sits in its hook. Every `pamd status` meanwhile must leave
+    the person's index.lock alone (the journal is older, and a git is at work in the
+    brain); once the person's commit is done, recovery rolls the dead run back."""
+    import shutil
+
+    root = brain.cwd
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES))
+    assert brain("ingest", str(src))[0] == 0
+    files = len(git(root, "ls-tree", "-r", "--name-only", "HEAD").split())
+    scratch = tmp_path / "scratch"
+    shutil.copytree(root, scratch, symlinks=True)
+    log = tmp_path / "checkpoints"
+    fact = "Remember the cache host is c-3."
+    assert start(scratch, "remember", fact, env={"PAMD_FAULT_LOG": str(log)}).wait(timeout=60) == 0
+    names = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    at = names.index("git:add") + 1
+    assert start(root, "remember", fact, env={"PAMD_FAULT_AT": str(at)}).wait(timeout=60) == -9
+    assert (root / ".pamd" / "txn.json").exists()
+    marker = slow_person_hook(root, 2.5)
+    with (root / "MEMORY.md").open("a") as f:
+        f.write("\nA person's note.\n")
+    person = subprocess.Popen(["git", "commit", "-qm", "note", "MEMORY.md"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(marker)
+    while person.poll() is None:
+        subprocess.run([sys.executable, "-m", "pamd", "status"], cwd=root, capture_output=True)
+        if person.poll() is None:
+            assert (root / ".git" / "index.lock").exists()
+    assert person.wait() == 0, person.stderr.read()
+    note = git(root, "log", "-1", "--format=%H", "--grep=^note$").strip()
+    assert len(git(root, "ls-tree", "-r", "--name-only", note).split()) == files
+    assert subprocess.run([sys.executable, "-m", "pamd", "status"], cwd=root).returncode == 0
+    assert not (root / ".pamd" / "txn.json").exists()
+    assert git(root, "status", "--porcelain") == ""
+    assert subprocess.run(["git", "grep", "-q", "cache host", "HEAD", "--", "memory"], cwd=root).returncode == 1

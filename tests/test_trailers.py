@@ -49,3 +49,5 @@ def test_only_trailer_blocks_are_read_and_a_body_cannot_pose_as_one():
     # a squash merge: one block per squashed commit, indented
     squash = "Squashed\n\n    pamd defrag: ...\n\n    Pamd-Run: defrag\n    Pamd-Now: 2026-11-30T02:30:00Z\n"
     assert ("Pamd-Run", "defrag") in trailer_blocks(squash)[-1]
+    fenced = "PR title (#1)\n\nTrailers of the defrag commit:\n\n```\nPamd-Run: defrag\nPamd-Now: x\n```\n"
+    assert ("Pamd-Run", "defrag") in trailer_blocks(fenced)[-1]

@@ -44,11 +44,19 @@ def paragraphs(message: str) -> list[list[str]]:
 
 
 def trailer_blocks(message: str) -> list[list[tuple[str, str]]]:
-    """Each paragraph made only of `Key: value` lines, as (key, value) pairs: a plain
-    commit's trailer block is its last paragraph; a squash merge holds one per squashed
-    commit (indented by git, or pasted into a pull request's description)."""
+    """Each paragraph made only of `Key: value` lines (inside a code fence or not), as
+    (key, value) pairs: a plain commit's trailer block is its last paragraph; a squash
+    merge holds one per squashed commit (indented by git, or pasted into a pull request's
+    description)."""
     blocks = []
     for para in paragraphs(message):
+        # a pull request's description shows them fenced as code (pamd-nightly.yml)
+        while para and para[0].strip().startswith("```"):
+            para = para[1:]
+        while para and para[-1].strip() == "```":
+            para = para[:-1]
+        if not para:
+            continue
         pairs = [m.groups() for line in para if (m := _TRAILER.match(line))]
         if len(pairs) == len(para):
             blocks.append([(k, v.strip()) for k, v in pairs])

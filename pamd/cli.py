@@ -138,13 +138,37 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        said = _os_error(exc)
+        if said is None:
+            return _internal(exc)
+        print(f"pamd: error: {said}", file=sys.stderr)
+        return 1
     except Exception as exc:  # a bug: say where the details are, not a traceback
-        fd, log = tempfile.mkstemp(prefix="pamd-crash-", suffix=".log")
-        with os.fdopen(fd, "w") as f:
-            traceback.print_exc(file=f)
-        said = (str(exc).strip().splitlines() or [""])[0]  # a GitCommandError spans lines: the log has them
-        print(f"pamd: internal error: {type(exc).__name__}: {said} (details in {log})", file=sys.stderr)
-        return 3
+        return _internal(exc)
+
+
+def _os_error(exc: OSError) -> str | None:
+    """One line for what the machine refused (a full disk, a read-only place); None: a bug."""
+    import errno
+
+    where = f" for {exc.filename}" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return f"disk full: no space left on device{where}"
+    if exc.errno == errno.EDQUOT:
+        return f"disk full: disk quota exceeded{where}"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"{(exc.strerror or 'not permitted').lower()}{where}"
+    return None
+
+
+def _internal(exc: Exception) -> int:
+    fd, log = tempfile.mkstemp(prefix="pamd-crash-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        traceback.print_exc(file=f)
+    said = (str(exc).strip().splitlines() or [""])[0]  # a GitCommandError spans lines: the log has them
+    print(f"pamd: internal error: {type(exc).__name__}: {said} (details in {log})", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

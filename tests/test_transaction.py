@@ -44,7 +44,8 @@ def test_recovery_puts_back_a_file_head_lacks(ignored_scratch, monkeypatch):
         raise OSError("rollback cut short")
 
     monkeypatch.setattr(brain_mod, "_restore", rollback_fails)
-    with pytest.raises(OSError), Brain(root).transaction() as tx:
+    # the person hears of the first failure, not of the rollback's
+    with pytest.raises(PamdError, match="git commit failed"), Brain(root).transaction() as tx:
         tx.commit({"scratch.md": "pamd's text\n"}, "pamd test: write scratch")
     assert scratch.read_text() == "pamd's text\n" and (root / ".pamd" / "txn.json").exists()
     monkeypatch.undo()

@@ -64,7 +64,9 @@ def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
                         pass
             raise
         try:
-            out = run(Brain(wt), now, "defrag")
+            scratch = Brain(wt)
+            scratch.own_branch = branch  # its commit belongs on the new branch
+            out = run(scratch, now, "defrag")
         except BaseException as exc:
             brain.repo.run("worktree", "remove", "--force", str(wt))
             brain.repo.run("branch", "-D", branch)

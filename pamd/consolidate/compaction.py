@@ -16,6 +16,7 @@ from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
+from pamd.core.message import one_line
 from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_of, tier_path
 from pamd.errors import PamdError
@@ -200,7 +201,7 @@ def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: lis
     if plan.dropped:
         lines.append("Dropped as trash (raw text stays in history; `pamd expand ID`): "
                      + ", ".join(d.entry.id for d in plan.dropped))
-    lines += [n for n in notes + list(usage.notes) if n]
+    lines += [one_line(n) for n in notes + list(usage.notes) if n]
     lines.append("")
     lines.append(f"Pamd-Run: {mode}")
     lines.append(f"Pamd-Now: {fmt_time(plan.now)}")

@@ -57,7 +57,9 @@ def prepare(brain: Brain, docs: dict[str, Doc], now: datetime) -> Prepared:
     for p in notes:
         rel = f"memory/{p.name}"
         text = brain.read(rel) or ""
-        msgs = sources.read(text.encode("utf-8"), p.name, "markdown")
+        # The note is committed and archived whole: an item over 1 MiB is cut in L0, as
+        # long tool output is, rather than stopping every night's defrag.
+        msgs = sources.read(text.encode("utf-8"), p.name, "markdown", fit=True)
         entries, _ = make_entries(msgs, tagger, redactor(brain.config), now)
         for e, m in zip(entries, msgs, strict=True):
             if e.id not in known and legacy_id(m) in known:  # ingested before under its older id

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from pamd.core.config import clock_time, is_off
 from pamd.core.entry import parse_time
+from pamd.core.message import trailer_blocks
 from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
@@ -83,10 +84,8 @@ def run_times(message: str, mode: str) -> list[datetime]:
     request's description (GitHub's "title and description" setting)."""
     out: list[datetime] = []
     inside = False
-    for line in message.split("\n"):
-        key, sep, value = line.strip().partition(":")
-        if not sep:
-            continue
+    # Only trailer blocks: a title or body line never counts, whatever text reached it.
+    for key, value in (pair for block in trailer_blocks(message) for pair in block):
         if key == "Pamd-Run":
             inside = value.strip() == mode
         elif key == "Pamd-Now" and inside:

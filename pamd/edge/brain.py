@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 import tomllib
 import uuid
 from collections.abc import Iterator
@@ -74,6 +75,9 @@ class Brain:
             raise PamdError(f"{self.root} is not a pamd brain (no {CONFIG})", "run `pamd init` there")
         self.repo = Repo(self.root)
         self._config: dict[str, Any] | None = None
+        # A branch pamd may commit to besides the home branch: `defrag --branch` sets it on
+        # the brain of its own throw-away worktree.
+        self.own_branch: str | None = None
 
     # ------------------------------------------------------------ finding
     @classmethod
@@ -103,8 +107,31 @@ class Brain:
     def path(self, rel: str) -> Path:
         return self.root / rel
 
-    def read(self, rel: str) -> str | None:
+    def real(self, rel: str) -> Path:
+        """Where `rel` really is: itself, or the target of a symbolic link on its way that
+        stays inside the brain (a MEMORY.md kept in a notes folder of the brain). A link out
+        of the brain, or into .git, is refused: its text is not the brain's (git records
+        only the link), and pamd reads and writes nothing outside."""
         p = self.root / rel
+        real = Path(os.path.realpath(p))
+        if real == p:
+            return p
+        try:
+            inner = real.relative_to(self.root)
+        except ValueError:
+            inner = None
+        if inner is None or not inner.parts or inner.parts[0] in (".git", STATE_DIR):
+            raise PamdError(f"{rel} is a symbolic link to {real}, outside the brain: pamd does not "
+                            "read or write through it",
+                            "move the file into the brain (a link may point from outside into it)")
+        return real
+
+    def real_rel(self, rel: str) -> str:
+        """`rel`, or the brain-relative path its link leads to (see `real`)."""
+        return str(self.real(rel).relative_to(self.root))
+
+    def read(self, rel: str) -> str | None:
+        p = self.real(rel) if (self.root / rel).exists() or (self.root / rel).is_symlink() else self.root / rel
         if not p.is_file():
             return None
         if p.stat().st_size > MAX_FILE:
@@ -165,6 +192,27 @@ class Brain:
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
+    def writable(self) -> bool:
+        """Whether this process may write the brain's .pamd/ (a read-only mount, another
+        user's brain: no)."""
+        here = self.state_dir if self.state_dir.is_dir() else self.root
+        return os.access(here, os.W_OK)
+
+    @property
+    def index_state(self) -> Path:
+        """Where the index, its vector cache and its lock live: .pamd/, or, when this process
+        may only read the brain, a cache folder outside it (XDG_CACHE_HOME or ~/.cache, under
+        pamd/), first seeded with a copy of the brain's own index so that only what changed
+        since is embedded again."""
+        if self.writable():
+            return self.state_dir
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        tag = hashlib.sha256(str(self.root).encode("utf-8")).hexdigest()[:16]
+        cache = base / "pamd" / "read-only" / f"{self.root.name}-{tag}"
+        if not cache.is_dir():
+            _seed(self.state_dir, cache)
+        return cache
+
     def author(self) -> tuple[str, str]:
         g = self.config.get("git", {})
         return (os.environ.get("PAMD_AUTHOR_NAME", g.get("author_name", "pamd")),
@@ -178,6 +226,7 @@ class Brain:
         timeout = float(g.get("lock_timeout", 60))
         with Lock(self.state_dir / "lock", wait=wait, timeout=timeout) as lock:
             self.repo.hold_fd = lock.fd
+            self.repo.lock_wait = timeout
             try:
                 self.recover()
                 self.prune_worktrees()
@@ -195,6 +244,23 @@ class Brain:
             print(f"pamd: note: {note}", file=sys.stderr)
         return notes
 
+    def check_branch(self) -> None:
+        """Refuse a run whose commit would land off the brain's home branch: on a detached
+        HEAD or a branch a person checked out (a defrag pull request under review), where it
+        would be lost from the brain's history without a word."""
+        branch = self.repo.branch()
+        if branch is not None and branch == self.own_branch:
+            return
+        configured = self.config.get("git", {}).get("branch")
+        home = self.repo.home_branch(str(configured) if configured else None)
+        if branch is not None and (home is None or branch == home):
+            return
+        where = f"on branch {branch}" if branch else f"at a detached HEAD ({(self.repo.head() or '')[:12]})"
+        back = f"`git switch {home}`" if home else "`git switch` to the brain's branch"
+        raise PamdError(f"the brain is {where}, not on its home branch {home or '(unknown)'}: "
+                        "pamd commits only there; nothing was changed",
+                        f"{back} and run again, or set [git] branch in {CONFIG}")
+
     def check_writable(self) -> None:
         op = self.repo.operation()
         if op:
@@ -204,6 +270,8 @@ class Brain:
         if conflicted:
             raise PamdError(f"the brain has unresolved conflicts in {', '.join(conflicted[:3])}",
                             "resolve them and commit, then run again")
+        # after the operation check: a rebase detaches HEAD, and its own advice comes first
+        self.check_branch()
 
     def recover_for_reading(self) -> str | None:
         """Before a read (boot, recall, status): finish the recovery of a run that died
@@ -215,10 +283,12 @@ class Brain:
         try:
             with Lock(self.state_dir / "lock", wait=False) as lock:
                 self.repo.hold_fd = lock.fd
+                wait, self.repo.lock_wait = self.repo.lock_wait, 0  # a reader does not wait for git
                 try:
                     done = self.recover()
                 finally:
                     self.repo.hold_fd = None
+                    self.repo.lock_wait = wait
         except PamdError:  # a run is at work: its journal is not a dead run's
             return None
         except (OSError, GitCommandError) as exc:  # a brain this user may only read
@@ -257,10 +327,10 @@ class Brain:
         for rel in paths:  # temp files of write_atomic calls the kill cut short
             for tmp in temp_files(self.root / rel):
                 tmp.unlink(missing_ok=True)
-        # Lock files of a git add/commit/reset of the run that died: the kill can land
-        # after `git commit` moved HEAD but before it renamed index.lock, so this
-        # comes before the committed/rolled-back decision.
-        _clear_git_locks(self, journal.stat().st_mtime - 1)
+        # Lock files of a git add/commit of the run that died: the kill can land after
+        # `git commit` moved HEAD but before it renamed index.lock, so this comes before
+        # the committed/rolled-back decision. Only those provably the dead run's.
+        _clear_git_locks(self, j.get("git"))
         now_head = self.repo.head()
         if _landed(self.repo, run_id, head):
             journal.unlink()
@@ -286,6 +356,9 @@ class Transaction:
         """
         b = self.brain
         real, seen, was = {}, {}, {}
+        # A file reached through a link inside the brain is written (and committed) at its
+        # target, so the link stays a link; deleting one deletes the link itself.
+        changes = {rel if text is None else b.real_rel(rel): text for rel, text in changes.items()}
         for rel, text in changes.items():
             _check_rel(rel)
             current = b.read(rel)
@@ -320,6 +393,13 @@ class Transaction:
             # would change a file pamd can never commit.
             raise PamdError(f"ignored by git: {', '.join(ignored[:3])}; pamd changes only files it can commit",
                             "`git check-ignore -v PATH` names the rule")
+        # A person's git at work (a commit sitting in its hooks holds index.lock): wait
+        # for it before writing anything, so this run never has to take a lock that is
+        # not its own, nor leave a journal behind because git refused it.
+        b.repo.wait_for_git()
+        # and a person may have started a rebase or checked out another branch since the
+        # run began: its commit would land there
+        b.check_writable()
         head = b.repo.head()
         if head != self.start_head and (self.start_head is None or b.repo.run(
                 "diff", "--name-only", self.start_head, head or "HEAD", "--", *paths)):
@@ -337,8 +417,8 @@ class Transaction:
         # A file HEAD does not hold is put back as it was, not deleted, by a rollback.
         before = {rel: was[rel] for rel in b.repo.untracked_at_head(
             [rel for rel in paths if was[rel] is not None])}
-        write_atomic(journal, json.dumps({"run": run_id, "head": head, "paths": paths,
-                                          "new": written, "before": before}))
+        record = {"run": run_id, "head": head, "paths": paths, "new": written, "before": before}
+        write_atomic(journal, json.dumps(record))
         checkpoint("txn:journal")
         try:
             for rel in paths:
@@ -354,6 +434,11 @@ class Transaction:
                 else:
                     # and once more after the temp file's fsync, right before the rename
                     write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
+            # From here on git lock files may be this run's: say since when, so that a
+            # recovery can tell them from a person's (which are older, or have a live git).
+            record["git"] = time.time()
+            write_atomic(journal, json.dumps(record))
+            checkpoint("txn:git")
             sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
             swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
             if swept:
@@ -371,19 +456,51 @@ class Transaction:
             if _landed(b.repo, run_id, head):
                 # git was killed after it recorded the commit (before it renamed its
                 # index.lock): the commit is whole, only git's lock files are left.
-                _clear_git_locks(b, journal.stat().st_mtime - 1)
+                _clear_git_locks(b, record.get("git"))
                 journal.unlink(missing_ok=True)
                 if not isinstance(exc, Exception):
                     raise
                 return b.repo.head()
-            # If the rollback itself fails (a killed git left index.lock), the journal
-            # stays and the next run's recovery finishes it.
-            _restore(b, head, paths, written, before)
+            # A git of this run killed mid-command (a hook, the OOM killer) left its lock
+            # files; a person's git never loses its own (_clear_git_locks). If the rollback
+            # itself fails, the journal stays and the next run's recovery finishes it.
+            try:
+                _clear_git_locks(b, record.get("git"))
+                _restore(b, head, paths, written, before)
+            except Exception:
+                # The rollback failed too (the disk that refused the write refuses the
+                # rollback's): the journal stays, the next run finishes it, and the person
+                # hears of what went wrong first.
+                raise exc from None
             journal.unlink(missing_ok=True)
             raise
         journal.unlink(missing_ok=True)
         checkpoint("txn:done")
         return sha
+
+
+def _seed(state: Path, cache: Path) -> None:
+    """Make `cache` with a copy of the index files of the brain's .pamd/ that can be read."""
+    import shutil
+
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        for name in ("index", "vectors.sqlite", "deep.sqlite"):
+            src = state / name
+            try:
+                if src.is_dir():
+                    shutil.copytree(src, tmp / name)
+                elif src.is_file():
+                    shutil.copy2(src, tmp / name)
+            except OSError:
+                shutil.rmtree(tmp / name, ignore_errors=True)  # built afresh instead
+        os.replace(tmp, cache)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not cache.is_dir():  # another process made it meanwhile: fine
+            raise PamdError(f"the brain is read-only here and its index cannot live in {cache} either "
+                            f"({exc.strerror})", "set XDG_CACHE_HOME to a folder this user may write") from None
 
 
 def _unique(loaded: Loaded) -> Loaded:
@@ -413,23 +530,29 @@ def _landed(repo: Repo, run_id: str, head: str | None) -> bool:
     return bool(repo.log("--format=%H", "--fixed-strings", f"--grep=Pamd-Run-Id: {run_id}", span))
 
 
-def _clear_git_locks(b: Brain, since: float) -> None:
-    """Remove git's lock files that a killed git left behind since `since` (a time).
+def _clear_git_locks(b: Brain, since: float | None) -> None:
+    """Remove git's lock files a killed git of pamd's own left behind.
 
-    Only called under the brain's lock, when a journal says a pamd run died (or
-    its git did) mid-commit; older lock files are a person's and stay.
+    Called under the brain's lock, which every git child of a pamd run holds too
+    (Repo.hold_fd): no git of pamd's is alive now. A lock file is pamd's only when
+    the journal says the run's git had started (`since`), the file is not older than
+    that, and no git process works in the brain now; any other is a person's git's,
+    live or killed, and stays: a later write waits for it or says so (Repo.wait_for_git).
     """
-    gitdir = Path(b.repo._repo.git_dir)
-    branch = b.repo.branch()
-    cands = [gitdir / "index.lock", gitdir / "HEAD.lock", *gitdir.glob("next-index-*.lock")]
-    if branch:
-        cands.append(gitdir / "refs" / "heads" / f"{branch}.lock")
-    for lock in cands:
-        try:
-            if lock.stat().st_mtime >= since:
-                lock.unlink()
-        except FileNotFoundError:
-            pass
+    if since is None:
+        return
+    locks = [p for p in b.repo.git_locks() if _mtime(p) >= since - 1]
+    if not locks or b.repo.git_running():
+        return
+    for lock in locks:
+        lock.unlink(missing_ok=True)
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except FileNotFoundError:
+        return float("-inf")
 
 
 def _digest(data: bytes) -> str:

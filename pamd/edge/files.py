@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
 
 from pamd.edge.fault import checkpoint
+from pamd.errors import PamdError
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(path: Path | str, quota: bool = False) -> PamdError:
+    """The one line for a write that did not fit."""
+    what = "disk quota exceeded" if quota else "no space left on device"
+    return PamdError(f"disk full: {what} for {path}",
+                     "free some space there and run again; nothing was committed")
 
 
 def _mode(path: Path) -> int:
@@ -27,9 +38,14 @@ def write_atomic(path: Path, text: str, before_replace=None) -> None:
     rename's microseconds between it and the write, not the fsync's milliseconds.
     If it raises, the temp file goes and `path` is untouched.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _mode(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise disk_full(path, exc.errno == errno.EDQUOT) from None
+        raise
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600; a brain file is as readable as any other
         checkpoint("write:tmp")
@@ -43,11 +59,13 @@ def write_atomic(path: Path, text: str, before_replace=None) -> None:
             before_replace()
         os.replace(tmp, path)
         checkpoint("write:replaced")
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            raise disk_full(path, exc.errno == errno.EDQUOT) from None
         raise
 
 
@@ -56,6 +74,17 @@ def temp_files(path: Path) -> list[Path]:
     import glob
 
     return [Path(p) for p in glob.glob(glob.escape(str(path.parent / f".{path.name}.")) + "*.tmp")]
+
+
+def inside(root: Path, path: str | Path) -> bool:
+    """Whether `path` (a link's target included) lies in the folder `root` (resolved), and
+    not in its .git or .pamd: a brain reads nothing through a link that leads out of it."""
+    real = os.path.realpath(path)
+    top = os.path.realpath(root)
+    if not real.startswith(top + os.sep):
+        return False
+    first = real[len(top) + 1:].split(os.sep, 1)[0]
+    return first not in (".git", ".pamd")
 
 
 def read_text(path: Path) -> str:

@@ -375,14 +375,21 @@ def index(brain: Brain) -> list[Problem]:
         return []
     where = ".pamd/index/index.sqlite"
     try:
-        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-        try:
-            rows = dict(db.execute("SELECT path, sha FROM files"))
-            meta = dict(db.execute("SELECT k, v FROM meta"))
-        finally:
-            db.close()
+        rows, meta = _manifest(db_path, "mode=ro")
     except sqlite3.Error as exc:
-        return [Problem(where, 1, f"index manifest unreadable ({exc}); run `pamd index --rebuild`")]
+        if brain.writable():
+            return [Problem(where, 1, f"index manifest unreadable ({exc}); run `pamd index --rebuild`")]
+        # A brain this process may only read: sqlite cannot make the -shm file its WAL mode
+        # needs beside the index. Read the file as it is (a WAL left with pages in it would
+        # be ignored then: no verdict rather than a wrong one).
+        wal = db_path.with_name(db_path.name + "-wal")
+        if wal.is_file() and wal.stat().st_size:
+            return []
+        try:
+            rows, meta = _manifest(db_path, "mode=ro&immutable=1")
+        except sqlite3.Error as exc2:
+            return [Problem(where, 1, f"index manifest unreadable ({exc2}); a writer of the brain can "
+                                      "run `pamd index --rebuild`")]
     problems = []
     tree = hashlib.sha256(
         "\n".join(f"{p}\0{h}" for p, h in sorted(rows.items())).encode()
@@ -408,6 +415,14 @@ def index(brain: Brain) -> list[Problem]:
             Problem(where, 1, f"index is stale for {', '.join(stale[:3])}{more}; run `pamd index`")
         )
     return problems
+
+
+def _manifest(db_path, flags: str) -> tuple[dict[str, str], dict[str, str]]:
+    db = sqlite3.connect(f"file:{db_path}?{flags}", uri=True)
+    try:
+        return dict(db.execute("SELECT path, sha FROM files")), dict(db.execute("SELECT k, v FROM meta"))
+    finally:
+        db.close()
 
 
 def _searchable(brain: Brain) -> dict[str, bytes] | None:

@@ -13,11 +13,14 @@ import re
 import shutil
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 
 import git
 
+from pamd.core.message import seal
 from pamd.edge.fault import checkpoint
+from pamd.edge.files import disk_full
 from pamd.errors import PamdError
 
 _RUN = re.compile(r"^Pamd-Run: (\S+)$", re.M)
@@ -112,6 +115,9 @@ class Repo:
         # the OOM killer) keeps the brain locked until it exits: the next run
         # cannot recover or write while an orphaned `git commit` is still working.
         self.hold_fd: int | None = None
+        # How long a write waits for a person's git to release its lock files (a commit
+        # sitting in its hooks) before giving up with a clear error.
+        self.lock_wait = 60.0
 
     @staticmethod
     def init(root: Path) -> Repo:
@@ -152,6 +158,25 @@ class Repo:
             return self._repo.active_branch.name
         except TypeError:
             return None
+
+    def home_branch(self, configured: str | None = None) -> str | None:
+        """The branch pamd's commits belong on: `configured` ([git] branch), else the branch
+        origin's HEAD names, else `main` or `master` where one exists, else the one branch
+        the repository has (None: no way to tell)."""
+        if configured:
+            return configured
+        try:
+            ref = self._exec(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
+            return ref.removeprefix("refs/remotes/origin/")
+        except git.GitCommandError:
+            pass
+        heads = self._run("for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
+        for name in ("main", "master"):
+            if name in heads:
+                return name
+        if len(heads) <= 1:
+            return heads[0] if heads else self.branch()
+        return None
 
     def conflicted(self) -> list[str]:
         # The index's unmerged entries ("mode sha stage<TAB>path"), read with plumbing:
@@ -311,10 +336,65 @@ class Repo:
         except git.GitCommandError:
             return None
 
+    # ------------------------------------------------------------ git's own locks
+    @property
+    def gitdir(self) -> Path:
+        return Path(self._repo.git_dir)
+
+    def git_locks(self) -> list[Path]:
+        """git's lock files that exist now: the index's (and `commit --only`'s temporary
+        index), HEAD's and the current branch's. Each is held by a running git, or left
+        by one that was killed; which, only the process that made it knows."""
+        gitdir = self.gitdir
+        cands = [gitdir / "index.lock", gitdir / "HEAD.lock", *gitdir.glob("next-index-*.lock")]
+        branch = self.branch()
+        if branch:
+            cands.append(gitdir / "refs" / "heads" / f"{branch}.lock")
+        return [p for p in cands if p.exists()]
+
+    def wait_for_git(self, timeout: float | None = None) -> None:
+        """Wait until no git lock file is left (a person's commit in its hooks holds
+        index.lock for as long as they run); raise a clear error after `timeout`."""
+        deadline = time.monotonic() + (self.lock_wait if timeout is None else timeout)
+        while locks := self.git_locks():
+            if time.monotonic() >= deadline:
+                raise busy_error(self.root, locks[0])
+            time.sleep(0.05)
+
+    def git_running(self) -> bool:
+        """Whether a git process (other than this one's children, which hold the brain's
+        flock) works in this repository now: its working folder is the brain or its .git.
+        Linux's /proc tells; where it cannot be read, assume one is."""
+        proc = Path("/proc")
+        if not (proc / "self").exists():
+            return True
+        top = os.path.realpath(self.root)
+        gitdir = os.path.realpath(self.gitdir)
+        me = os.getpid()
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == me or _parent(entry) == me:
+                continue  # this process's own readers (GitPython's `git cat-file --batch`)
+            try:
+                comm = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if not comm.startswith("git"):
+                continue
+            try:
+                cwd = os.readlink(entry / "cwd")
+            except FileNotFoundError:
+                continue  # it exited meanwhile
+            except OSError:
+                return True  # another user's git: it may be working here
+            if any(cwd == d or cwd.startswith(d + os.sep) for d in (top, gitdir)):
+                return True
+        return False
+
     # ------------------------------------------------------------ writing
     def commit(self, paths: list[str], message: str, author: tuple[str, str]) -> str:
         """Commit exactly `paths` (added, changed or deleted) with git itself; return the sha."""
         name, email = author
+        message = seal(message)
         env = {
             "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
             "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", name),
@@ -329,18 +409,23 @@ class Repo:
         try:
             checkpoint("git:add")
             if existing:
-                self._exec(["add", "--", *existing], env=env)
+                self._locking(["add", "--", *existing], env=env)
             gone = [p for p in paths if p not in existing and self.tracked(p)]
             checkpoint("git:rm")
             if gone:
-                self._exec(["rm", "--cached", "--quiet", "--", *gone], env=env)
+                self._locking(["rm", "--cached", "--quiet", "--", *gone], env=env)
             checkpoint("git:commit")
             with tempfile.TemporaryFile() as msg:  # GitPython takes stdin as a file
                 msg.write(message.encode("utf-8"))
                 msg.seek(0)
-                self._exec(["commit", "--only", "-q", *sign, "-F", "-", "--", *paths], env=env, istream=msg)
+                self._locking(["commit", "--only", "-q", *sign, "-F", "-", "--", *paths], env=env, istream=msg)
             checkpoint("git:committed")
         except git.GitCommandError as exc:
+            lock = _lock_refusal(exc)
+            if lock:
+                raise busy_error(self.root, lock) from None
+            if _no_space(exc, self.root):
+                raise disk_full(self.gitdir) from None
             said = _refusal(exc)
             if sign or not re.search(r"failed to sign|gpg failed|signing failed", said):
                 raise PamdError(f"git commit failed: {said}",
@@ -380,11 +465,39 @@ class Repo:
             self._run("checkout", rev, "--", *paths)
 
     def reset_paths(self, paths: list[str]) -> None:
-        """Unstage `paths` (back to HEAD in the index)."""
-        if paths and self.head():
-            self._run("reset", "-q", "HEAD", "--", *paths)
-        elif paths:
-            self._run("rm", "--cached", "-q", "--ignore-unmatch", "--", *paths)
+        """Unstage `paths` (back to HEAD in the index). Only those staged: a rollback
+        of a run whose `git add` never ran (or was refused) needs no index lock."""
+        paths = self.staged(paths)
+        if not paths:
+            return
+        deadline = time.monotonic() + self.lock_wait
+        while True:
+            try:
+                if self.head():
+                    self._exec(["reset", "-q", "HEAD", "--", *paths])
+                else:
+                    self._exec(["rm", "--cached", "-q", "--ignore-unmatch", "--", *paths])
+                return
+            except git.GitCommandError as exc:
+                lock = _lock_refusal(exc)
+                if lock and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                if lock:
+                    raise busy_error(self.root, lock) from None
+                if _no_space(exc, self.root):
+                    raise disk_full(self.gitdir) from None
+                raise PamdError(f"git reset failed: {_first(exc)}") from None
+
+    def staged(self, paths: list[str]) -> list[str]:
+        """Those of `paths` whose index entry differs from HEAD's (read without a lock)."""
+        if not paths:
+            return []
+        if not self.head():
+            return [p for p in self._run("ls-files", "-z", "--", *paths, strip=False).split("\0") if p]
+        out = self._run("diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD", "--", *paths,
+                        strip=False)
+        return [p for p in out.split("\0") if p]
 
     def create_branch(self, name: str, start: str = "HEAD") -> None:
         self._run("branch", name, start)
@@ -413,7 +526,74 @@ class Repo:
         try:
             return self._exec(list(args), strip_newline_in_stdout=strip, **({"env": env} if env else {}))
         except git.GitCommandError as exc:
+            lock = _lock_refusal(exc)
+            if lock:
+                raise busy_error(self.root, lock) from None
+            if _no_space(exc, self.root):
+                raise disk_full(self.gitdir) from None
             raise PamdError(f"git {args[0]} failed: {_first(exc)}") from None
+
+    def _locking(self, args: list[str], **kwargs) -> str:
+        """`_exec` of a command that takes git's index or ref locks: when another git
+        holds one, git refuses before changing anything ("Unable to create
+        …index.lock: File exists"), so wait for that git to finish and try again."""
+        deadline = time.monotonic() + self.lock_wait
+        while True:
+            try:
+                return self._exec(args, **kwargs)
+            except git.GitCommandError as exc:
+                lock = _lock_refusal(exc)
+                if not lock or time.monotonic() >= deadline:
+                    raise
+                for f in kwargs.values():
+                    if hasattr(f, "seek"):
+                        f.seek(0)  # a message given on stdin is read again
+                time.sleep(0.05)
+
+
+def _no_space(exc: git.GitCommandError, root: Path) -> bool:
+    """Whether git failed because the disk is full: it says so, or it could not write a
+    file (the index's "unable to write new index file" names no cause) on a disk that has
+    next to no room left."""
+    text = " ".join(_lines(exc))
+    if "No space left on device" in text or "Disk quota exceeded" in text:
+        return True
+    if not re.search(r"unable to write|short write|failed to write|could not write|unable to create", text):
+        return False
+    try:
+        return shutil.disk_usage(root).free < (1 << 20)
+    except OSError:
+        return False
+
+
+def _parent(entry: Path) -> int | None:
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state letter
+
+
+_LOCKED = re.compile(r"Unable to create '([^']+\.lock)': File exists|cannot lock ref '[^']+': "
+                     r"Unable to create '([^']+\.lock)': File exists")
+
+
+def _lock_refusal(exc: git.GitCommandError) -> str | None:
+    """The lock file another git holds, when that is why git refused (it then changed nothing)."""
+    m = _LOCKED.search(" ".join(_lines(exc)))
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def busy_error(root: Path, lock: Path | str) -> PamdError:
+    """The one line for a git lock file that stays: a person's git at work, or one killed."""
+    try:
+        rel = os.path.relpath(lock, root)
+    except ValueError:
+        rel = str(lock)
+    return PamdError(f"git is busy in the brain: {rel} exists (another git command is running, "
+                     "or one was killed); nothing was changed",
+                     f"let it finish and run again; if no git command is running, remove {rel}",
+                     exit_code=75)
 
 
 def _stdin(paths: list[str]):

@@ -6,6 +6,7 @@ lock that blocks the next one; the pid written inside is only for messages.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
@@ -22,8 +23,15 @@ class Lock:
         self._fd: int | None = None
 
     def __enter__(self) -> Lock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            raise PamdError(f"the brain is read-only for this process: cannot open {self.path} "
+                            f"({exc.strerror})", "recall, index, boot, status, check and fsck only read "
+                            "it; run this where the brain may be written") from None
         deadline = time.monotonic() + (self.timeout if self.wait else 0)
         while True:
             try:

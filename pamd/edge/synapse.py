@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
+from pamd.core.message import one_line
 from pamd.core.words import plural
 from pamd.edge.brain import CONFIG, DNA, MEMORY, SYNAPSE_DIR, Brain
 from pamd.errors import PamdError
@@ -377,7 +378,7 @@ def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, s
         try:
             new = tx.commit(
                 {CONFIG: text + table},
-                f"pamd synapse add {name}: {url}\n\nPamd-Run: synapse-add\nPamd-Synapse: {name}\n",
+                f"pamd synapse add {name}: {one_line(url)}\n\nPamd-Run: synapse-add\nPamd-Synapse: {name}\n",
             )
         except PamdError:
             if not was:  # a refused add leaves no cache behind either
@@ -415,7 +416,7 @@ def pull_message(pulled: list[Pulled]) -> str:
     lines = [f"pamd synapse pull: {names}", ""]
     for p in pulled:
         files = sum(1 for t in p.changes.values() if t is not None)
-        lines.append(f"{p.name}: {plural(files, 'file')} from {p.url} at {p.commit[:12]}.")
+        lines.append(f"{p.name}: {plural(files, 'file')} from {one_line(p.url)} at {p.commit[:12]}.")
         if p.redacted:
             found = ", ".join(f"{n} {kind}" for kind, n in sorted(p.redacted.items()))
             lines.append(f"Redacted from {p.name}'s files before they were written: {found}.")
@@ -423,7 +424,7 @@ def pull_message(pulled: list[Pulled]) -> str:
     for p in pulled:
         lines += [
             f"Pamd-Synapse: {p.name}",
-            f"Pamd-Source: {p.url}",
+            f"Pamd-Source: {one_line(p.url)}",
             f"Pamd-Source-Commit: {p.commit}",
         ]
     return "\n".join(lines) + "\n"

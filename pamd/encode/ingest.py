@@ -22,6 +22,7 @@ from typing import Any
 
 from pamd.core.entry import NEURO, Entry, entry_id, fmt_time
 from pamd.core.fmt import render_doc
+from pamd.core.message import one_line
 from pamd.core.words import plural
 from pamd.edge.brain import Brain, tier_path
 from pamd.encode import sources
@@ -194,7 +195,7 @@ def tag_counts(entries: list[Entry]) -> str:
 
 def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime) -> str:
     types = Counter(e.type for e in plan.entries)
-    src = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    src = ", ".join(one_line(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     lines = [
         f"pamd {title}: {plural(len(plan.entries), 'entry')} from {src}",
         "",

@@ -182,7 +182,7 @@ def detect(text: str, name: str) -> str:
 
 
 def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | None = None, *,
-         untimed: str | None = None, notes: list[str] | None = None) -> list[Message]:
+         untimed: str | None = None, notes: list[str] | None = None, fit: bool = False) -> list[Message]:
     """Parse one input; raise PamdError (naming name:line) on anything malformed.
 
     Long tool output is cut short, never inside a secret `redactor` (default:
@@ -192,6 +192,8 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
     file's last line that is not JSON and has no newline after it is one its
     writer is still writing (a live session): it is left out, and `notes` gets
     a line saying so. Stdin (`untimed`) is read once: there it is an error.
+    `fit`: a message over 1 MiB is cut as long tool output is, not refused (a file
+    already committed to the brain, such as a daily note, whose whole text stays there).
     """
     redactor = redactor or Redactor()
     if untimed is None:  # a file: a line still being written is read by the next ingest
@@ -215,6 +217,8 @@ def read(data: bytes, name: str, fmt: str | None = None, redactor: Redactor | No
     out = []
     seen: Counter = Counter()
     for m in msgs:
+        if fit:
+            m = replace(m, text=_fit(m.text, redactor))
         if len(m.text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:
             raise PamdError(f"{name}: message {m.seq + 1} is larger than 1 MiB",
                             "split it, or store the file elsewhere and remember a pointer to it")

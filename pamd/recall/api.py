@@ -44,24 +44,24 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
           progress=None) -> store.Report:
     """Build or refresh the brain's index; `force` starts from empty (the vector cache stays)."""
     emb = embedder or embedder_for(brain.config)
-    cached = _OPEN.pop(str(brain.state_dir), None)
+    cached = _OPEN.pop(str(brain.index_state), None)
     if cached is not None:
         cached.close()
-    with store.lock(brain.state_dir):
-        rep, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, force, progress, graph=False)
+    with store.lock(brain.index_state):
+        rep, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
         idx.close()
     return rep
 
 
 def left_out(brain) -> tuple[str, ...]:
     """Files the last refresh of this process left out of the index for their conflict markers."""
-    idx = _OPEN.get(str(brain.state_dir))
+    idx = _OPEN.get(str(brain.index_state))
     return store.conflicted(idx.meta) if idx is not None else ()
 
 
 def close(brain) -> None:
     """Let go of the brain's open index (a caller about to delete the brain's folder)."""
-    cached = _OPEN.pop(str(brain.state_dir), None)
+    cached = _OPEN.pop(str(brain.index_state), None)
     if cached is not None:
         cached.close()
 
@@ -106,9 +106,9 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     qvec = Background(query_pass, emb, query) if dense and mode != "exact" and getattr(emb, "concurrent", False) \
         else None
     try:
-        with store.lock(brain.state_dir):
-            key = str(brain.state_dir)
-            _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config,
+        with store.lock(brain.index_state):
+            key = str(brain.index_state)
+            _, idx = store.refresh(brain.root, brain.index_state, emb, brain.config,
                                    progress=progress, idx=_OPEN.pop(key, None))
             flt = Filters(tuple(tiers), since, until)
             hits = Hits()
@@ -121,7 +121,7 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
                     hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
             except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
                 idx.wipe()
-                _, idx = store.refresh(brain.root, brain.state_dir, emb, brain.config, True, progress, idx)
+                _, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, True, progress, idx)
                 hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
             _OPEN[key] = idx
     finally:
@@ -129,7 +129,7 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
         # (and an error can leave it unread): the thread must still end before we return.
         if qvec is not None:
             qvec.wait()
-    if log:
+    if log and brain.writable():  # a reader of a read-only brain leaves no trace in it
         # Entries in the tree the query matched: not the raw leaves behind them (in history),
         # nor the neighbours hit shaping joined for context (they would myelinate as
         # reflexes by sitting next to what was asked).

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from pamd.edge.brain import DAILY_DIR, DNA, MEMORY, SYNAPSE_DIR, TIER_DIRS
+from pamd.edge.files import inside
 
 # Tiers a user can name in --tier, besides L0-L4.
 EXTRA_TIERS = ("daily", "dna", "synapse", "memory")
@@ -46,16 +47,16 @@ def source_files(root: Path) -> list[tuple[str, str]]:
     """
     out = []
     for name in (MEMORY, DNA):
-        if (root / name).is_file():
+        if (root / name).is_file() and (not (root / name).is_symlink() or inside(root, root / name)):
             out.append((name, tier_for(name)))
     for top in ("memory", SYNAPSE_DIR):
         base = root / top
         if base.is_dir():  # hidden names inside the brain are skipped; where the brain lives is not
-            _walk(str(base), top, out)
+            _walk(str(base), top, out, root)
     return sorted(out)
 
 
-def _walk(path: str, rel: str, out: list[tuple[str, str]]) -> None:
+def _walk(path: str, rel: str, out: list[tuple[str, str]], root: Path) -> None:
     try:
         with os.scandir(path) as it:
             entries = list(it)
@@ -67,8 +68,8 @@ def _walk(path: str, rel: str, out: list[tuple[str, str]]) -> None:
         sub = f"{rel}/{e.name}"
         try:
             if e.is_dir(follow_symlinks=False):
-                _walk(e.path, sub, out)
-            elif e.name.endswith(".md") and e.is_file():
+                _walk(e.path, sub, out, root)
+            elif e.name.endswith(".md") and e.is_file() and (not e.is_symlink() or inside(root, e.path)):
                 tier = tier_for(sub)
                 if tier:
                     out.append((sub, tier))

@@ -77,7 +77,7 @@ def test_a_recall_through_many_leaves_of_one_summary_logs_the_summary_once(brain
     from pamd.myelin.recall_log import pending
 
     _aged(brain, tmp_path)
-    hits = _recall(brain, "which bucket does the nightly backup write to", "-k", "10")
+    hits = _recall(brain, "which bucket does the nightly backup write to", "-k", "10", "--log")
     summaries = {h["summary"] for h in hits if h["summary"]}
     assert len(summaries) == 1
     p = pending(brain.cwd / ".pamd", None)

@@ -160,9 +160,10 @@ def test_a_tool_calls_json_is_no_sentence(tier, target):
     text = summarize(tier, AGENT, target)
     assert not JSON_BITS.search(text), text
     assert "Pushed to main as 4f2e1c0" in text, text
+    # A call that records nothing (a compile run) is no fact of an agent's session.
+    assert "[tool Bash]" not in text, text
     if target == 120:
-        assert "[tool Bash] mix compile --warnings-as-errors (Compile, fail on warnings)." in text
-        assert "[tool Edit] /home/u/app/lib/a.ex." in text
+        assert "Edited /home/u/app/lib/a.ex" in text, text
 
 
 def test_an_older_summarys_json_is_no_sentence():
@@ -195,7 +196,7 @@ def test_a_persons_sentence_that_quotes_json_or_a_path_is_words_not_json():
                else e.with_(importance=0.5) for e in es)
     assert summarize("L1", es, 40) == (
         'user: Decision: the webhook must answer {"status": "ok"} within 5 seconds, or Stripe '
-        "retries it. The API key lives in C:\\new\\keys.txt on the build box.")
+        "retries it.\nuser: The API key lives in C:\\new\\keys.txt on the build box.")
     assert summarize("L3", es, 30) == (
         'user: Decision: the webhook must answer {"status": "ok"} within 5 seconds, or Stripe '
         "retries it (2023-05-08)")
@@ -383,7 +384,7 @@ def test_a_calls_gist_shows_no_secret_that_redaction_would_catch():
     for tier, target in (("L1", 200), ("L1", 60), ("L2", 40)):
         text = summarize(tier, es, target)
         assert key not in text and key[:8] not in text, text
-    assert "[REDACTED:api-key]" in summarize("L1", es, 200)
+    assert "Deploy staging on the blue cluster." in summarize("L1", es, 200)
 
 
 def test_the_docs_tables_of_summarizer_keys_give_the_templates_defaults():

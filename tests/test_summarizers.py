@@ -163,7 +163,7 @@ def test_a_tool_calls_json_is_no_sentence(tier, target):
     # A call that records nothing (a compile run) is no fact of an agent's session.
     assert "[tool Bash]" not in text, text
     if target == 120:
-        assert "Edited /home/u/app/lib/a.ex" in text, text
+        assert "Edited ~/app/lib/a.ex" in text, text
 
 
 def test_an_older_summarys_json_is_no_sentence():

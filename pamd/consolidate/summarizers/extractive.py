@@ -86,7 +86,7 @@ SESSION_ROLES = AGENT_ROLES | {"user"}
 # What a summary says when none of its messages stated anything worth a line.
 NOTHING = "(nothing to note from {n})"
 _CALL_FACT_BONUS = 2.5
-_ERROR_BONUS = 1.5
+_ERROR_BONUS = 0.5
 # A sentence of an agent kept whole in a one-liner is cut to this (never into clauses,
 # which read as fragments out of their sentence).
 _LONG_FACT = 240
@@ -129,7 +129,7 @@ def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
         out.append((entry.role, facts.clean(sentence), 0.0))
     for call in _calls(calls):
         for fact in facts.call_facts(call):
-            bonus = 0.0 if fact.startswith(("Edited ", "Wrote ")) else _CALL_FACT_BONUS
+            bonus = -1.5 if fact.startswith(("Edited ", "Wrote ")) else _CALL_FACT_BONUS
             out.append((entry.role, fact, bonus))
     return out
 
@@ -161,7 +161,7 @@ def _units(
                 if speaker not in opened:
                     msgs.append(_Msg(speaker=speaker, tag=""))
                     opened[speaker] = len(msgs) - 1
-                body = fact.rstrip(" .") if one_line else fact
+                body = fact.rstrip(" .") if one_line else _ended(fact)
                 if one_line and len(body) > _LONG_FACT:
                     body = tx.trim(body, _LONG_FACT)
                 score, words = _score(body, weight + bonus, first=True)
@@ -203,6 +203,11 @@ def _units(
     return msgs, units, days
 
 
+def _ended(fact: str) -> str:
+    """A fact with a full stop when it ends in none, so facts of one line read apart."""
+    return fact if fact[-1:] in ".!?…:;)\"'`»" else fact + "."
+
+
 def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) -> list[tuple[str, bool]]:
     """A summary line's pieces of an agent's session, held to facts (see AGENT_ROLES)."""
     out = []
@@ -217,6 +222,8 @@ def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) 
         if facts.is_fragment(piece) or (speaker != "user" and facts.is_narration(piece, agent=strict)):
             continue
         piece = facts.clean(piece)
+        if not one_line:
+            piece = _ended(piece)
         if one_line and len(piece) > _LONG_FACT:
             piece = tx.trim(piece, _LONG_FACT)
         out.append((piece, False))

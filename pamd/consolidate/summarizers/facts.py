@@ -56,6 +56,18 @@ _AGENT_ONLY = re.compile(_LEAD + r"(?:let me|let's|let us|now i|i need to|i'm go
                          r"давай(?:те)?|попробую|проверю|посмотрю)\b", re.IGNORECASE)
 
 
+# An agent's note to itself in the imperative: "Close gqc.5, commit, and continue".
+_IMPERATIVE = re.compile(
+    r"^(?:add|update|run|re-?run|check|verify|commit|close|create|write|fix|implement|read|look|"
+    r"make|remove|move|edit|stage|push|test|build|rebuild|install|register|wire|mark|claim|try|"
+    r"start|replace|refactor|extract|wait|review|explore|find|search|open|continue|use|call|set|"
+    r"change|delete|rename|import|merge|deploy|restart|launch|spawn|dispatch|clean|sync|proceed|"
+    r"investigate|examine|inspect|confirm|ensure|skip|keep|go|let|see|move on)\b",
+    re.IGNORECASE)
+_CHEER_LEAD = re.compile(r"^(?:perfect|excellent|great|good|nice|awesome|ok(?:ay)?|alright|right|"
+                         r"interesting|отлично|хорошо|супер)[,.!:—-]+\s*", re.IGNORECASE)
+
+
 def is_narration(sentence: str, agent: bool = True) -> bool:
     """True if an agent's sentence narrates its own work instead of stating a fact.
     `agent=False`: the speaker is not known, only what no person says of their day counts
@@ -63,14 +75,17 @@ def is_narration(sentence: str, agent: bool = True) -> bool:
     s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
     if not agent:
         return bool(_AGENT_ONLY.match(s) or (_STEP.match(s) and s.endswith(":")))
-    return bool(_CHEER.match(s) or _NARRATION.match(s) or _STEP.match(s))
+    cheer = _CHEER_LEAD.match(s)
+    if cheer and len(_LETTERS.findall(s[cheer.end():])) < 6:
+        return True
+    return bool(_CHEER.match(s) or _NARRATION.match(s) or _STEP.match(s) or _IMPERATIVE.match(s))
 
 
 def is_fragment(sentence: str) -> bool:
     """True if the text is no statement: markup or numbers alone, a heading or list marker
     with a word or two, or a short lead-in that ends with a colon."""
     s = sentence.strip()
-    if _MARKUP_ONLY.match(s) or len(_LETTERS.findall(s)) < 1:
+    if _MARKUP_ONLY.match(s) or len(_LETTERS.findall(s)) < 1 or s.startswith("#"):
         return True
     body = _LIST_HEAD.sub("", s).strip("*_ ")
     words = len(_LETTERS.findall(body))
@@ -79,11 +94,15 @@ def is_fragment(sentence: str) -> bool:
     return words < 2 and not re.search(r"[\w./-]+\.\w{1,5}\b|`[^`]+`", body)
 
 
+_HOME = re.compile(r"(?<![\w/])/(?:home|Users)/[^/\s]+/")
+
+
 def clean(sentence: str) -> str:
-    """A sentence without its Markdown list marker, heading marks or a dangling colon."""
+    """A sentence without its Markdown list marker, heading marks, a dangling colon or a
+    home directory's prefix in its paths (`/home/ann/x` -> `~/x`)."""
     s = _LIST_HEAD.sub("", sentence.strip())
     s = re.sub(r"^\*\*([^*]{1,80})\*\*:?\s*", lambda m: m.group(1) + ": ", s)
-    return s.rstrip(" :")
+    return _HOME.sub("~/", s.rstrip(" :"))
 
 
 # ------------------------------------------------------------------ tool calls
@@ -144,7 +163,7 @@ def call_facts(call: str) -> list[str]:
     name, args = _args(call)
     if name in _FILE_TOOLS:
         path = str(args.get("file_path") or args.get("notebook_path") or "")
-        return [f"{_FILE_TOOLS[name]} {path}"] if path else []
+        return [f"{_FILE_TOOLS[name]} {_HOME.sub('~/', path)}"] if path else []
     if name != "Bash":
         return []
     cmd = str(args.get("command") or "")
@@ -197,14 +216,22 @@ def _first_sentence(text: str, limit: int = 200) -> str:
     return first if len(first) <= limit else ""
 
 
+_RAISED = re.compile(r"^[\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+_OUTPUT_HEAD = re.compile(r"^\[tool (?:result|error)\] ?", re.MULTILINE)
+
+
 def error_line(output: str) -> str:
     """The first line of `output` that reads as an error a tool printed ("" if none); a
     traceback header or an `Exit code N` line gives the next line that says more."""
-    lines = output.splitlines()
+    lines = _OUTPUT_HEAD.sub("", output).splitlines()
     for i, line in enumerate(lines):
         if not _ERROR_LINE.match(line):
             continue
         text = line.strip()
+        if text.startswith("Traceback"):
+            raised = next((ln.strip() for ln in lines[i + 1:] if _RAISED.match(ln)), "")
+            if raised:
+                return _one(raised)
         if text.startswith(("Traceback", "== Compilation error", "Exit code")) or len(_LETTERS.findall(text)) < 3:
             for nxt in lines[i + 1:i + 8]:
                 nxt = nxt.strip()

@@ -48,7 +48,9 @@ _CHEER = re.compile(
 )
 _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _MARKUP_ONLY = re.compile(r"^[\s>#*\-+|`~=_.:;,()\[\]\d]*$")
-_LIST_HEAD = re.compile(r"^\s*(?:[>#]+\s*)+|^\s*(?:[-*+]|\d+[.)])\s+")
+_LIST_HEAD = re.compile(r"^\s*(?:[>#]+\s*|[-*+]\s+|\d+[.)]\s+)+")
+# A title: a few capitalised words and no full stop ("Acceptance Tests", "Key Findings").
+_TITLE_WORDS = re.compile(r"^(?:[A-ZА-ЯЁ][\w'’/&-]*\s*){1,5}$")
 
 
 # What only an agent says of its own work: used where a line's speaker is not known.
@@ -89,7 +91,7 @@ def is_fragment(sentence: str) -> bool:
         return True
     body = _LIST_HEAD.sub("", s).strip("*_ ")
     words = len(_LETTERS.findall(body))
-    if s.endswith(":") and words < 12:
+    if (s.endswith(":") and words < 12) or _TITLE_WORDS.match(body):
         return True
     return words < 2 and not re.search(r"[\w./-]+\.\w{1,5}\b|`[^`]+`", body)
 

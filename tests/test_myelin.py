@@ -206,9 +206,10 @@ def test_the_same_lesson_met_again_is_learned_not_added_twice(brain, tmp_path):
     assert again.id in m["learned_from"]  # learned from: no lesson is asked of it again
 
 
-def test_no_lesson_without_a_failure_statement(brain, tmp_path):
-    # Review 8 #3: a tool's error output and the agent's plan to look at an error are
-    # tagged cortisol, but say nothing an agent could learn "before X, check Y" from.
+def test_no_lesson_without_a_failure_and_its_fix(brain, tmp_path):
+    # A tool's error, the agent's plan to look at it and a failure with its cause but no
+    # fix teach nothing: "before the export, check the rates table had no GBP row" was a
+    # reflex made of one half. Once the fix is said, the lesson holds the error and the fix.
     f = tmp_path / "work.jsonl"
     rows = [
         ("a", "assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors", "timeout": 30000}'),
@@ -221,55 +222,61 @@ def test_no_lesson_without_a_failure_statement(brain, tmp_path):
     assert brain("ingest", str(f), now=T0)[0] == 0
     tagged = {e.text[:12]: e for e in l0_entries(brain.cwd)}
     assert "cortisol" in tagged["[tool error]"].neuro and "cortisol" in tagged["Let me run t"].neuro
-    assert tagged["[tool Bash] "].neuro == ()
     assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
-    lessons = [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"]
-    assert [r["text"] for r in lessons] == [
-        "before the export, check the rates table had no GBP row (lesson of 2026-11-30)"]
-    assert lessons[0]["from"] == [tagged["The export f"].id]
+    assert [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"] == []
+    more = tmp_path / "fix.jsonl"
+    more.write_text("\n".join(json.dumps({"ts": f"2026-11-30T10:0{i}:00Z", "role": "assistant", "text": t,
+                                          "session": s}) for i, (s, t) in enumerate([
+        ("a", "Fixed lib/a.ex: foo/0 was renamed to fetch/0, the call now uses fetch/0."),
+        ("b", "Fixed by loading the ECB rates into the rates table; GBP exports work now.")])) + "\n")
+    assert brain("ingest", str(more), now="2026-11-30T10:10:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T10:30:00Z")[0] == 0
+    texts = sorted(r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson")
+    assert texts == [
+        "`Exit code 1 error: undefined function foo/0 (lib/a.ex:3)`: fixed lib/a.ex: foo/0 was renamed to "
+        "fetch/0, the call now uses fetch/0. (lesson of 2026-11-30)",
+        "`The export failed because the rates table had no GBP row.`: fixed by loading the ECB rates into "
+        "the rates table; GBP exports work now. (lesson of 2026-11-30)"], texts
 
 
-def test_every_failure_the_tagger_sees_makes_a_lesson_in_both_languages(brain, tmp_path):
-    # Review 8 (merged) #1: the lesson gate knew fewer failure words than the tagger's
-    # cortisol rules (nearly no Russian), and took "Сейчас…", "Let's…", "Попробую…, …
-    # упала" for plans: entries tagged cortisol by a plain failure statement made no lesson.
-    failures = [
-        "Тесты падают после обновления, потому что забыли миграцию.",
-        "Сервис не запускается: не хватало переменной DATABASE_URL.",
-        "Деплой провалился из-за истёкшего сертификата.",
-        "При импорте выбрасывается исключение, потому что файл пустой.",
-        "Сейчас тесты падают из-за таймаута.",
-        "Попробую ещё раз, сборка упала.",
-        "Fatal: the release tarball is missing the priv dir.",
-        "We had data corruption because the writer was not flushed.",
-        "Regression in the parser since the last refactor.",
-        "Mix test ended with exit code 1 because the DB was not migrated.",
-        "Let's be honest: the deploy failed because the cert expired.",
+def test_every_failure_with_its_fix_makes_a_lesson_in_both_languages(brain, tmp_path):
+    # The gate knows the tagger's cortisol words in both languages ("Сейчас…", "Let's…",
+    # "Попробую…, … упала" are failures said, not plans); each failure makes a lesson once
+    # its fix is said, holding both as written, and none while the fix is missing.
+    pairs = [
+        ("Тесты падают после обновления, потому что забыли миграцию.", "Исправил: добавил миграцию, тесты проходят."),
+        ("Деплой провалился из-за истёкшего сертификата.", "Причина была в сертификате, обновил его и задеплоил."),
+        ("Попробую ещё раз, сборка упала.", "Сборка починилась после очистки кэша _build."),
+        ("Fatal: the release tarball is missing the priv dir.", "Fixed by adding priv to the release overlays."),
+        ("Mix test ended with exit code 1 because the DB was not migrated.",
+         "The fix was running mix ecto.migrate before the suite."),
+        ("Let's be honest: the deploy failed because the cert expired.", "Renewed the cert; the deploy works now."),
     ]
+    alone = ["We had data corruption because the writer was not flushed.", "Сервис не запускается."]
     plans = ["Let me run the tests again to see the error.", "Посмотрю, почему тесты падают.",
              "Now I'll fix the failing test, then check the crash log."]
+    rows = [(f"p{i}", t) for i, pair in enumerate(pairs) for t in pair]
+    rows += [(f"a{i}", t) for i, t in enumerate(alone + plans)]
     f = tmp_path / "fails.jsonl"
     f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:{i:02d}:00Z", "role": "assistant",
-                                       "text": t, "session": f"s{i}"})
-                           for i, t in enumerate(failures + plans)) + "\n")
+                                       "text": t, "session": s})
+                           for i, (s, t) in enumerate(rows)) + "\n")
     toml = brain.cwd / "pamd.toml"
     toml.write_text(toml.read_text().replace("max_lessons_per_run = 5", "max_lessons_per_run = 20"))
     git(brain.cwd, "commit", "-qam", "more lessons per run")
     assert brain("ingest", str(f), now=T0)[0] == 0
     tagged = {e.text: e for e in l0_entries(brain.cwd)}
-    assert all("cortisol" in tagged[t].neuro for t in failures + plans)
-    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    assert all("cortisol" in tagged[t].neuro for t in [p[0] for p in pairs] + alone + plans)
+    assert brain("compact", now="2026-11-30T09:59:00Z")[0] == 0
     lessons = {r["from"][0]: r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"]
                if r.get("kind") == "lesson"}
-    assert sorted(lessons) == sorted(tagged[t].id for t in failures)
-    said = {t: lessons[tagged[t].id].removesuffix(" (lesson of 2026-11-30)") for t in failures}
-    assert said[failures[0]] == "before тесты, check забыли миграцию"
-    assert said[failures[2]] == "before деплой, check истёкшего сертификата"
-    assert said[failures[4]] == "before тесты, check why it failed"
-    assert said[failures[5]] == "before сборка, check why it failed"
-    assert said[failures[9]] == "before mix test, check the DB was migrated"
-    assert said[failures[10]] == "before the deploy, check the cert expired"
-    assert "Learned 11 lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
+    assert sorted(lessons) == sorted(tagged[p[0]].id for p in pairs)
+    for failure, fix in pairs:
+        text = lessons[tagged[failure].id].removesuffix(" (lesson of 2026-11-30)")
+        assert text.startswith("`") and fix[1:].rstrip(".") in text, text
+    assert lessons[tagged[pairs[2][0]].id].startswith("`сборка упала.`") or "сборка упала" in lessons[
+        tagged[pairs[2][0]].id]
+    assert "Learned 6 lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
 def test_a_success_or_a_question_makes_no_lesson_in_either_language(brain, tmp_path):
@@ -321,9 +328,11 @@ def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(b
     monkeypatch.setattr(compaction, "get_summarizer", lambda config: Declines())
     f = tmp_path / "fail.jsonl"
     f.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "assistant", "session": "w",
-                             "text": "The deploy failed because the certificate expired."}) + "\n")
+                             "text": "The deploy failed because the certificate expired."}) + "\n"
+                 + json.dumps({"ts": "2026-11-30T09:01:00Z", "role": "assistant", "session": "w",
+                               "text": "Fixed by renewing the certificate; the deploy works now."}) + "\n")
     assert brain("ingest", str(f), now=T0)[0] == 0
-    fail = l0_entries(brain.cwd)[0]
+    fail, fix = sorted(l0_entries(brain.cwd), key=lambda e: e.ts)
     code, out, err = brain("compact", now="2026-11-30T09:10:00Z")
     assert code == 0, err
     assert len(asked) == 1
@@ -331,7 +340,8 @@ def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(b
     assert f"The summarizer found no lesson in 1 failure ({fail.id})" in message
     assert "Pamd-LLM-Tokens: 120 in, 3 out" in message
     dna = meta(brain.cwd / "DNA.md")
-    assert dna["learned_from"] == [fail.id] and not [r for r in dna["reflexes"] if r.get("kind") == "lesson"]
+    assert dna["learned_from"] == sorted([fail.id, fix.id])
+    assert not [r for r in dna["reflexes"] if r.get("kind") == "lesson"]
     for now in ("2026-11-30T09:40:00Z", "2026-11-30T10:10:00Z"):
         assert brain("compact", now=now)[0] == 0
     assert len(asked) == 1
@@ -882,8 +892,11 @@ def test_a_person_s_reflex_written_as_a_date_number_or_mapping_does_not_stop_com
     git(root, "commit", "-qam", "pin")
     line = dna.read_text().split("\n").index("- [a, b]") + 1
     assert brain("check")[1].splitlines() == [f"DNA.md:{line}: reflexes: item is not one line of text (quote it)"]
-    (tmp_path / "m.jsonl").write_text(json.dumps({"ts": "2026-11-01T08:00:00Z", "role": "user", "session": "s",
-                                                  "text": "Error: deploy failed, the token expired."}) + "\n")
+    (tmp_path / "m.jsonl").write_text(
+        json.dumps({"ts": "2026-11-01T08:00:00Z", "role": "user", "session": "s",
+                    "text": "Error: deploy failed, the token expired."}) + "\n"
+        + json.dumps({"ts": "2026-11-01T08:01:00Z", "role": "assistant", "session": "s",
+                      "text": "Fixed by rotating the deploy token; the deploy works now."}) + "\n")
     assert brain("ingest", str(tmp_path / "m.jsonl"), now="2026-11-01T09:00:00Z")[0] == 0
     code, _, err = brain("compact", now="2026-11-03T12:00:00Z")
     assert code == 0, err

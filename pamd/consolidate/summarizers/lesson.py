@@ -1,12 +1,11 @@
-"""Lessons from failures: cortisol-tagged entries -> one line, "before X, check Y".
+"""Lessons from failures: a failure and what resolved it -> one line for DNA.md.
 
-Myelination turns these lines into DNA reflexes. The extractive version finds the
-failed action (X) in the most salient failure sentence and the cause or fix (Y) in
-the sentences around it; the gemini backend writes the line itself (tier "lesson").
-Both come from what the user and the agent wrote: tool output and the arguments of
-the agent's tool calls are not sentences, and a plan ("Let me run the tests to see
-the error") is no failure. `states_failure` says whether an entry holds a failure
-statement; myelination learns lessons only from entries that do.
+A lesson needs both parts, each as it was written: the error (the line a tool printed,
+an error the user pasted, or the sentence where the user or the agent said what failed)
+and its resolution (a sentence saying how it was fixed or what caused it, or a `fix:`
+commit). Without either there is no lesson. Tool output and the arguments of the
+agent's tool calls are not sentences, and a plan ("Let me run the tests to see the
+error") is no failure. `states_failure` says whether an entry holds a failure statement.
 """
 
 from __future__ import annotations
@@ -26,21 +25,8 @@ _FAILURE = re.compile(
     r"сбой\w*|потерял\w*|потеря\w*|откат\w*|баг\w*|не работает|не удалось)\b",
     re.IGNORECASE,
 )
-_CAUSE = re.compile(
-    r"\b(?:because(?: of)?|due to|since|caused by|root cause(?: was| is)?:?|the cause (?:was|is):?|"
-    r"forgot(?: to)?|"
-    r"missing|without|потому что|из-за|так как|забыл[иа]?|не хватало|без)\s+",
-    re.IGNORECASE,
-)
-_FIX = re.compile(
-    r"\b(?:fixed by|fix(?:ed)? (?:it )?by|solved by|resolved by|need(?:s|ed)? to|have to|"
-    r"should(?: have)?|must|always|remember to|make sure(?: that)?|check(?: that)?|"
-    r"исправил[иа]? (?:тем, что|через)|нужно|надо|следует|всегда|проверить|проверяй)\s+",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(r"\b(was|were|is|are|had|has|have)(?: not|n't)\b", re.IGNORECASE)
-_X_WORDS = 8
-_Y_WORDS = 14
+# A lesson's budget: the error and its fix, each as written.
+LESSON_TOKENS = 70
 
 
 # What the agent says it is about to do, not what happened: "Let me run the suite to
@@ -157,113 +143,107 @@ def states_failure(entry: Entry) -> bool:
     return any(map(_report, said([entry])))
 
 
-def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
-    """One line "before X, check Y" from failure entries (no model; deterministic)."""
-    sentences = said(entries)
-    failing = _failures(sentences)
-    if not failing:  # myelination gives none such; a direct call gets a plain line
-        text = "before repeating this, check what failed last time"
-        return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
-    # The failure with the most facts first; a table row's cells, or a line cut through
-    # inline code ("before ADD` without a default, …"), is a fragment no reader can use:
-    # the next failure is tried, and with none left there is no lesson ("").
-    for failure in sorted(failing, key=lambda s: (-_facts(s), sentences.index(s))):
-        if _TABLE_ROW.search(failure):
-            continue
-        action = _action(failing[failure])
-        check = _check(sentences, failure)
-        for y in (check, "why it failed") if check else ("why it failed",):
-            line = tx.trim(" ".join(f"before {action}, check {y}".split()), max_chars)
-            if line.count("`") % 2 == 0:
-                return line
+# What says a failure was resolved, and how: "Fixed by …", "The cause was …", "works now".
+RESOLVED = re.compile(
+    r"\b(?:fix(?:ed|es)?\b|the fix|resolved|solved|the (?:issue|problem|cause|error|bug|culprit) "
+    r"(?:was|is)|root cause|caused by|turned out|works now|now works|passes now|now pass(?:es)?|"
+    r"workaround|instead of|replaced|switched to|the solution|исправ\w*|почин\w*|причина|решени\w*|"
+    r"теперь работает|заработал\w*)",
+    re.IGNORECASE,
+)
+_ERROR_CHARS = 150
+
+
+def resolution(sentence: str) -> bool:
+    """True if the sentence says how a failure was resolved (not a plan to, not a question)."""
+    from pamd.consolidate.summarizers import facts
+
+    return (bool(RESOLVED.search(sentence)) and not sentence.rstrip().endswith("?")
+            and not facts.is_narration(sentence) and not facts.is_fragment(sentence)
+            and len(sentence.split()) >= 4 and not _failure_only(sentence))
+
+
+def _failure_only(sentence: str) -> bool:
+    """A failure report whose resolution word is part of the failure ("the fix failed")."""
+    m = RESOLVED.search(sentence)
+    return bool(m and _failure_word(sentence[m.end():]) and not re.search(r"\b(?:now|теперь)\b", sentence, re.I))
+
+
+def failure_text(entry: Entry) -> str:
+    """The failure as it appeared in `entry`: the error line a tool printed (or that the
+    user pasted), else the sentence where the user or the agent said what failed ("")."""
+    from pamd.consolidate.summarizers import facts
+
+    if entry.role == "tool" or entry.type == "tool_result":
+        return facts.error_line(entry.text)
+    pasted = facts.error_line(toolcall.prose(entry.text)) if entry.role == "user" else ""
+    if pasted:
+        return pasted
+    for sentence in said([entry]):
+        if _report(sentence) and not _TABLE_ROW.search(sentence) and not resolution(sentence):
+            return " ".join(sentence.split())
     return ""
+
+
+def fix_text(entries: Sequence[Entry]) -> str:
+    """How the failure was resolved, as the user or the agent said it, or the commit that
+    fixed it ("")."""
+    from pamd.consolidate.summarizers import facts
+
+    for entry in entries:
+        for sentence in said([entry]):
+            if resolution(sentence):
+                return facts.clean(sentence)
+        if entry.role == "assistant" and not entry.is_summary:
+            for fact in _commit_facts(entry.text):
+                if re.match(r'Committed "(?:fix|hotfix|bugfix)\b', fact, re.IGNORECASE):
+                    return fact
+    return ""
+
+
+def _commit_facts(text: str) -> list[str]:
+    from pamd.consolidate.summarizers import facts
+
+    starts = [m.start() for m in toolcall.CALL.finditer(text)]
+    calls = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
+    return [f for c in calls for f in facts.call_facts(c) if f.startswith("Committed ")]
+
+
+def extract_lesson(entries: Sequence[Entry], max_chars: int = 280) -> str:
+    """One line from a failure and what resolved it, both as they were written:
+    `` `KeyError: 'rate'`: fixed by loading the ECB rates into the rates table ``.
+    "" when either part is missing: a failure without its fix, or a fix without its
+    failure, teaches nothing a reader could act on."""
+    failure = next((t for e in entries if (t := failure_text(e))), "")
+    if not failure:
+        return ""
+    first = _first_failing(entries)
+    fix = fix_text([e for e in entries if e is not first and e.role != "tool"])
+    if not fix or _same(fix, failure):
+        return ""
+    error = tx.trim(failure.replace("`", "'"), min(_ERROR_CHARS, max(max_chars // 2, 16)))
+    line = f"`{error}`: {fix[:1].lower() + fix[1:] if fix[:2] != fix[:2].upper() else fix}"
+    line = tx.trim(line, max_chars)
+    return line if line.count("`") % 2 == 0 else tx.trim(line.replace("`", "'"), max_chars)
+
+
+def _first_failing(entries: Sequence[Entry]) -> Entry | None:
+    return next((e for e in entries if failure_text(e)), None)
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def signature(text: str) -> str:
+    """An error line without what changes between occurrences (numbers, paths, quoted
+    values): two failures with one signature are the same failure met again."""
+    text = re.sub(r"(?:[\w.-]*/)+[\w.-]+|\b0x[0-9a-f]+\b|\d+|'[^']*'|\"[^\"]*\"", "_", text.casefold())
+    return " ".join(text.split())[:120]
 
 
 # Cells of a Markdown table row: "| `af81c43` | spotter-fum.4 | Added … |".
 _TABLE_ROW = re.compile(r"(?:^|\s)\|\s.*\s\|(?:\s|$)")
-
-
-def _facts(sentence: str) -> int:
-    space = sentence.find(" ")
-    caps = len(tx.CAPITAL.findall(sentence, space + 1)) if space > 0 else 0
-    return caps + len(tx.NUMBER.findall(sentence)) + 2 * bool(_CAUSE.search(sentence))
-
-
-# A label in front of a report ("Error:", "Incident:", "Root cause:", "Ошибка:"): not
-# the action, and its failure word would hide the one in the sentence itself.
-_LABEL = re.compile(r"^\s*[\w-]+(?: [\w-]+)?:\s+")
-# Where one clause of a sentence ends: a dash, a semicolon, a colon (", " is kept: a
-# check like "the rates table, not the cache" needs it).
-_CLAUSE_END = re.compile(r"\s+[—–]\s+|\s+-\s+|;|:\s")
-# "KeyError 'rate' when converting GBP invoices": the action is the when-clause.
-_WHEN = re.compile(r"\b(?:when|while|during|при|во время|когда)\s+(\w.*)", re.IGNORECASE)
-_BECAUSE = re.compile(r"\s(?:because|due to|since|caused by|потому что|из-за|так как)\s", re.IGNORECASE)
-# "Now the tests fail", "Сейчас упал сервер": when it was said, not what was done.
-_WHEN_SAID = re.compile(r"^(?:just now|right now|now|сейчас|теперь)[,]?\s+", re.IGNORECASE)
-_CHECK_WORD = re.compile(r"^(?:check|verify|проверить|проверяй)(?: that)?\s+(?=\S+\s)", re.IGNORECASE)
-_EDGE = " .,:;!?—–-\"'«»"
-
-
-def _clause(text: str) -> str:
-    """The text up to its first clause break."""
-    return _CLAUSE_END.split(text, maxsplit=1)[0]
-
-
-def _words(text: str, n: int) -> str:
-    """The first n words of the text's first clause, without dangling punctuation."""
-    words = _clause(text.strip(_EDGE)).split()[:n]
-    return " ".join(words).strip(_EDGE)
-
-
-def _action(failure: str) -> str:
-    """The thing that was being done: the words before the failure word, or the
-    "when ..." clause of a sentence that starts with the failure ("KeyError when X").
-
-    A label in front ("Incident: the deploy failed") is tried without it first; when that
-    leaves nothing before a failure word, the whole sentence is ("Deploy failed: timeout",
-    "Staging deploy: failed because ..."), then the when-clause."""
-    failure = _WHEN_SAID.sub("", failure)
-    label = _LABEL.match(failure)
-    rest = failure[label.end():] if label else failure
-    words = _head(rest) or (_head(failure) if label else "")
-    if not words:
-        when = _WHEN.search(rest)
-        # Up to the cause: "Exit code 1 from mix test because …" -> "exit code 1 from mix test".
-        words = _words(_BECAUSE.split(when.group(1) if when else rest, maxsplit=1)[0], _X_WORDS)
-    if not words:
-        words = _words(failure, _X_WORDS)
-    return words[:1].lower() + words[1:] if words[:2] != words[:2].upper() else words
-
-
-def _head(text: str) -> str:
-    """The words of `text` before its first failure word, up to a clause break."""
-    m = _failure_word(text)
-    head = _clause(text[: m.start()]) if m else ""
-    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed",
-    # "mix test ended with exit code 1").
-    head = re.sub(
-        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять|(?:ended |exited )?with)\s*$",
-        "", head.strip(), flags=re.IGNORECASE,
-    )
-    return _words(head, _X_WORDS)
-
-
-def _check(sentences: list[str], failure: str) -> str:
-    """The cause or the fix: text after "because/due to/..." or "need to/should/..."."""
-    ordered = [failure] + [s for s in sentences if s is not failure]
-    for pattern in (_CAUSE, _FIX):
-        for sentence in ordered:
-            m = pattern.search(sentence)
-            if m:
-                found = _words(sentence[m.end() :], _Y_WORDS)
-                if len(found.split()) >= 2:
-                    # "check the migration was not applied" -> "... was applied": the
-                    # lesson names what to verify, not what went wrong.
-                    if pattern is _CAUSE:
-                        return _NEGATION.sub(r"\1", found)
-                    # "always check the WHERE clause" -> "the WHERE clause", not "check check ..."
-                    return _CHECK_WORD.sub("", found, count=1)
-    return ""
 
 
 def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> str:
@@ -273,6 +253,6 @@ def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> st
 
     if not entries:
         return ""
-    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=40)
+    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=LESSON_TOKENS)
     texts, _ = get_summarizer(config or {}).summarize([group])
     return texts[0]

@@ -233,10 +233,11 @@ def test_no_lesson_without_a_failure_and_its_fix(brain, tmp_path):
     assert brain("compact", now="2026-11-30T10:30:00Z")[0] == 0
     texts = sorted(r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson")
     assert texts == [
-        "`Exit code 1 error: undefined function foo/0 (lib/a.ex:3)`: fixed lib/a.ex: foo/0 was renamed to "
-        "fetch/0, the call now uses fetch/0. (lesson of 2026-11-30)",
         "`The export failed because the rates table had no GBP row.`: fixed by loading the ECB rates into "
-        "the rates table; GBP exports work now. (lesson of 2026-11-30)"], texts
+        "the rates table; GBP exports work now. (lesson of 2026-11-30)",
+        "`error: undefined function foo/0 (lib/a.ex:3)`: fixed lib/a.ex: foo/0 was renamed to "
+        "fetch/0, the call now uses fetch/0. (lesson of 2026-11-30)"
+    ], texts
 
 
 def test_every_failure_with_its_fix_makes_a_lesson_in_both_languages(brain, tmp_path):

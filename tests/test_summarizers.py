@@ -329,7 +329,7 @@ def test_a_lesson_takes_the_error_a_tool_printed_not_tool_calls_or_plans():
             neuro=("cortisol",),
         ),
     )
-    assert lesson(es) == ("`Exit code 1 error: undefined function foo/0 (lib/a.ex:3)`: fixed the call: "
+    assert lesson(es) == ("`error: undefined function foo/0 (lib/a.ex:3)`: fixed the call: "
                           "foo/0 was renamed to fetch/0 in the last commit.")
     # A failure said is a statement: a call's arguments, tool output and a plan are none.
     assert [states_failure(e) for e in es] == [False, False, False, False]

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.consolidate.summarizers.lesson import failure_text, fix_text, signature, states_failure
+from pamd.consolidate.summarizers.lesson import failure_text, fits, fix_text, signature, states_failure
 from pamd.core.entry import Entry, add_via, count_tokens
 from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
@@ -372,17 +372,24 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
             if not error:
                 continue
             sig = signature(error)
-            fails, fix = [e], None
+            fails, fix, first_said = [e], None, None
             for later in raw[i + 1:i + 1 + FIX_WINDOW]:
                 if later.id in already:
                     continue
                 if failure_text(later) and signature(failure_text(later)) == sig:
                     fails.append(later)  # the same error again before its fix
                     continue
-                if later.role != "tool" and fix_text([later]):
+                if later.role == "tool":
+                    continue
+                first_said = first_said or later
+                text = fix_text([later])
+                if text and fits(e, error, first_said, text):
                     fix = later
                     break
             if fix is None:
+                continue
+            if fix.id in used:  # one fix, one lesson: the failures before it are one episode
+                used.add(e.id)
                 continue
             used.update(f.id for f in fails)
             used.add(fix.id)

@@ -124,7 +124,9 @@ def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
     prose = toolcall.prose(text)
     calls = text[len(prose):]
     for sentence in tx.split_sentences(prose):
-        if facts.is_fragment(sentence) or (entry.role != "user" and facts.is_narration(sentence)):
+        if entry.role != "user":
+            sentence = facts.clauses_said(sentence)
+        if not sentence or facts.is_fragment(sentence) or (entry.role != "user" and facts.is_narration(sentence)):
             continue
         out.append((entry.role, facts.clean(sentence), 0.0))
     for call in _calls(calls):
@@ -219,7 +221,9 @@ def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) 
             continue
         if speaker == "tool" and not (facts.error_line(piece) or facts.test_result(piece)):
             continue
-        if facts.is_fragment(piece) or (speaker != "user" and facts.is_narration(piece, agent=strict)):
+        if strict:
+            piece = facts.clauses_said(piece)
+        if not piece or facts.is_fragment(piece) or (speaker != "user" and facts.is_narration(piece, agent=strict)):
             continue
         piece = facts.clean(piece)
         if not one_line:

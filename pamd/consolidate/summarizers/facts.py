@@ -25,7 +25,8 @@ _NARRATION = re.compile(
     + r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|i'm gonna|i need to|"
     r"i should|i want to|i'd like to|i can see|i see|i notice|i understand|i have|i've got|"
     r"i'm now|i am now|i think i|we need to|we'll|we should|now i|time to|looking at|"
-    r"checking|reading|running|searching|exploring|waiting|"
+    r"checking|reading|running|searching|exploring|waiting|continuing|moving on|proceeding|working on|"
+    r"i've (?:already |now |just )?(?:done|read|looked|checked|explored|reviewed|seen|got|gathered)|"
     r"давай(?:те)?|попробую|проверю|посмотрю|сейчас|запущу|прочитаю|открою|мне нужно|нужно (?:сначала|теперь))\b",
     re.IGNORECASE,
 )
@@ -49,8 +50,8 @@ _CHEER = re.compile(
 _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _MARKUP_ONLY = re.compile(r"^[\s>#*\-+|`~=_.:;,()\[\]\d]*$")
 _LIST_HEAD = re.compile(r"^\s*(?:[>#]+\s*|[-*+]\s+|\d+[.)]\s+)+")
-# A title: a few capitalised words and no full stop ("Acceptance Tests", "Key Findings").
-_TITLE_WORDS = re.compile(r"^(?:[A-ZА-ЯЁ][\w'’/&-]*\s*){1,5}$")
+_CODE_LINE = re.compile(r"\s=\s|[{};]\s*$|^\w+\.\w+\(")
+_IDENT = re.compile(r"\d|[\w-]+[._/][\w/.-]+|`[^`]+`|\w+-\w+")
 
 
 # What only an agent says of its own work: used where a line's speaker is not known.
@@ -68,6 +69,14 @@ _IMPERATIVE = re.compile(
     re.IGNORECASE)
 _CHEER_LEAD = re.compile(r"^(?:perfect|excellent|great|good|nice|awesome|ok(?:ay)?|alright|right|"
                          r"interesting|отлично|хорошо|супер)[,.!:—-]+\s*", re.IGNORECASE)
+
+
+def clauses_said(sentence: str) -> str:
+    """An agent's sentence without its narrating clauses ("Expected — I'll use that alias
+    next" -> "Expected"); "" when nothing but narration is left."""
+    parts = re.split(r"\s+[—–]\s+|;\s+", sentence)
+    kept = [p for p in parts if not is_narration(p)]
+    return " — ".join(kept) if len(kept) < len(parts) else sentence
 
 
 def is_narration(sentence: str, agent: bool = True) -> bool:
@@ -90,10 +99,20 @@ def is_fragment(sentence: str) -> bool:
     if _MARKUP_ONLY.match(s) or len(_LETTERS.findall(s)) < 1 or s.startswith("#"):
         return True
     body = _LIST_HEAD.sub("", s).strip("*_ ")
-    words = len(_LETTERS.findall(body))
-    if (s.endswith(":") and words < 12) or _TITLE_WORDS.match(body):
+    letters = _LETTERS.findall(body)
+    if (s.endswith(":") and len(letters) < 12) or _title(body) or _CODE_LINE.search(body):
         return True
-    return words < 2 and not re.search(r"[\w./-]+\.\w{1,5}\b|`[^`]+`", body)
+    return len(letters) < 3 and not _IDENT.search(body)
+
+
+def _title(text: str) -> bool:
+    """A heading without its marks: a few words, most capitalised, no full stop
+    ("Acceptance Tests", "JSON Format for Injecting Context")."""
+    words = [w for w in re.split(r"\s+", text.strip("`*_ ")) if w]
+    if not words or len(words) > 10 or text.rstrip()[-1:] in ".!?…":
+        return False
+    caps = sum(1 for w in words if w[:1].isupper() or w[:1] in "`")
+    return caps >= max(2, 0.6 * len(words)) or (len(words) <= 2 and caps == len(words))
 
 
 _HOME = re.compile(r"(?<![\w/])/(?:home|Users)/[^/\s]+/")
@@ -234,11 +253,15 @@ def error_line(output: str) -> str:
             raised = next((ln.strip() for ln in lines[i + 1:] if _RAISED.match(ln)), "")
             if raised:
                 return _one(raised)
-        if text.startswith(("Traceback", "== Compilation error", "Exit code")) or len(_LETTERS.findall(text)) < 3:
+        if text.startswith("Exit code"):
+            # The code alone says nothing: the error line the command printed after it does.
+            more = error_line("\n".join(lines[i + 1:i + 40]))
+            return _one(more) if more else ""
+        if text.startswith(("Traceback", "== Compilation error")) or len(_LETTERS.findall(text)) < 3:
             for nxt in lines[i + 1:i + 8]:
                 nxt = nxt.strip()
                 if len(_LETTERS.findall(nxt)) >= 3 and not nxt.startswith(("File \"", "│", "└", "at ")):
-                    return _one(f"{text} {nxt}" if text.startswith("Exit code") else nxt)
+                    return _one(nxt)
         return _one(text)
     return ""
 

@@ -145,10 +145,10 @@ def states_failure(entry: Entry) -> bool:
 
 # What says a failure was resolved, and how: "Fixed by …", "The cause was …", "works now".
 RESOLVED = re.compile(
-    r"\b(?:fix(?:ed|es)?\b|the fix|resolved|solved|the (?:issue|problem|cause|error|bug|culprit) "
+    r"\b(?:fixed|fixes|fix was|fix is|the fix|resolved|solved|the (?:issue|problem|cause|error|bug|culprit) "
     r"(?:was|is)|root cause|caused by|turned out|works now|now works|passes now|now pass(?:es)?|"
-    r"workaround|instead of|replaced|switched to|the solution|исправ\w*|почин\w*|причина|решени\w*|"
-    r"теперь работает|заработал\w*)",
+    r"workaround|replaced|switched to|the solution|исправ\w*|почин\w*|причина|решени\w*|"
+    r"теперь работает|заработал\w*)(?!\w)",
     re.IGNORECASE,
 )
 _ERROR_CHARS = 150
@@ -180,9 +180,33 @@ def failure_text(entry: Entry) -> str:
     if pasted:
         return pasted
     for sentence in said([entry]):
-        if _report(sentence) and not _TABLE_ROW.search(sentence) and not resolution(sentence):
-            return " ".join(sentence.split())
+        report = _report(sentence)  # from the clause that says it: "Let's be honest: the deploy failed"
+        if (report and not _TABLE_ROW.search(sentence) and not resolution(sentence)
+                and not facts.is_narration(report) and len(report.split()) >= 2):
+            return " ".join(report.split())
     return ""
+
+
+_STOP = frozenset("the and that this with from was were have has had not but for are into when then "
+                  "than there their them they been being also only just now test tests error errors "
+                  "failed fails failure fixed fix".split())
+
+
+def fits(failing: Entry | None, failure: str, fix_entry: Entry | None, fix: str) -> bool:
+    """Whether `fix` resolves `failure`: it speaks of what failed, or it is the next thing
+    said after a failure the user or the agent stated (a tool's error needs the words)."""
+    if related(failure, fix):
+        return True
+    stated = failing is not None and failing.role != "tool" and failing.type != "tool_result"
+    return stated and fix_entry is not None and fix in fix_text([fix_entry])
+
+
+def related(failure: str, fix: str) -> bool:
+    """True if the fix speaks of what failed: they share a word or a name (its first four
+    letters, so "сертификата" meets "сертификате" and "rate" meets "rates")."""
+    def stems(text: str) -> set[str]:
+        return {w[:4] for w in re.findall(r"[\w./-]{4,}|\w+/\d", text.casefold()) if w not in _STOP}
+    return bool(stems(failure) & stems(fix))
 
 
 def fix_text(entries: Sequence[Entry]) -> str:
@@ -218,8 +242,9 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 280) -> str:
     if not failure:
         return ""
     first = _first_failing(entries)
-    fix = fix_text([e for e in entries if e is not first and e.role != "tool"])
-    if not fix or _same(fix, failure):
+    said_after = [e for e in entries if e is not first and e.role != "tool"]
+    fix = fix_text(said_after)
+    if not fix or _same(fix, failure) or not fits(first, failure, said_after[0] if said_after else None, fix):
         return ""
     error = tx.trim(failure.replace("`", "'"), min(_ERROR_CHARS, max(max_chars // 2, 16)))
     line = f"`{error}`: {fix[:1].lower() + fix[1:] if fix[:2] != fix[:2].upper() else fix}"

@@ -19,7 +19,16 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.consolidate.summarizers.lesson import failure_text, fits, fix_text, signature, states_failure
+from pamd.consolidate.summarizers.lesson import (
+    LESSON_TOKENS,
+    extract_lesson,
+    failure_text,
+    fits,
+    fix_text,
+    is_edit,
+    signature,
+    states_failure,
+)
 from pamd.core.entry import Entry, add_via, count_tokens
 from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
@@ -372,20 +381,26 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
             if not error:
                 continue
             sig = signature(error)
-            fails, fix, first_said = [e], None, None
+            fails, fix, first_said, span, edited = [e], None, None, [], False
             for later in raw[i + 1:i + 1 + FIX_WINDOW]:
                 if later.id in already:
                     continue
                 if failure_text(later) and signature(failure_text(later)) == sig:
                     fails.append(later)  # the same error again before its fix
+                    span, edited = [], False
                     continue
                 if later.role == "tool":
+                    if edited and not failure_text(later):  # ran clean after an edit: the edit fixed it
+                        fix, span = later, [*span[-2:], later]
+                        break
                     continue
                 first_said = first_said or later
                 text = fix_text([later])
                 if text and fits(e, error, first_said, text):
-                    fix = later
+                    fix, span = later, [later]
                     break
+                span.append(later)
+                edited = edited or is_edit(later)
             if fix is None:
                 continue
             if fix.id in used:  # one fix, one lesson: the failures before it are one episode
@@ -393,7 +408,9 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
                 continue
             used.update(f.id for f in fails)
             used.add(fix.id)
-            group = [*fails[:5], fix]
+            group = [*fails[:3], *span]
+            if not extract_lesson(group, LESSON_TOKENS * 4):
+                continue  # no error and fix a reader could act on
             found.append({"text": "", "kind": "lesson", "from": [x.id for x in group], "repeat": sig in seen_errors,
                           "day": e.ts.strftime("%Y-%m-%d"), "entries": group, "_ts": e.ts})
             seen_errors.add(sig)

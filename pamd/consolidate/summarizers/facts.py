@@ -237,6 +237,8 @@ def _first_sentence(text: str, limit: int = 200) -> str:
     return first if len(first) <= limit else ""
 
 
+_TEST_HEAD = re.compile(r"^\d+\) test (.+?)(?: \(([\w.]+)\))?$")
+_WHY = re.compile(r"^\s*(?:\*\* \(|Assertion |error:|\w*Error\b|expected|assert )")
 _RAISED = re.compile(r"^[\w.]*(?:Error|Exception|Exit|Interrupt)\b")
 _OUTPUT_HEAD = re.compile(r"^\[tool (?:result|error)\] ?", re.MULTILINE)
 
@@ -249,6 +251,11 @@ def error_line(output: str) -> str:
         if not _ERROR_LINE.match(line):
             continue
         text = line.strip()
+        test = _TEST_HEAD.match(text)
+        if test:
+            # An ExUnit/pytest-style numbered failure: the test's name and the error under it.
+            why = next((ln.strip() for ln in lines[i + 1:i + 16] if _WHY.match(ln)), "")
+            return _one(f"{why} ({test.group(2) + ' ' if test.group(2) else ''}test failed)" if why else "")
         if text.startswith("Traceback"):
             raised = next((ln.strip() for ln in lines[i + 1:] if _RAISED.match(ln)), "")
             if raised:

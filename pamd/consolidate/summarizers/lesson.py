@@ -181,12 +181,15 @@ def failure_text(entry: Entry) -> str:
         return pasted
     for sentence in said([entry]):
         report = _report(sentence)  # from the clause that says it: "Let's be honest: the deploy failed"
+        if _CHEERED.match(sentence):  # "Good — Tmux errors are safe": a relief, not a failure
+            continue
         if (report and not _TABLE_ROW.search(sentence) and not resolution(sentence)
                 and not facts.is_narration(report) and len(report.split()) >= 2):
             return " ".join(report.split())
     return ""
 
 
+_CHEERED = re.compile(r"^(?:good|great|perfect|excellent|nice|ok(?:ay)?|отлично|хорошо)\b", re.IGNORECASE)
 _STOP = frozenset("the and that this with from was were have has had not but for are into when then "
                   "than there their them they been being also only just now test tests error errors "
                   "failed fails failure fixed fix".split())
@@ -205,7 +208,9 @@ def related(failure: str, fix: str) -> bool:
     """True if the fix speaks of what failed: they share a word or a name (its first four
     letters, so "сертификата" meets "сертификате" and "rate" meets "rates")."""
     def stems(text: str) -> set[str]:
-        return {w[:4] for w in re.findall(r"[\w./-]{4,}|\w+/\d", text.casefold()) if w not in _STOP}
+        low = text.casefold()
+        words = {w[:4] for w in re.findall(r"[^\W_\d]{4,}", low) if w not in _STOP}
+        return words | set(re.findall(r"\w+(?:[./]\w+)+", low))  # names whole: foo/0, lib/a.ex
     return bool(stems(failure) & stems(fix))
 
 
@@ -244,12 +249,91 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 280) -> str:
     first = _first_failing(entries)
     said_after = [e for e in entries if e is not first and e.role != "tool"]
     fix = fix_text(said_after)
-    if not fix or _same(fix, failure) or not fits(first, failure, said_after[0] if said_after else None, fix):
+    if fix and not fits(first, failure, said_after[0] if said_after else None, fix):
+        fix = ""
+    if not fix:
+        # No sentence says how: the change an edit made, when a tool ran clean after it.
+        fix = edit_fix(list(entries[entries.index(first) + 1:]), failure) if first is not None else ""
+    if not fix or _same(fix, failure):
         return ""
     error = tx.trim(failure.replace("`", "'"), min(_ERROR_CHARS, max(max_chars // 2, 16)))
-    line = f"`{error}`: {fix[:1].lower() + fix[1:] if fix[:2] != fix[:2].upper() else fix}"
-    line = tx.trim(line, max_chars)
-    return line if line.count("`") % 2 == 0 else tx.trim(line.replace("`", "'"), max_chars)
+    fix = fix[:1].lower() + fix[1:] if fix[:2] != fix[:2].upper() else fix
+    fix = tx.trim(fix, max(max_chars - len(error) - 4, 8))
+    if fix.count("`") % 2:
+        fix = tx.trim(fix.replace("`", "'"), max(max_chars - len(error) - 4, 8))
+    return tx.trim(f"`{error}`: {fix}", max_chars) if len(error) + len(fix) + 4 <= max_chars else ""
+
+
+_EDITS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# What the agent says before a change, without its lead: "I need to also import X" -> "import X".
+_PLAN_LEAD = re.compile(
+    r"^(?:(?:now|next|so|ok(?:ay)?|good|great|perfect|right|alright)[,.!:]?\s+)*"
+    r"(?:i need to|i'll|i will|let me|i should|we need to|need to|i have to|i must)\s+(?:also\s+|just\s+)?",
+    re.IGNORECASE)
+_SHORT_CHANGE = 100
+
+
+def is_edit(entry: Entry) -> bool:
+    """True if the agent changes a file in `entry` (an Edit, MultiEdit or Write call)."""
+    from pamd.consolidate.summarizers import facts
+
+    return (entry.role == "assistant" and not entry.is_summary
+            and any(facts._args(c)[0] in _EDITS for c in _calls(entry.text)))
+
+
+def edit_fix(entries: Sequence[Entry], failure: str = "") -> str:
+    """The first edit in `entries` that a tool ran clean after: the reason the agent gave
+    for it and the change (`old` -> `new` when short) in its file ("" if none, or when it
+    does not speak of `failure`: names no word or name of it)."""
+    from pamd.consolidate.summarizers import facts
+
+    for i, e in enumerate(entries):
+        if e.role != "assistant" or e.is_summary:
+            continue
+        for call in _calls(e.text):
+            name, args = facts._args(call)
+            if name not in _EDITS or not args.get("file_path"):
+                continue
+            if not any(x.role == "tool" and not facts.error_line(x.text) for x in entries[i + 1:]):
+                return ""
+            path = "/".join(str(args["file_path"]).split("/")[-3:])
+            old, new = (" ".join(str(args.get(k, "")).split()) for k in ("old_string", "new_string"))
+            change = (f"`{old}` -> `{new}`" if old and new and max(len(old), len(new)) <= _SHORT_CHANGE
+                      and "`" not in old + new else "")
+            why = _reason(entries[: i + 1])
+            if not why and not change:
+                return ""
+            if failure and not related(failure, " ".join((why, path.rsplit("/", 1)[-1], change))):
+                return ""
+            return f"{why} ({path}{': ' + change if change else ''})" if why else f"{path}: {change}"
+    return ""
+
+
+def _reason(entries: Sequence[Entry]) -> str:
+    """The last thing the agent said before an edit, as a plain statement of the change,
+    when it names something (a name, a file, code, a number): "fix the test" says nothing."""
+    from pamd.consolidate.summarizers import facts
+
+    for e in reversed(entries):
+        sentences = said([e]) if e.role == "assistant" else []
+        if not sentences:
+            continue
+        for sentence in reversed(sentences):
+            s = _PLAN_LEAD.sub("", facts.clean(sentence)).rstrip(" :.")
+            if (len(s.split()) >= 3 and not facts.is_fragment(s) and not s.endswith("?")
+                    and _NAMES.search(s)):
+                return tx.trim(s[:1].upper() + s[1:] if s[:1].islower() else s, _REASON_CHARS)
+        return ""
+    return ""
+
+
+_NAMES = re.compile(r"`[^`]+`|\w[\w-]*[._/:]\w|\d|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*|\b\w+_\w+")
+_REASON_CHARS = 140
+
+
+def _calls(text: str) -> list[str]:
+    starts = [m.start() for m in toolcall.CALL.finditer(text)]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
 
 
 def _first_failing(entries: Sequence[Entry]) -> Entry | None:

@@ -133,7 +133,7 @@ class Boot:
                    f"≤ {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", "",
                 LEGEND, "", ""]
         if self.conflicted:
-            head[-1:-1] = [f"<!-- {self.conflicted_note()} -->"]
+            head[2:2] = [f"<!-- {self.conflicted_note()} -->"]
         return head
 
     def _render(self, tokens: int) -> str:
@@ -211,6 +211,8 @@ def _yaml_blocks(meta: dict[str, Any], keys: tuple[str, ...], quoted: bool = Fal
         val = meta.get(key)
         if not val:
             continue
+        if quoted and key == "current_focus" and _said_elsewhere(meta, val):
+            continue  # the focus is the open item or the instruction shown already
         title = _LABELS.get(key) or key.replace("_", " ").capitalize()
         items = val if isinstance(val, list) else [val]
         texts = [" ".join(str(i if item_text(i) is None else item_text(i)).split()) for i in items]
@@ -224,6 +226,12 @@ def _yaml_blocks(meta: dict[str, Any], keys: tuple[str, ...], quoted: bool = Fal
         else:
             out.append(f"**{title}:** {texts[0]}")
     return out
+
+
+def _said_elsewhere(meta: dict[str, Any], val: Any) -> bool:
+    text = " ".join(str(val).split())
+    others = [meta.get("last_instruction"), *(meta.get("active_goals") or [])]
+    return any(isinstance(o, str) and " ".join(o.split()) == text for o in others)
 
 
 def _yaml_lists(meta: dict[str, Any], keys: tuple[str, ...], quoted: bool = False) -> str:

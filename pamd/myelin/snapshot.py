@@ -102,11 +102,14 @@ def _todos(e: Entry) -> list[tuple[str, str]]:
 def _instruction(e: Entry) -> str:
     """What the user asked in `e`, when it is a standing instruction ("" for a question, a
     one-word answer, the harness's markup)."""
+    from pamd.consolidate.summarizers import text as tx
+
     for speaker, line in reversed(_said_lines(e)):
         if (speaker or e.role) != "user":
             continue
         text = " ".join(_typed(line).split())
-        if _MARKUP.match(text) or _QUESTION.search(text) or len(text.split()) < 3:
+        asks = _QUESTION.search(text) and len(tx.split_sentences(_typed(line))) <= 1
+        if _MARKUP.match(text) or asks or len(text.split()) < 3:
             continue
         return _clip(text, 300)
     return ""
@@ -153,7 +156,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     open_items += [f"{i} ({st})" for i, st in taken.items()
                    if not re.search(rf"(?<![\w.-]){re.escape(i)}(?![\w-])", closed)]
     if instruction and (last_done_at is None or last_done_at < instruction_at):
-        open_items.insert(0, f"the last instruction, nothing committed or closed since: {instruction}")
+        open_items.insert(0, f"{instruction} (the user's last instruction; nothing committed or closed since)")
     if not instruction:
         instruction = str(previous.get("last_instruction") or "")
     if not done and not open_items:

@@ -55,6 +55,8 @@ _TAKEN = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--(?:status[ 
 _BLOCKED = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--status[ =]blocked")
 _MARKUP = re.compile(r"^\s*<(?:system-reminder|local-command|command-|task-notification)|^\[Request interrupted")
 DONE_ITEMS, OPEN_ITEMS = 8, 6
+# An open item of a tracker or a todo list, as the snapshot writes it: "billing-9 (in progress)".
+_ITEM = re.compile(r"^(.+) \((?:in progress|blocked|pending)\)$")
 
 
 def _said_lines(e: Entry) -> list[tuple[str, str]]:
@@ -151,7 +153,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
             for call in _calls(e.text):
                 for m in _TAKEN.finditer(call):
                     taken[m.group(1)] = "blocked" if _BLOCKED.search(call) else "in progress"
-    closed = " ".join(d for d in done if d.startswith("Closed "))
+    closed = " ".join(d for d in [*done, *map(str, previous.get("done") or [])] if d.startswith("Closed "))
     open_items = [f"{c} ({st.replace('_', ' ')})" for c, st in todos.items() if st != "completed"]
     open_items += [f"{i} ({st})" for i, st in taken.items()
                    if not re.search(rf"(?<![\w.-]){re.escape(i)}(?![\w-])", closed)]
@@ -159,9 +161,14 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         open_items.insert(0, f"{instruction} (the user's last instruction; nothing committed or closed since)")
     if not instruction:
         instruction = str(previous.get("last_instruction") or "")
-    if not done and not open_items:
-        done = [str(i) for i in previous.get("done") or []]
-        open_items = [str(i) for i in previous.get("active_goals") or []]
+    # What raw messages said and their summaries no longer hold: carried over from the last
+    # snapshot, a done item while there is room, an open one until it is closed.
+    done = [i for i in map(str, previous.get("done") or []) if i not in done] + done
+    for item in map(str, previous.get("active_goals") or []):
+        m = _ITEM.match(item)
+        if m and item not in open_items and not re.search(
+                rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", " ".join(d for d in done if d.startswith("Closed "))):
+            open_items.append(item)
     open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
     done = done[-DONE_ITEMS:]
     focus = open_items[0] if open_items else (f"last finished: {done[-1]}" if done else "")

@@ -215,3 +215,44 @@ def test_a_bad_chars_is_one_clear_error(brain):
 def test_the_aged_brain_is_one_commit_per_run(aged):
     subjects = git(aged, "log", "--format=%s").splitlines()
     assert all(s.startswith(("pamd ", "Merge")) for s in subjects), subjects
+
+
+def _brain_texts(root: Path) -> dict[str, object]:
+    """What an agent reads of a brain: MEMORY.md's and DNA.md's texts, STATE.md's fields."""
+    from pamd.core.fmt import parse_doc
+
+    memory = [e.text for e in parse_doc((root / "MEMORY.md").read_text(), "MEMORY.md", "L4").entries]
+    dna, _, _ = split_frontmatter((root / "DNA.md").read_text(), "DNA.md")
+    state, _, _ = split_frontmatter((root / "STATE.md").read_text(), "STATE.md")
+    state.pop("updated", None)
+    return {"memory": memory, "lessons": [r["text"] for r in dna.get("reflexes") or []], "state": state}
+
+
+def test_importing_past_sessions_at_once_gives_the_brain_live_ingest_gives(tmp_path):
+    """Last month's transcripts ingested in one go and then run-due: the same MEMORY.md,
+    lessons and STATE as ingesting each session when it ended (summaries' ids may differ:
+    their groups formed at other runs; their texts and what they say do not)."""
+    t0 = datetime(2026, 3, 2, 9, 0)
+    sessions = [day_one(t0), day_two(t0 + timedelta(days=1)), day_one(t0 + timedelta(days=3))]
+    sessions[2].sid = "s-billing-2"
+    for r in sessions[2].rows:
+        r["sessionId"] = "s-billing-2"
+    ends = [s.write(tmp_path / f"{i}.jsonl") for i, s in enumerate(sessions)]
+    clock = [(t0 + timedelta(hours=6 * k)).strftime("%Y-%m-%dT%H:%M:%SZ") for k in range(4 * 12)]
+    live, imported = tmp_path / "live", tmp_path / "import"
+    for root in (live, imported):
+        assert _cli(tmp_path, "init", str(root), now="2026-03-01T00:00:00Z")[0] == 0
+    events = sorted([(end, "ingest", str(tmp_path / f"{i}.jsonl")) for i, end in enumerate(ends)]
+                    + [(t, "run-due", "") for t in clock])
+    for t, what, arg in events:
+        assert _cli(live, *([what, arg] if arg else [what]), now=t)[0] == 0
+    for i in range(len(sessions)):
+        assert _cli(imported, "ingest", str(tmp_path / f"{i}.jsonl"), now=ends[-1])[0] == 0
+    code, plan = _cli(imported, "compact", "--plan", now=clock[-1])
+    assert code == 0 and "The summaries this run would write" in plan and "> " in plan
+    assert git(imported, "status", "--porcelain") == ""  # --plan wrote nothing
+    for t in clock:
+        if t >= ends[-1]:
+            assert _cli(imported, "run-due", now=t)[0] == 0
+    a, b = _brain_texts(live), _brain_texts(imported)
+    assert a["memory"] and a == b

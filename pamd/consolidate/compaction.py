@@ -477,6 +477,23 @@ def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -
         pass
 
 
+def plan_preview(plan: policy.Plan, config: dict[str, Any]) -> list[str]:
+    """What the plan's summaries will say, written by the extractive summarizer (local and
+    free; an LLM backend writes its own at the run): a heading per summary, its lines quoted."""
+    from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+
+    groups = [Group(key=k, tier=plan.group_tier[k], entries=tuple(sorted(plan.groups[k], key=lambda e: e.ts)),
+                    target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
+              for k in sorted(plan.groups)]
+    texts, _ = ExtractiveSummarizer().summarize(groups)
+    rows = []
+    for g, text in zip(groups, texts, strict=True):
+        where = "MEMORY.md" if g.tier == "L4" else g.tier
+        rows.append(f"{where} from {len(g.entries)} ({g.entries[0].ts:%Y-%m-%d %H:%M}–{g.entries[-1].ts:%H:%M}):")
+        rows += [f"  > {line}" for line in text.splitlines()]
+    return rows
+
+
 def plan_table(plan: policy.Plan) -> list[str]:
     rows = [f"{'id':<15}{'tier':<5}{'retention':>10}  {'decision':<9}{'to':<4} why"]
     for d in plan.decisions:

@@ -133,18 +133,21 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     Raw messages say most; once they are summarised, the facts their summaries kept do,
     and what neither holds any more is carried over from `previous` (STATE.md's values)."""
     recent = _recent([e for e in entries if e.ts <= now] or entries)
+    recent_ids = {id(e) for e in recent}
     previous = previous or {}
     done: list[str] = []
     last_done_at = None
     instruction, instruction_at = "", None
     todos: dict[str, str] = {}
     taken: dict[str, str] = {}
-    for e in recent:
+    # Work done and open from everything the tree holds (an import of last month's sessions
+    # finds what live runs carried over); the instruction and the mood from the last day.
+    for e in sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts) or recent:
         for fact in _done_facts(e):
             if fact not in done:
                 done.append(fact)
             last_done_at = e.ts
-        said = _instruction(e) if e.role == "user" or e.is_summary else ""
+        said = _instruction(e) if (e.role == "user" or e.is_summary) and id(e) in recent_ids else ""
         if said:
             instruction, instruction_at = said, e.ts
         for content, status in _todos(e):
@@ -170,7 +173,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
                 rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", " ".join(d for d in done if d.startswith("Closed "))):
             open_items.append(item)
     open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
-    done = done[-DONE_ITEMS:]
+    done = _one_each(done)[-DONE_ITEMS:]
     focus = open_items[0] if open_items else (f"last finished: {done[-1]}" if done else "")
     hyps = _hypotheses(recent)
     return {
@@ -182,6 +185,22 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         "hypotheses": hyps[:3],
         "emotional_context": _mood(recent, last_done_at),
     }
+
+
+def _one_each(done: list[str]) -> list[str]:
+    """One item per thing done ("Closed x.3" from a raw call and from a summary): the
+    longest wording, at the place of the last."""
+    head = {d: d.split(":", 1)[0] for d in done}
+    best: dict[str, str] = {}
+    for d in done:
+        if len(d) > len(best.get(head[d], "")):
+            best[head[d]] = d
+    out, seen = [], set()
+    for d in reversed(done):
+        if head[d] not in seen:
+            seen.add(head[d])
+            out.append(best[head[d]])
+    return out[::-1]
 
 
 def _hypotheses(recent: list[Entry]) -> list[str]:

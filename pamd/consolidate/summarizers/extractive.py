@@ -128,6 +128,8 @@ def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
             sentence = facts.clauses_said(sentence)
         if not sentence or facts.is_fragment(sentence) or (entry.role != "user" and facts.is_narration(sentence)):
             continue
+        if entry.role == "user" and sentence.rstrip().endswith("?"):
+            continue  # a question is no fact ("did you push?")
         out.append((entry.role, facts.clean(sentence), 0.0))
     for call in _calls(calls):
         for fact in facts.call_facts(call):

@@ -50,7 +50,7 @@ _CHEER = re.compile(
 _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _MARKUP_ONLY = re.compile(r"^[\s>#*\-+|`~=_.:;,()\[\]\d]*$")
 _LIST_HEAD = re.compile(r"^\s*(?:[>#]+\s*|[-*+]\s+|\d+[.)]\s+)+")
-_CODE_LINE = re.compile(r"\s=\s|[{};]\s*$|^\w+\.\w+\(")
+_CODE_LINE = re.compile(r"\s=\s|[{};]\s*$|^\w+\.\w+\(|^[A-Za-z_]\w*=\S")
 _IDENT = re.compile(r"\d|[\w-]+[._/][\w/.-]+|`[^`]+`|\w+-\w+")
 
 
@@ -67,6 +67,7 @@ _IMPERATIVE = re.compile(
     r"change|delete|rename|import|merge|deploy|restart|launch|spawn|dispatch|clean|sync|proceed|"
     r"investigate|examine|inspect|confirm|ensure|skip|keep|go|let|see|move on)\b",
     re.IGNORECASE)
+_NOW = re.compile(r"^(?:now|next|then|теперь|далее)\b", re.IGNORECASE)
 _CHEER_LEAD = re.compile(r"^(?:perfect|excellent|great|good|nice|awesome|ok(?:ay)?|alright|right|"
                          r"interesting|отлично|хорошо|супер)[,.!:—-]+\s*", re.IGNORECASE)
 
@@ -86,6 +87,8 @@ def is_narration(sentence: str, agent: bool = True) -> bool:
     s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
     if not agent:
         return bool(_AGENT_ONLY.match(s) or (_STEP.match(s) and s.endswith(":")))
+    if _NOW.match(s) and len(_LETTERS.findall(s)) < 5:
+        return True  # "Now gqc.6", "Next: the tests"
     cheer = _CHEER_LEAD.match(s)
     if cheer and len(_LETTERS.findall(s[cheer.end():])) < 6:
         return True
@@ -100,6 +103,8 @@ def is_fragment(sentence: str) -> bool:
         return True
     body = _LIST_HEAD.sub("", s).strip("*_ ")
     letters = _LETTERS.findall(body)
+    if len(_LETTERS.findall(re.sub(r"`[^`]*`", "", body))) < 2 and body.count("`") >= 2:
+        return True  # a name in backticks with nothing said of it
     if (s.endswith(":") and len(letters) < 12) or _title(body) or _CODE_LINE.search(body):
         return True
     return len(letters) < 3 and not _IDENT.search(body)

@@ -56,7 +56,10 @@ _BLOCKED = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--status[ =
 _MARKUP = re.compile(r"^\s*<(?:system-reminder|local-command|command-|task-notification)|^\[Request interrupted")
 DONE_ITEMS, OPEN_ITEMS = 8, 6
 # An open item of a tracker or a todo list, as the snapshot writes it: "billing-9 (in progress)".
-_ITEM = re.compile(r"^(.+) \((?:in progress|blocked|pending)\)$")
+_ITEM = re.compile(r"^(.+?) \((?:in progress|blocked|pending|open(?:: .*)?)\)$")
+_CREATED = re.compile(r"\bCreated (?:issue|task|bug|bead|ticket):? ([A-Za-z][\w-]*-[\w.]+)")
+_CREATE_TITLE = re.compile(r"\b(?:bd|br|beads|gh issue)\s+create\b[^|;&]*?--title[= ]\\?\""
+                           r"((?:[^\"\\]|\\.){1,120}?)\\?\"")
 
 
 def _said_lines(e: Entry) -> list[tuple[str, str]]:
@@ -140,6 +143,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     instruction, instruction_at = "", None
     todos: dict[str, str] = {}
     taken: dict[str, str] = {}
+    created_title = ""
     # Work done and open from everything the tree holds (an import of last month's sessions
     # finds what live runs carried over); the instruction and the mood from the last day.
     for e in sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts) or recent:
@@ -156,7 +160,16 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
             for call in _calls(e.text):
                 for m in _TAKEN.finditer(call):
                     taken[m.group(1)] = "blocked" if _BLOCKED.search(call) else "in progress"
-    closed = " ".join(d for d in [*done, *map(str, previous.get("done") or [])] if d.startswith("Closed "))
+                title = _CREATE_TITLE.search(call)
+                if title:
+                    created_title = title.group(1).replace('\\"', '"')
+        if not e.is_summary and e.role == "tool":
+            for m in _CREATED.finditer(e.text):  # a tracker item filed and not delivered yet
+                taken.setdefault(m.group(1), f"open: {created_title}" if created_title else "open")
+                created_title = ""
+    # the ids a "Closed a, b: reason" names before its reason (not those the reason mentions)
+    closed = " ".join(d.split(":", 1)[0] for d in [*done, *map(str, previous.get("done") or [])]
+                      if d.startswith("Closed "))
     open_items = [f"{c} ({st.replace('_', ' ')})" for c, st in todos.items() if st != "completed"]
     open_items += [f"{i} ({st})" for i, st in taken.items()
                    if not re.search(rf"(?<![\w.-]){re.escape(i)}(?![\w-])", closed)]
@@ -170,7 +183,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     for item in map(str, previous.get("active_goals") or []):
         m = _ITEM.match(item)
         if m and item not in open_items and not re.search(
-                rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", " ".join(d for d in done if d.startswith("Closed "))):
+                rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", closed):
             open_items.append(item)
     open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
     done = _one_each(done)[-DONE_ITEMS:]

@@ -11,6 +11,7 @@ kept in `pinned_goals` / `pinned_hypotheses`, which pamd never rewrites.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timedelta
 from typing import Any
@@ -76,7 +77,12 @@ def _said_lines(e: Entry) -> list[tuple[str, str]]:
     return out
 
 
-def _done_facts(e: Entry) -> list[str]:
+@functools.lru_cache(maxsize=65536)  # an entry is immutable; each compaction asks again
+def _done_facts(e: Entry) -> tuple[str, ...]:
+    return tuple(_done_facts_of(e))
+
+
+def _done_facts_of(e: Entry) -> list[str]:
     from pamd.consolidate.summarizers import facts
 
     if not e.is_summary:
@@ -91,7 +97,12 @@ def _calls(text: str) -> list[str]:
     return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
 
 
-def _todos(e: Entry) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=65536)
+def _todos(e: Entry) -> tuple[tuple[str, str], ...]:
+    return tuple(_todos_of(e))
+
+
+def _todos_of(e: Entry) -> list[tuple[str, str]]:
     """(content, status) of the items of a TodoWrite call."""
     from pamd.consolidate.summarizers.facts import _args
 
@@ -102,6 +113,23 @@ def _todos(e: Entry) -> list[tuple[str, str]]:
             out += [(str(t.get("content", "")), str(t.get("status", ""))) for t in args["todos"]
                     if isinstance(t, dict) and t.get("content")]
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _tracker(e: Entry) -> tuple[tuple[str, str, str], ...]:
+    """What `e` does to a tracker: ("taken", id, status), ("title", "", a new item's title),
+    ("created", id, "") from the tracker's own output."""
+    out = []
+    if not e.is_summary and e.role == "assistant" and "[tool " in e.text:
+        for call in _calls(e.text):
+            for m in _TAKEN.finditer(call):
+                out.append(("taken", m.group(1), "blocked" if _BLOCKED.search(call) else "in progress"))
+            title = _CREATE_TITLE.search(call)
+            if title:
+                out.append(("title", "", title.group(1).replace('\\"', '"')))
+    if not e.is_summary and e.role == "tool" and "Created " in e.text:
+        out += [("created", m.group(1), "") for m in _CREATED.finditer(e.text)]
+    return tuple(out)
 
 
 def _instruction(e: Entry) -> str:
@@ -156,16 +184,13 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
             instruction, instruction_at = said, e.ts
         for content, status in _todos(e):
             todos[content] = status
-        if not e.is_summary and e.role == "assistant":
-            for call in _calls(e.text):
-                for m in _TAKEN.finditer(call):
-                    taken[m.group(1)] = "blocked" if _BLOCKED.search(call) else "in progress"
-                title = _CREATE_TITLE.search(call)
-                if title:
-                    created_title = title.group(1).replace('\\"', '"')
-        if not e.is_summary and e.role == "tool":
-            for m in _CREATED.finditer(e.text):  # a tracker item filed and not delivered yet
-                taken.setdefault(m.group(1), f"open: {created_title}" if created_title else "open")
+        for kind, item, what in _tracker(e):
+            if kind == "taken":
+                taken[item] = what
+            elif kind == "title":
+                created_title = what
+            else:  # a tracker item filed and not delivered yet
+                taken.setdefault(item, f"open: {created_title}" if created_title else "open")
                 created_title = ""
     # the ids a "Closed a, b: reason" names before its reason (not those the reason mentions)
     closed = " ".join(d.split(":", 1)[0] for d in [*done, *map(str, previous.get("done") or [])]

@@ -169,6 +169,7 @@ def _failure_only(sentence: str) -> bool:
     return bool(m and _failure_word(sentence[m.end():]) and not re.search(r"\b(?:now|теперь)\b", sentence, re.I))
 
 
+@functools.lru_cache(maxsize=65536)  # an entry is immutable; each compaction asks again
 def failure_text(entry: Entry) -> str:
     """The failure as it appeared in `entry`: the error line a tool printed (or that the
     user pasted), else the sentence where the user or the agent said what failed ("")."""
@@ -217,16 +218,24 @@ def related(failure: str, fix: str) -> bool:
 def fix_text(entries: Sequence[Entry]) -> str:
     """How the failure was resolved, as the user or the agent said it, or the commit that
     fixed it ("")."""
+    for entry in entries:
+        found = _fix_in(entry)
+        if found:
+            return found
+    return ""
+
+
+@functools.lru_cache(maxsize=65536)
+def _fix_in(entry: Entry) -> str:
     from pamd.consolidate.summarizers import facts
 
-    for entry in entries:
-        for sentence in said([entry]):
-            if resolution(sentence):
-                return facts.clean(sentence)
-        if entry.role == "assistant" and not entry.is_summary:
-            for fact in _commit_facts(entry.text):
-                if re.match(r'Committed "(?:fix|hotfix|bugfix)\b', fact, re.IGNORECASE):
-                    return fact
+    for sentence in said([entry]):
+        if resolution(sentence):
+            return facts.clean(sentence)
+    if entry.role == "assistant" and not entry.is_summary:
+        for fact in _commit_facts(entry.text):
+            if re.match(r'Committed "(?:fix|hotfix|bugfix)\b', fact, re.IGNORECASE):
+                return fact
     return ""
 
 

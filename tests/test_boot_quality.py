@@ -204,7 +204,10 @@ def test_boot_within_chars_keeps_the_most_useful_and_says_what_it_left_out(aged)
     view = TreeView.at(b, None)
     boot = build(view.read, view.files(), view.config(), datetime.fromisoformat("2026-03-11T09:00:00+00:00"),
                  max_chars=9000)
-    assert len(boot.within()) <= 9000
+    assert len(boot.markdown()) <= 9000 and boot.markdown() == boot.within()
+    tight = build(view.read, view.files(), view.config(), datetime.fromisoformat("2026-03-11T09:00:00+00:00"),
+                  max_chars=500)
+    assert len(tight.markdown()) <= 500 and "## Left out" in tight.markdown()
 
 
 def test_a_bad_chars_is_one_clear_error(brain):

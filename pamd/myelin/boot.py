@@ -103,6 +103,10 @@ class Boot:
         return count_tokens(self._render(0))
 
     def markdown(self) -> str:
+        """The context an agent reads: within max_chars when `build` was given one."""
+        return self.within()
+
+    def _markdown(self) -> str:
         return self._render(self.tokens)
 
     @property
@@ -179,7 +183,7 @@ class Boot:
                 else f"{'the oldest ' if s.drop == 'oldest' else ''}{n - len(s.items)} of "
                      f"{plural(n, s.noun)} of {s.name}"
                 for s, n in total if s not in self.sections or len(s.items) < n]
-            over = len(self.markdown()) - max_chars
+            over = len(self._markdown()) - max_chars
             if over <= 0 or not self.sections:
                 return
             victim = self.sections[-1]
@@ -194,7 +198,7 @@ class Boot:
     def within(self) -> str:
         """The Markdown, never longer than max_chars: a bound below even the header and the
         closing note gives the note alone, cut to the bound."""
-        text = self.markdown()
+        text = self._markdown()
         if self.max_chars is not None and len(text) > self.max_chars:
             note = self.left_out_note() or f"Boot context left out: {REACH}"
             text = note[: self.max_chars]

@@ -637,8 +637,10 @@ def test_a_persons_uncommitted_entries_never_reach_dna_state_or_preload(brain):
         assert mine not in shown and "private draft" not in shown, shown
     assert "private draft" in l0.read_text()
     assert " M memory/L0/2026-11-21.md" in git(root, "status", "--porcelain").splitlines()
-    # once the person commits it, the next run learns the lesson from it
+    # once the person commits it, the next run learns the lesson from it (with its fix)
     git(root, "commit", "-qam", "my entry")
+    assert brain("remember", "Fixed by restarting the prod load balancer; the deploy works now.",
+                 now="2026-11-21T11:20:00Z")[0] == 0
     assert brain("compact", now="2026-11-21T11:30:00Z")[0] == 0
     assert mine in (root / "DNA.md").read_text()
 

@@ -206,9 +206,10 @@ def test_the_same_lesson_met_again_is_learned_not_added_twice(brain, tmp_path):
     assert again.id in m["learned_from"]  # learned from: no lesson is asked of it again
 
 
-def test_no_lesson_without_a_failure_statement(brain, tmp_path):
-    # Review 8 #3: a tool's error output and the agent's plan to look at an error are
-    # tagged cortisol, but say nothing an agent could learn "before X, check Y" from.
+def test_no_lesson_without_a_failure_and_its_fix(brain, tmp_path):
+    # A tool's error, the agent's plan to look at it and a failure with its cause but no
+    # fix teach nothing: "before the export, check the rates table had no GBP row" was a
+    # reflex made of one half. Once the fix is said, the lesson holds the error and the fix.
     f = tmp_path / "work.jsonl"
     rows = [
         ("a", "assistant", '[tool Bash] {"command": "mix compile --warnings-as-errors", "timeout": 30000}'),
@@ -225,54 +226,62 @@ def test_no_lesson_without_a_failure_statement(brain, tmp_path):
     assert (tagged["Let me run t"].type, tagged["Let me run t"].neuro) == ("ephemeral", ())
     assert tagged["[tool Bash] "].neuro == ()
     assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
-    lessons = [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"]
-    assert [r["text"] for r in lessons] == [
-        "before the export, check the rates table had no GBP row (lesson of 2026-11-30)"]
-    assert lessons[0]["from"] == [tagged["The export f"].id]
+    assert [r for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson"] == []
+    more = tmp_path / "fix.jsonl"
+    more.write_text("\n".join(json.dumps({"ts": f"2026-11-30T10:0{i}:00Z", "role": "assistant", "text": t,
+                                          "session": s}) for i, (s, t) in enumerate([
+        ("a", "Fixed lib/a.ex: foo/0 was renamed to fetch/0, the call now uses fetch/0."),
+        ("b", "Fixed by loading the ECB rates into the rates table; GBP exports work now.")])) + "\n")
+    assert brain("ingest", str(more), now="2026-11-30T10:10:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T10:30:00Z")[0] == 0
+    texts = sorted(r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"] if r.get("kind") == "lesson")
+    assert texts == [
+        "`The export failed because the rates table had no GBP row.`: fixed by loading the ECB rates into "
+        "the rates table; GBP exports work now. (lesson of 2026-11-30)",
+        "`error: undefined function foo/0 (lib/a.ex:3)`: fixed lib/a.ex: foo/0 was renamed to "
+        "fetch/0, the call now uses fetch/0. (lesson of 2026-11-30)"
+    ], texts
 
 
-def test_every_failure_the_tagger_sees_makes_a_lesson_in_both_languages(brain, tmp_path):
-    # Review 8 (merged) #1: the lesson gate knew fewer failure words than the tagger's
-    # cortisol rules (nearly no Russian), and took "Сейчас…", "Let's…", "Попробую…, …
-    # упала" for plans: entries tagged cortisol by a plain failure statement made no lesson.
-    failures = [
-        "Тесты падают после обновления, потому что забыли миграцию.",
-        "Сервис не запускается: не хватало переменной DATABASE_URL.",
-        "Деплой провалился из-за истёкшего сертификата.",
-        "При импорте выбрасывается исключение, потому что файл пустой.",
-        "Сейчас тесты падают из-за таймаута.",
-        "Попробую ещё раз, сборка упала.",
-        "Fatal: the release tarball is missing the priv dir.",
-        "We had data corruption because the writer was not flushed.",
-        "Regression in the parser since the last refactor.",
-        "Mix test ended with exit code 1 because the DB was not migrated.",
-        "Let's be honest: the deploy failed because the cert expired.",
+def test_every_failure_with_its_fix_makes_a_lesson_in_both_languages(brain, tmp_path):
+    # The gate knows the tagger's cortisol words in both languages ("Сейчас…", "Let's…",
+    # "Попробую…, … упала" are failures said, not plans); each failure makes a lesson once
+    # its fix is said, holding both as written, and none while the fix is missing.
+    pairs = [
+        ("Тесты падают после обновления, потому что забыли миграцию.", "Исправил: добавил миграцию, тесты проходят."),
+        ("Деплой провалился из-за истёкшего сертификата.", "Причина была в сертификате, обновил его и задеплоил."),
+        ("Попробую ещё раз, сборка упала.", "Сборка починилась после очистки кэша _build."),
+        ("Fatal: the release tarball is missing the priv dir.", "Fixed by adding priv to the release overlays."),
+        ("Mix test ended with exit code 1 because the DB was not migrated.",
+         "The fix was running mix ecto.migrate before the suite."),
+        ("Let's be honest: the deploy failed because the cert expired.", "Renewed the cert; the deploy works now."),
     ]
+    alone = ["We had data corruption because the writer was not flushed.", "Сервис не запускается."]
     plans = ["Let me run the tests again to see the error.", "Посмотрю, почему тесты падают.",
              "Now I'll fix the failing test, then check the crash log."]
+    rows = [(f"p{i}", t) for i, pair in enumerate(pairs) for t in pair]
+    rows += [(f"a{i}", t) for i, t in enumerate(alone + plans)]
     f = tmp_path / "fails.jsonl"
     f.write_text("\n".join(json.dumps({"ts": f"2026-11-30T09:{i:02d}:00Z", "role": "assistant",
-                                       "text": t, "session": f"s{i}"})
-                           for i, t in enumerate(failures + plans)) + "\n")
+                                       "text": t, "session": s})
+                           for i, (s, t) in enumerate(rows)) + "\n")
     toml = brain.cwd / "pamd.toml"
     toml.write_text(toml.read_text().replace("max_lessons_per_run = 5", "max_lessons_per_run = 20"))
     git(brain.cwd, "commit", "-qam", "more lessons per run")
     assert brain("ingest", str(f), now=T0)[0] == 0
     tagged = {e.text: e for e in l0_entries(brain.cwd)}
-    assert all("cortisol" in tagged[t].neuro for t in failures)
+    assert all("cortisol" in tagged[t].neuro for t in [p[0] for p in pairs] + alone)
     assert all((tagged[t].type, tagged[t].neuro) == ("ephemeral", ()) for t in plans)
-    assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
+    assert brain("compact", now="2026-11-30T09:59:00Z")[0] == 0
     lessons = {r["from"][0]: r["text"] for r in meta(brain.cwd / "DNA.md")["reflexes"]
                if r.get("kind") == "lesson"}
-    assert sorted(lessons) == sorted(tagged[t].id for t in failures)
-    said = {t: lessons[tagged[t].id].removesuffix(" (lesson of 2026-11-30)") for t in failures}
-    assert said[failures[0]] == "before тесты, check забыли миграцию"
-    assert said[failures[2]] == "before деплой, check истёкшего сертификата"
-    assert said[failures[4]] == "before тесты, check why it failed"
-    assert said[failures[5]] == "before сборка, check why it failed"
-    assert said[failures[9]] == "before mix test, check the DB was migrated"
-    assert said[failures[10]] == "before the deploy, check the cert expired"
-    assert "Learned 11 lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
+    assert sorted(lessons) == sorted(tagged[p[0]].id for p in pairs)
+    for failure, fix in pairs:
+        text = lessons[tagged[failure].id].removesuffix(" (lesson of 2026-11-30)")
+        assert text.startswith("`") and fix[1:].rstrip(".") in text, text
+    assert lessons[tagged[pairs[2][0]].id].startswith("`сборка упала.`") or "сборка упала" in lessons[
+        tagged[pairs[2][0]].id]
+    assert "Learned 6 lessons from failures" in git(brain.cwd, "log", "-1", "--format=%B")
 
 
 def test_a_success_or_a_question_makes_no_lesson_in_either_language(brain, tmp_path):
@@ -324,9 +333,11 @@ def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(b
     monkeypatch.setattr(compaction, "get_summarizer", lambda config: Declines())
     f = tmp_path / "fail.jsonl"
     f.write_text(json.dumps({"ts": "2026-11-30T09:00:00Z", "role": "assistant", "session": "w",
-                             "text": "The deploy failed because the certificate expired."}) + "\n")
+                             "text": "The deploy failed because the certificate expired."}) + "\n"
+                 + json.dumps({"ts": "2026-11-30T09:01:00Z", "role": "assistant", "session": "w",
+                               "text": "Fixed by renewing the certificate; the deploy works now."}) + "\n")
     assert brain("ingest", str(f), now=T0)[0] == 0
-    fail = l0_entries(brain.cwd)[0]
+    fail, fix = sorted(l0_entries(brain.cwd), key=lambda e: e.ts)
     code, out, err = brain("compact", now="2026-11-30T09:10:00Z")
     assert code == 0, err
     assert len(asked) == 1
@@ -334,7 +345,8 @@ def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(b
     assert f"The summarizer found no lesson in 1 failure ({fail.id})" in message
     assert "Pamd-LLM-Tokens: 120 in, 3 out" in message
     dna = meta(brain.cwd / "DNA.md")
-    assert dna["learned_from"] == [fail.id] and not [r for r in dna["reflexes"] if r.get("kind") == "lesson"]
+    assert dna["learned_from"] == sorted([fail.id, fix.id])
+    assert not [r for r in dna["reflexes"] if r.get("kind") == "lesson"]
     for now in ("2026-11-30T09:40:00Z", "2026-11-30T10:10:00Z"):
         assert brain("compact", now=now)[0] == 0
     assert len(asked) == 1
@@ -378,7 +390,9 @@ def test_state_snapshot_and_state_at(brain, tmp_path):
     first = git(brain.cwd, "rev-parse", "HEAD").strip()
     st = meta(brain.cwd / "STATE.md")
     assert any("release notes" in g for g in st["active_goals"])
-    assert st["updated"] == "2026-11-30T09:30:00Z" and st["emotional_context"]
+    # the deploy failure was fixed: no failure to name, and never tag counts ("serotonin 15")
+    assert st["updated"] == "2026-11-30T09:30:00Z" and st["emotional_context"] == ""
+    assert st["last_instruction"] == "Please keep release notes in docs/releases.md from now on."
     brain("remember", "Maybe the slow deploys come from the DNS cache.", now="2026-11-30T11:00:00Z")
     brain("remember", "I want the CLI to print JSON everywhere.", "--type", "user_intent", now="2026-11-30T11:01:00Z")
     brain("compact", now="2026-11-30T11:30:00Z")
@@ -403,7 +417,8 @@ def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
     assert brain("ingest", str(f), now=T0)[0] == 0
     assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
     st = meta(brain.cwd / "STATE.md")
-    assert st["current_focus"] == "[tool Bash] psql -c '\\d rates' (Show the rates table)."
+    # Neither an instruction nor work done or open: no focus rather than a tool call as one.
+    assert st["current_focus"] == "" and st["active_goals"] == [] and st["done"] == []
     assert st["hypotheses"] == ["Maybe the export is slow because the rates table has no index."]
 
 
@@ -418,9 +433,11 @@ def test_state_shows_a_claude_code_slash_command_as_typed_not_its_markup(brain, 
     assert brain("ingest", str(f), now=T0)[0] == 0
     assert brain("compact", now="2026-11-30T09:10:00Z")[0] == 0
     st = meta(brain.cwd / "STATE.md")
-    assert st["current_focus"] == ("/beads:create websearch to learn how to set up credo and dialyzer fast "
-                                   "Maybe there are igniter scripts?")
-    assert st["active_goals"] == [st["current_focus"]]
+    typed = ("/beads:create websearch to learn how to set up credo and dialyzer fast "
+             "Maybe there are igniter scripts?")
+    assert st["last_instruction"] == typed
+    assert st["active_goals"] == [f"{typed} (the user's last instruction; nothing committed or closed since)"]
+    assert st["current_focus"] == st["active_goals"][0]
     assert st["hypotheses"] == ["Maybe there are igniter scripts?"]
 
 
@@ -538,8 +555,10 @@ def test_boot_order_budget_and_cut(brain, tmp_path):
     brain("compact", now="2026-11-30T09:30:00Z")
     code, out, _ = brain("boot")
     assert code == 0
-    order = [out.index(h) for h in ("## DNA (DNA.md)", "## Preloaded memories", "## State (STATE.md)",
-                                    "## Long-term memory (MEMORY.md)", "## Hot memory (raw)")]
+    # most useful first: what is open and was asked, then the lessons, then memory
+    # (MEMORY.md and PRELOAD.md hold nothing yet: no section for them)
+    order = [out.index(h) for h in ("## State (STATE.md)", "## DNA (DNA.md)", "## Hot memory (raw)")]
+    assert "## Long-term memory" not in out and "## Preloaded" not in out
     assert order == sorted(order)
     assert "nothing cut" in out
     full = json.loads(brain("boot", "--json")[1])["tokens"]
@@ -858,8 +877,9 @@ def test_a_pinned_name_colon_goal_or_a_date_reads_as_written_everywhere(brain):
     assert brain("check")[0] == 0
     want = "- Ann: finish the GDPR review\n- Deadline: 2026-12-15\n- 2026-12-20\n- 42"
     assert f"**Pinned goals:**\n{want}" in brain("state")[1]
-    boot = brain("boot")[1]
-    assert want in boot and "- Bob: the cache helps" in boot and "{'" not in boot and "datetime" not in boot
+    boot = brain("boot")[1]  # quoted there: a person's text is stored text too
+    assert want.replace("- ", "> - ") in boot and "> - Bob: the cache helps" in boot
+    assert "{'" not in boot and "datetime" not in boot
     brain("remember", "We use Postgres.", now="2026-11-30T11:10:00Z")
     assert brain("compact", now="2026-11-30T11:30:00Z")[0] == 0
     msg = git(root, "log", "-1", "--format=%B")
@@ -885,8 +905,11 @@ def test_a_person_s_reflex_written_as_a_date_number_or_mapping_does_not_stop_com
     git(root, "commit", "-qam", "pin")
     line = dna.read_text().split("\n").index("- [a, b]") + 1
     assert brain("check")[1].splitlines() == [f"DNA.md:{line}: reflexes: item is not one line of text (quote it)"]
-    (tmp_path / "m.jsonl").write_text(json.dumps({"ts": "2026-11-01T08:00:00Z", "role": "user", "session": "s",
-                                                  "text": "Error: deploy failed, the token expired."}) + "\n")
+    (tmp_path / "m.jsonl").write_text(
+        json.dumps({"ts": "2026-11-01T08:00:00Z", "role": "user", "session": "s",
+                    "text": "Error: deploy failed, the token expired."}) + "\n"
+        + json.dumps({"ts": "2026-11-01T08:01:00Z", "role": "assistant", "session": "s",
+                      "text": "Fixed by rotating the deploy token; the deploy works now."}) + "\n")
     assert brain("ingest", str(tmp_path / "m.jsonl"), now="2026-11-01T09:00:00Z")[0] == 0
     code, _, err = brain("compact", now="2026-11-03T12:00:00Z")
     assert code == 0, err

@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, mode: str = "compact") -> int:
-    from pamd.consolidate.compaction import plan_table, summarizer_notes, unrecorded_spend
+    from pamd.consolidate.compaction import plan_preview, plan_table, summarizer_notes, unrecorded_spend
     from pamd.consolidate.compaction import run as run_compaction
     from pamd.edge.brain import Brain
 
@@ -25,6 +25,10 @@ def run(args, mode: str = "compact") -> int:
             print(row)
         print(f"{len(out.plan.moving)} to compress, {len(out.plan.dropped)} to drop, "
               f"{len(out.plan.decisions) - len(out.plan.moving) - len(out.plan.dropped)} stay")
+        preview = plan_preview(out.plan, brain.config)
+        if preview:  # what an import of old sessions turns into, before it does
+            print("\nThe summaries this run would write (extractive; an LLM backend writes its own):")
+            print("\n".join(preview))
         if mode == "defrag":
             from pamd.edge.brain import DNA
             from pamd.myelin import myelin

@@ -14,6 +14,7 @@ from typing import Any
 
 from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
+from pamd.consolidate.summarizers.lesson import LESSON_TOKENS
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.core.message import one_line
@@ -75,7 +76,8 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
                     target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
               for k in keys]
     lessons = lessons or []
-    extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]), target_tokens=40)
+    extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]),
+                   target_tokens=LESSON_TOKENS)
              for i, ls in enumerate(lessons)]
     if not (groups or extra):
         texts, usage = [], Usage(backend_name(config), "-")
@@ -297,12 +299,16 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         if dry_run:
             return out
         dna_text = brain.read(DNA) or ""
-        new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text))
+        new_lessons = myelin.lessons(entries, cfg, myelin.dna_sources(dna_text), myelin.lesson_texts(dna_text))
+        # A failure met again whose lesson DNA.md has: learned from, not asked for again.
+        repeats = [ls["from"] for ls in new_lessons if ls.get("repeat")]
+        new_lessons = [ls for ls in new_lessons if not ls.get("repeat")]
         state_text = brain.read(STATE)
         stale_state = snapshot.is_stale(state_text, entries)
         # DNA.md over its budget is cut by the nightly defrag, also on a night with nothing else to do
         dna_over = mode == "defrag" and myelin.dna_over(dna_text, cfg)
-        if plan.empty and not changes and not touched and not new_lessons and not stale_state and not dna_over:
+        if (plan.empty and not changes and not touched and not new_lessons and not repeats and not stale_state
+                and not dna_over):
             out.usage = premade.usage  # what an earlier attempt paid for, if anything
             return out
         summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer)
@@ -336,15 +342,15 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             changes[PRELOAD] = preload.render(preload_text, after, cfg, texts)
             notes += preload.changes(preload_text, changes[PRELOAD], after)
         reflexes = myelin.recall_reflexes(after, cfg, texts) + new_lessons
-        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after, tried=declined)
+        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after, tried=declined + repeats)
         notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
         if mode == "defrag":
             changes[DNA], retired = myelin.bound_dna(changes[DNA], cfg, after)
             if retired:
                 notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
-            changes[STATE], state_notes = refreshed_state(state_text, snapshot.snapshot(entries, now),
-                                                          *pamds_state(brain, state_text))
+            snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text))
+            changes[STATE], state_notes = refreshed_state(state_text, snap, *pamds_state(brain, state_text))
             notes += state_notes
         if waiting:
             notes.append(f"Left {' and '.join(waiting)} as they are: uncommitted edits "
@@ -470,6 +476,23 @@ def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -
         record(brain.state_dir, summaries, {e.id: e for e in entries})
     except Exception:  # noqa: BLE001 - a cache: the next index refresh reads history instead
         pass
+
+
+def plan_preview(plan: policy.Plan, config: dict[str, Any]) -> list[str]:
+    """What the plan's summaries will say, written by the extractive summarizer (local and
+    free; an LLM backend writes its own at the run): a heading per summary, its lines quoted."""
+    from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+
+    groups = [Group(key=k, tier=plan.group_tier[k], entries=tuple(sorted(plan.groups[k], key=lambda e: e.ts)),
+                    target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
+              for k in sorted(plan.groups)]
+    texts, _ = ExtractiveSummarizer().summarize(groups)
+    rows = []
+    for g, text in zip(groups, texts, strict=True):
+        where = "MEMORY.md" if g.tier == "L4" else g.tier
+        rows.append(f"{where} from {len(g.entries)} ({g.entries[0].ts:%Y-%m-%d %H:%M}–{g.entries[-1].ts:%H:%M}):")
+        rows += [f"  > {line}" for line in text.splitlines()]
+    return rows
 
 
 def plan_table(plan: policy.Plan) -> list[str]:

@@ -19,7 +19,16 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.consolidate.summarizers.lesson import said, states_failure
+from pamd.consolidate.summarizers.lesson import (
+    LESSON_TOKENS,
+    extract_lesson,
+    failure_text,
+    fits,
+    fix_text,
+    is_edit,
+    signature,
+    states_failure,
+)
 from pamd.core.entry import Entry, add_via, count_tokens
 from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
@@ -336,36 +345,80 @@ def recall_reflexes(entries: list[Entry], cfg: dict[str, Any],
     return out
 
 
-_FIX = re.compile(r"\b(fix(ed|es)?|solved|resolved|works now|the (cause|problem) was|workaround|"
-                  r"исправ|починил|решени|причина)", re.I)
+# How far after a failure its resolution may come (entries of the same session).
+FIX_WINDOW = 40
 
 
-def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str]) -> list[dict[str, Any]]:
-    """Cortisol-tagged failures become reflexes: the failure, and what fixed it if it is known.
+def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
+            known: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Failures that were resolved become reflexes: the error as it appeared and the fix.
 
-    A failure is an entry where the user or the agent says something failed: a tag the
-    entry got from tool output or a tool call's arguments alone makes no lesson."""
+    A failure is an error line in tool output (or an error the user pasted), or a sentence
+    where the user or the agent says something failed; its fix is the first later entry of
+    the same session that says how it was resolved. A failure without a fix yet makes no
+    lesson (a later run may find the fix); one whose error is a lesson's already (`known`
+    texts, or another failure of this run: numbers, paths and quoted values aside) is the
+    same failure met again: it comes back with `repeat: True`, to be learned from, not
+    written."""
     m = cfg["myelin"]
     min_imp = float(m.get("lesson_min_importance", 0.5))
     limit = int(m.get("max_lessons_per_run", 5))
-    by_session: dict[tuple[str, str], list[Entry]] = {}
-    ordered = sorted(entries, key=lambda e: e.ts)
-    for e in ordered:
-        if ("cortisol" in e.neuro and e.importance >= min_imp and not e.sources and e.id not in already
-                and states_failure(e)):
-            by_session.setdefault((e.session, e.ts.strftime("%Y-%m-%d")), []).append(e)
-    out = []
-    for (session, day), fails in sorted(by_session.items(), key=lambda kv: kv[1][0].ts):
-        first = fails[0]
-        fix = next((e for e in ordered if e.session == session and e.ts >= first.ts
-                    and e.id not in {f.id for f in fails} and _FIX.search(" ".join(said([e])))), None)
-        used = [*fails[:5], *([fix] if fix is not None else [])]
-        # The text is written by the summarizer (tier "lesson": "before X, check Y").
-        out.append({"text": "", "kind": "lesson", "from": [e.id for e in used], "day": day,
-                    "entries": used})
-        if len(out) >= limit:
-            break
-    return out
+    seen_errors = {signature(t.split("`: ")[0].strip("`")) for t in known if t}
+    by_session: dict[str, list[Entry]] = {}
+    for e in sorted(entries, key=lambda e: e.ts):
+        if not e.sources:
+            by_session.setdefault(e.session, []).append(e)
+    found = []
+    for raw in by_session.values():
+        used: set[str] = set()
+        for i, e in enumerate(raw):
+            if e.id in already or e.id in used:
+                continue
+            tool = e.role == "tool" or e.type == "tool_result"
+            if not tool and not ("cortisol" in e.neuro and e.importance >= min_imp and states_failure(e)):
+                continue
+            error = failure_text(e)
+            if not error:
+                continue
+            sig = signature(error)
+            fails, fix, first_said, span, edited = [e], None, None, [], False
+            for later in raw[i + 1:i + 1 + FIX_WINDOW]:
+                if later.id in already:
+                    continue
+                if failure_text(later) and signature(failure_text(later)) == sig:
+                    fails.append(later)  # the same error again before its fix
+                    span, edited = [], False
+                    continue
+                if later.role == "tool":
+                    if edited and not failure_text(later):  # ran clean after an edit: the edit fixed it
+                        fix, span = later, [*span[-2:], later]
+                        break
+                    continue
+                first_said = first_said or later
+                text = fix_text([later])
+                if text and fits(e, error, first_said, text):
+                    fix, span = later, [later]
+                    break
+                span.append(later)
+                edited = edited or is_edit(later)
+            if fix is None:
+                continue
+            if fix.id in used:  # one fix, one lesson: the failures before it are one episode
+                used.add(e.id)
+                continue
+            used.update(f.id for f in fails)
+            used.add(fix.id)
+            group = [*fails[:3], *span]
+            if not extract_lesson(group, LESSON_TOKENS * 4):
+                continue  # no error and fix a reader could act on
+            found.append({"text": "", "kind": "lesson", "from": [x.id for x in group], "repeat": sig in seen_errors,
+                          "day": e.ts.strftime("%Y-%m-%d"), "entries": group, "_ts": e.ts})
+            seen_errors.add(sig)
+    found.sort(key=lambda x: x["_ts"])
+    for x in found:
+        del x["_ts"]
+    new = [x for x in found if not x["repeat"]][:limit]
+    return new + [x for x in found if x["repeat"]]
 
 
 def _sentence(text: str, limit: int) -> str:
@@ -373,6 +426,15 @@ def _sentence(text: str, limit: int) -> str:
     m = re.search(r"(?<=[.!?])\s", flat)
     s = flat[: m.start()] if m and m.start() > 20 else flat
     return s if len(s) <= limit else s[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def lesson_texts(text: str) -> list[str]:
+    """The texts of the lessons in DNA.md (pamd's and a person's alike)."""
+    try:
+        meta, _ = parse_dna(text)
+    except PamdError:
+        return []
+    return [t for t in map(item_text, meta.get("reflexes") or []) if t]
 
 
 def dna_sources(text: str) -> set[str]:

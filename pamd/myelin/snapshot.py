@@ -1,16 +1,18 @@
 """STATE.md: what the agent was doing and thinking, refreshed by each compaction.
 
-Extractive: goals are the recent user intents, focus the latest of them,
-hypotheses the recent sentences that hedge ("maybe", "I think", "возможно"),
-the emotional context the mix of neuro tags. The previous snapshot stays in
+Extractive, from the last day of work: the user's last standing instruction, work
+done (commits, closed items, pushes), work open (`active_goals`: todo and tracker items
+not finished, an instruction nothing was delivered after), the focus, hypotheses (the
+sentences that hedge: "maybe", "I think", "возможно") and the failure the work ended
+on, if any (`emotional_context`). The previous snapshot stays in
 history: `pamd state --at` reads it back. A person's goals and hypotheses are
 kept in `pinned_goals` / `pinned_hypotheses`, which pamd never rewrites.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,10 +24,6 @@ from pamd.errors import PamdError
 WINDOW_HOURS = 24
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|probably|i think|i suspect|hypothes\w*|my guess|likely|"
                     r"возможно|наверное|похоже|гипотез\w*|кажется)\b", re.I)
-MOODS = {
-    "dopamine": "wins and progress", "norepinephrine": "urgency", "cortisol": "failures and stress",
-    "acetylcholine": "insight and decisions", "oxytocin": "trust and rapport", "serotonin": "satisfaction",
-}
 
 
 def _clip(text: str, n: int = 160) -> str:
@@ -50,21 +48,203 @@ def _words(e: Entry) -> str:
     return e.text if e.role == "tool" else _typed(toolcall.readable(e.text, summary=e.is_summary))
 
 
-def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
-    recent = sorted((e for e in entries if now - timedelta(hours=WINDOW_HOURS) <= e.ts <= now),
-                    key=lambda e: e.ts)
-    if not recent:  # a quiet day: fall back to the latest entries there are
-        recent = sorted(entries, key=lambda e: e.ts)[-50:]
-    intents = [e for e in recent if e.type in ("user_intent", "decision")]
-    goals = []
-    for e in sorted(intents, key=lambda e: (-e.importance, -e.ts.timestamp())):
-        t = _clip(_words(e))
-        if t not in goals:
-            goals.append(t)
-        if len(goals) == 5:
-            break
-    focus = next((e for e in reversed(recent) if e.type == "user_intent"), None) or (recent[-1] if recent else None)
-    hyps = []
+# A fact of finished work, as the summarizers write it (pamd.consolidate.summarizers.facts).
+_DONE = re.compile(r"^(?:Committed|Closed|Pushed|Merged|Opened|Released|Deployed) \S")
+_QUESTION = re.compile(r"\?\s*$")
+# A tracker item taken up or created (`bd update X --status in_progress`, `bd create`, `gh issue create`).
+_TAKEN = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--(?:status[ =](?:in_progress|blocked)|claim)")
+_BLOCKED = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--status[ =]blocked")
+_MARKUP = re.compile(r"^\s*<(?:system-reminder|local-command|command-|task-notification)|^\[Request interrupted")
+DONE_ITEMS, OPEN_ITEMS = 8, 6
+# An open item of a tracker or a todo list, as the snapshot writes it: "billing-9 (in progress)".
+_ITEM = re.compile(r"^(.+?) \((?:in progress|blocked|pending|open(?:: .*)?)\)$")
+_CREATED = re.compile(r"\bCreated (?:issue|task|bug|bead|ticket):? ([A-Za-z][\w-]*-[\w.]+)")
+_CREATE_TITLE = re.compile(r"\b(?:bd|br|beads|gh issue)\s+create\b[^|;&]*?--title[= ]\\?\""
+                           r"((?:[^\"\\]|\\.){1,120}?)\\?\"")
+
+
+def _said_lines(e: Entry) -> list[tuple[str, str]]:
+    """(speaker, line) of an entry: a raw message whole, a summary line by line."""
+    if not e.is_summary:
+        return [(e.role, e.text)]
+    from pamd.consolidate.summarizers import text as tx
+
+    out = []
+    for line in e.text.splitlines():
+        line, _ = tx.parse_date_suffix(line)
+        speaker, line = tx.line_speaker(line.strip())
+        out.append((speaker, line))
+    return out
+
+
+@functools.lru_cache(maxsize=65536)  # an entry is immutable; each compaction asks again
+def _done_facts(e: Entry) -> tuple[str, ...]:
+    return tuple(_done_facts_of(e))
+
+
+def _done_facts_of(e: Entry) -> list[str]:
+    from pamd.consolidate.summarizers import facts
+
+    if not e.is_summary:
+        if e.role != "assistant":
+            return []
+        return [f for call in _calls(e.text) for f in facts.call_facts(call) if _DONE.match(f)]
+    return [p.strip() for _, line in _said_lines(e) for p in line.split("; ") if _DONE.match(p.strip())]
+
+
+def _calls(text: str) -> list[str]:
+    starts = [m.start() for m in toolcall.CALL.finditer(text)]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
+
+
+@functools.lru_cache(maxsize=65536)
+def _todos(e: Entry) -> tuple[tuple[str, str], ...]:
+    return tuple(_todos_of(e))
+
+
+def _todos_of(e: Entry) -> list[tuple[str, str]]:
+    """(content, status) of the items of a TodoWrite call."""
+    from pamd.consolidate.summarizers.facts import _args
+
+    out = []
+    for call in _calls(e.text):
+        name, args = _args(call)
+        if name == "TodoWrite" and isinstance(args.get("todos"), list):
+            out += [(str(t.get("content", "")), str(t.get("status", ""))) for t in args["todos"]
+                    if isinstance(t, dict) and t.get("content")]
+    return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _tracker(e: Entry) -> tuple[tuple[str, str, str], ...]:
+    """What `e` does to a tracker: ("taken", id, status), ("title", "", a new item's title),
+    ("created", id, "") from the tracker's own output."""
+    out = []
+    if not e.is_summary and e.role == "assistant" and "[tool " in e.text:
+        for call in _calls(e.text):
+            for m in _TAKEN.finditer(call):
+                out.append(("taken", m.group(1), "blocked" if _BLOCKED.search(call) else "in progress"))
+            title = _CREATE_TITLE.search(call)
+            if title:
+                out.append(("title", "", title.group(1).replace('\\"', '"')))
+    if not e.is_summary and e.role == "tool" and "Created " in e.text:
+        out += [("created", m.group(1), "") for m in _CREATED.finditer(e.text)]
+    return tuple(out)
+
+
+def _instruction(e: Entry) -> str:
+    """What the user asked in `e`, when it is a standing instruction ("" for a question, a
+    one-word answer, the harness's markup)."""
+    from pamd.consolidate.summarizers import text as tx
+
+    for speaker, line in reversed(_said_lines(e)):
+        if (speaker or e.role) != "user":
+            continue
+        text = " ".join(_typed(line).split())
+        asks = _QUESTION.search(text) and len(tx.split_sentences(_typed(line))) <= 1
+        if _MARKUP.match(text) or asks or len(text.split()) < 3:
+            continue
+        return _clip(text, 300)
+    return ""
+
+
+def _recent(entries: list[Entry]) -> list[Entry]:
+    """The last day of work: entries of the 24 hours up to the newest one (however long ago)."""
+    if not entries:
+        return []
+    last = max(e.ts for e in entries)
+    return sorted((e for e in entries if e.ts >= last - timedelta(hours=WINDOW_HOURS)), key=lambda e: e.ts)
+
+
+def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the agent was doing: the user's last standing instruction, work finished
+    (commits, closed items, pushes), work open (a todo or tracker item not finished, an
+    instruction nothing was delivered after), and what it was on last.
+
+    Raw messages say most; once they are summarised, the facts their summaries kept do,
+    and what neither holds any more is carried over from `previous` (STATE.md's values)."""
+    recent = _recent([e for e in entries if e.ts <= now] or entries)
+    recent_ids = {id(e) for e in recent}
+    previous = previous or {}
+    done: list[str] = []
+    last_done_at = None
+    instruction, instruction_at = "", None
+    todos: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    created_title = ""
+    # Work done and open from everything the tree holds (an import of last month's sessions
+    # finds what live runs carried over); the instruction and the mood from the last day.
+    for e in sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts) or recent:
+        for fact in _done_facts(e):
+            if fact not in done:
+                done.append(fact)
+            last_done_at = e.ts
+        said = _instruction(e) if (e.role == "user" or e.is_summary) and id(e) in recent_ids else ""
+        if said:
+            instruction, instruction_at = said, e.ts
+        for content, status in _todos(e):
+            todos[content] = status
+        for kind, item, what in _tracker(e):
+            if kind == "taken":
+                taken[item] = what
+            elif kind == "title":
+                created_title = what
+            else:  # a tracker item filed and not delivered yet
+                taken.setdefault(item, f"open: {created_title}" if created_title else "open")
+                created_title = ""
+    # the ids a "Closed a, b: reason" names before its reason (not those the reason mentions)
+    closed = " ".join(d.split(":", 1)[0] for d in [*done, *map(str, previous.get("done") or [])]
+                      if d.startswith("Closed "))
+    open_items = [f"{c} ({st.replace('_', ' ')})" for c, st in todos.items() if st != "completed"]
+    open_items += [f"{i} ({st})" for i, st in taken.items()
+                   if not re.search(rf"(?<![\w.-]){re.escape(i)}(?![\w-])", closed)]
+    if instruction and (last_done_at is None or last_done_at < instruction_at):
+        open_items.insert(0, f"{instruction} (the user's last instruction; nothing committed or closed since)")
+    if not instruction:
+        instruction = str(previous.get("last_instruction") or "")
+    # What raw messages said and their summaries no longer hold: carried over from the last
+    # snapshot, a done item while there is room, an open one until it is closed.
+    done = [i for i in map(str, previous.get("done") or []) if i not in done] + done
+    for item in map(str, previous.get("active_goals") or []):
+        m = _ITEM.match(item)
+        if m and item not in open_items and not re.search(
+                rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", closed):
+            open_items.append(item)
+    open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
+    done = _one_each(done)[-DONE_ITEMS:]
+    focus = open_items[0] if open_items else (f"last finished: {done[-1]}" if done else "")
+    hyps = _hypotheses(recent)
+    return {
+        "updated": fmt_time(now),
+        "last_instruction": instruction,
+        "active_goals": open_items,
+        "done": done,
+        "current_focus": _clip(focus, 300),
+        "hypotheses": hyps[:3],
+        "emotional_context": _mood(recent, last_done_at),
+    }
+
+
+def _one_each(done: list[str]) -> list[str]:
+    """One item per thing done ("Closed x.3" from a raw call and from a summary): the
+    longest wording, at the place of the last."""
+    head = {d: d.split(":", 1)[0] for d in done}
+    best: dict[str, str] = {}
+    for d in done:
+        if len(d) > len(best.get(head[d], "")):
+            best[head[d]] = d
+    out, seen = [], set()
+    for d in reversed(done):
+        if head[d] not in seen:
+            seen.add(head[d])
+            out.append(best[head[d]])
+    return out[::-1]
+
+
+def _hypotheses(recent: list[Entry]) -> list[str]:
+    from pamd.consolidate.summarizers import facts
+
+    hyps: list[str] = []
     for e in reversed(recent):
         # A guess is something said: not in a raw call's arguments, nor in its gist, nor in a
         # tool's output ("Checking 114 files (this might take a while)" is no hypothesis).
@@ -74,19 +254,27 @@ def snapshot(entries: list[Entry], now: datetime) -> dict[str, Any]:
         # A blank line ends a sentence too (a paragraph without a full stop).
         sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
         for sent in sents:
-            if _HEDGE.search(sent) and len(sent) > 15 and _clip(sent) not in hyps:
+            if (_HEDGE.search(sent) and len(sent) > 15 and _clip(sent) not in hyps
+                    and not facts.is_fragment(sent) and not facts.is_narration(sent)):
                 hyps.append(_clip(sent))
         if len(hyps) >= 5:
             break
-    tags = Counter(t for e in recent for t in e.neuro)
-    mood = ", ".join(f"{MOODS.get(t, t)} ({t} {n})" for t, n in tags.most_common(3)) or "calm"
-    return {
-        "updated": fmt_time(now),
-        "active_goals": goals,
-        "current_focus": _clip(_words(focus)) if focus else "",
-        "hypotheses": hyps[:5],
-        "emotional_context": mood,
-    }
+    return hyps
+
+
+def _mood(recent: list[Entry], last_done_at: datetime | None) -> str:
+    """A line a reader can use: the failure the work ended on, when nothing was finished
+    after it ("" otherwise: tag counts say nothing to act on)."""
+    from pamd.consolidate.summarizers import facts
+
+    for e in reversed(recent):
+        if last_done_at is not None and e.ts <= last_done_at:
+            break
+        if e.role == "tool" and not e.is_summary and "cortisol" in e.neuro:
+            err = facts.error_line(e.text)
+            if err:
+                return _clip(f"the work ended on a failure not yet resolved: {err}", 240)
+    return ""
 
 
 def is_stale(current: str | None, entries: list[Entry]) -> bool:
@@ -123,6 +311,11 @@ def _quote(item: Any, n: int = 60) -> str:
     return f'"{_clip(str(item if text is None else text), n)}"'
 
 
+def meta_of(text: str | None) -> dict[str, Any]:
+    """STATE.md's frontmatter ({} when there is none or it does not parse)."""
+    return _meta_of(text)
+
+
 def _meta_of(text: str | None) -> dict[str, Any]:
     try:
         return split_frontmatter(text, "STATE.md")[0] if text else {}
@@ -135,7 +328,9 @@ def pamds_values(text: str | None) -> set[str]:
     (not the pinned ones), its current_focus and its emotional_context."""
     meta = _meta_of(text)
     out = {_key(i) for key in PINNED for i in _items(meta.get(key))}
-    out.update(str(meta[key]) for key in ("current_focus", "emotional_context") if meta.get(key))
+    out.update(str(meta[key]) for key in ("current_focus", "emotional_context", "last_instruction")
+               if meta.get(key))
+    out.update(_key(i) for i in _items(meta.get("done")))
     return out
 
 

@@ -7,8 +7,8 @@ from typing import Any, Protocol
 
 from pamd.core.entry import Entry
 
-# Tiers a summarizer writes. "lesson" is a pseudo-tier: a one-line "before X, check Y"
-# learned from cortisol-tagged failures (myelination turns it into a DNA reflex).
+# Tiers a summarizer writes. "lesson" is a pseudo-tier: one line, a failure as it appeared
+# and what resolved it, or "" for none (myelination turns it into a DNA reflex).
 SUMMARY_TIERS = ("L1", "L2", "L3", "L4", "lesson")
 ONE_LINE_TIERS = frozenset({"L3", "L4", "lesson"})
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from pamd.consolidate.summarizers import facts
 from pamd.consolidate.summarizers import text as tx
 from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.core import toolcall
 from pamd.core.entry import Entry
+from pamd.core.words import plural
 
 CHARS_PER_TOKEN = 4
 _TYPE_BONUS = {"decision": 1.0, "user_intent": 0.6, "context": 0.0}
@@ -62,15 +64,84 @@ def summarize_group(group: Group) -> str:
         return extract_lesson(group.entries, group.budget * CHARS_PER_TOKEN)
     msgs, units, days = _units(group.entries, one_line=group.one_line)
     budget = group.budget * CHARS_PER_TOKEN
+    agent = is_agent_group(group.entries)
     if not units:
+        if agent:
+            return tx.trim(NOTHING.format(n=plural(len(group.entries), "message")), budget)
         speakers = _speakers(msgs, range(len(msgs))) or "memory"
         return tx.trim(f"{speakers}: (no text)", budget)
     if group.one_line:
         return _one_line(msgs, units, days, budget)
-    return _lines(msgs, units, budget)
+    return _lines(msgs, units, budget, each=agent)
 
 
 # ----------------------------------------------------------------- units and scores
+
+
+# Roles of an agent's session. Their lines are held to facts: narration ("Let me…"),
+# fragments, tool calls that record nothing and tool output other than an error or a
+# test tally are left out, and a call that records something becomes a statement.
+AGENT_ROLES = frozenset({"assistant", "tool", "system"})
+SESSION_ROLES = AGENT_ROLES | {"user"}
+# What a summary says when none of its messages stated anything worth a line.
+NOTHING = "(nothing to note from {n})"
+_CALL_FACT_BONUS = 2.5
+_ERROR_BONUS = 0.5
+# A sentence of an agent kept whole in a one-liner is cut to this (never into clauses,
+# which read as fragments out of their sentence).
+_LONG_FACT = 240
+
+
+def _agentish(speaker: str) -> bool:
+    return any(n in AGENT_ROLES for n in speaker.split(", "))
+
+
+def is_agent_group(entries: tuple[Entry, ...]) -> bool:
+    """Entries of an agent's session (not a conversation between named people)."""
+    for e in entries:
+        if e.role in AGENT_ROLES:
+            return True
+        if e.is_summary:
+            for line in e.text.splitlines():
+                speaker, _ = tx.line_speaker(tx.parse_date_suffix(line)[0].strip())
+                if speaker and _agentish(speaker):
+                    return True
+    return False
+
+
+def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
+    """(speaker, fact, bonus) of a raw message of an agent's session."""
+    if entry.role == "tool":
+        out = []
+        err = facts.error_line(text)
+        if err:
+            out.append(("tool", err, _ERROR_BONUS))
+        tally = facts.test_result(text)
+        if tally and not err:
+            out.append(("tool", f"Test run: {tally}", 0.5))
+        return out
+    out = []
+    prose = toolcall.prose(text)
+    calls = text[len(prose):]
+    for sentence in tx.split_sentences(prose):
+        if entry.role != "user":
+            sentence = facts.clauses_said(sentence)
+        if not sentence or facts.is_fragment(sentence) or (entry.role != "user" and facts.is_narration(sentence)):
+            continue
+        if entry.role == "user" and sentence.rstrip().endswith("?"):
+            continue  # a question is no fact ("did you push?")
+        out.append((entry.role, facts.clean(sentence), 0.0))
+    for call in _calls(calls):
+        for fact in facts.call_facts(call):
+            bonus = -1.5 if fact.startswith(("Edited ", "Wrote ")) else _CALL_FACT_BONUS
+            out.append((entry.role, fact, bonus))
+    return out
+
+
+def _calls(text: str) -> list[str]:
+    """Each `[tool NAME] …` call of a message's calls part, whole (arguments may hold newlines)."""
+    starts = [m.start() for m in toolcall.CALL.finditer(text)]
+    return [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
 
 
 def _units(
@@ -79,6 +150,7 @@ def _units(
     msgs: list[_Msg] = []
     units: list[_Unit] = []
     days: list[date] = []
+    agent = is_agent_group(entries)
     for entry in entries:
         days.append(entry.ts.date())
         weight = (
@@ -87,6 +159,18 @@ def _units(
             + _TYPE_BONUS.get(entry.type, -0.5)
             + 0.2 * min(entry.recalls, 5)
         )
+        if agent and not entry.is_summary:
+            opened: dict[str, int] = {}
+            for speaker, fact, bonus in _facts_of(entry, entry.text):
+                if speaker not in opened:
+                    msgs.append(_Msg(speaker=speaker, tag=""))
+                    opened[speaker] = len(msgs) - 1
+                body = fact.rstrip(" .") if one_line else _ended(fact)
+                if one_line and len(body) > _LONG_FACT:
+                    body = tx.trim(body, _LONG_FACT)
+                score, words = _score(body, weight + bonus, first=True)
+                units.append(_Unit(len(units), opened[speaker], body, "", score, words))
+            continue
         # A tool call's JSON arguments are not sentences: a call is its gist here
         # ("[tool Bash] Show recent commits"), in a raw entry and in a summary's line.
         text = entry.text if entry.role == "tool" else toolcall.readable(entry.text, summary=entry.is_summary)
@@ -100,9 +184,13 @@ def _units(
                 # A summary's own role ("summary") names no one: keep the speaker unknown.
                 speaker = found or ""
             line = line.strip()
+            if line.startswith(NOTHING[:18]):
+                continue
             # A call's head names that call only, not the rest of a summary's line.
             msg_tag, line = ("", line) if toolcall.is_call(line) else tx.lead_tag(line)
-            pieces = _pieces(line, one_line, entry.is_summary)
+            pieces = _pieces(line, one_line, entry.is_summary, clauses=not agent)
+            if agent:
+                pieces = _agent_pieces(pieces, speaker, one_line)
             if not pieces:
                 continue
             msgs.append(_Msg(speaker=speaker, tag=msg_tag))
@@ -119,7 +207,36 @@ def _units(
     return msgs, units, days
 
 
-def _pieces(line: str, one_line: bool, is_summary: bool) -> list[tuple[str, bool]]:
+def _ended(fact: str) -> str:
+    """A fact with a full stop when it ends in none, so facts of one line read apart."""
+    return fact if fact[-1:] in ".!?…:;)\"'`»" else fact + "."
+
+
+def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) -> list[tuple[str, bool]]:
+    """A summary line's pieces of an agent's session, held to facts (see AGENT_ROLES)."""
+    out = []
+    strict = _agentish(speaker)
+    for piece, in_call in pieces:
+        if toolcall.is_call(piece) or piece.startswith(("[tool result]", "[tool error]")):
+            continue
+        if in_call and toolcall.JSONISH.search(piece):
+            continue
+        if speaker == "tool" and not (facts.error_line(piece) or facts.test_result(piece)):
+            continue
+        if strict:
+            piece = facts.clauses_said(piece)
+        if not piece or facts.is_fragment(piece) or (speaker != "user" and facts.is_narration(piece, agent=strict)):
+            continue
+        piece = facts.clean(piece)
+        if not one_line:
+            piece = _ended(piece)
+        if one_line and len(piece) > _LONG_FACT:
+            piece = tx.trim(piece, _LONG_FACT)
+        out.append((piece, False))
+    return out
+
+
+def _pieces(line: str, one_line: bool, is_summary: bool, clauses: bool = True) -> list[tuple[str, bool]]:
     """The line's units, each with whether it belongs to a tool call (each call its own)."""
     out: list[tuple[str, bool]] = []
     for call in toolcall.split_calls(line):
@@ -128,7 +245,8 @@ def _pieces(line: str, one_line: bool, is_summary: bool) -> list[tuple[str, bool
             parts = tx.split_semicolons(sentence) if is_summary else [sentence]
             for part in parts:
                 limit = _LONG_PHRASE if one_line else _LONG_SENTENCE
-                out.extend((c, in_call) for c in (tx.split_clauses(part) if len(part) > limit else [part]))
+                cut = clauses and len(part) > limit
+                out.extend((c, in_call) for c in (tx.split_clauses(part) if cut else [part]))
     return out
 
 
@@ -186,8 +304,9 @@ def _near_duplicate(unit: _Unit, kept: list[_Unit]) -> bool:
 # ----------------------------------------------------------------- L1 / L2: lines
 
 
-def _lines(msgs: list[_Msg], units: list[_Unit], budget: int) -> str:
-    """"speaker: [tag] sentence sentence" lines; consecutive lines of one speaker merge."""
+def _lines(msgs: list[_Msg], units: list[_Unit], budget: int, each: bool = False) -> str:
+    """"speaker: [tag] sentence sentence" lines; consecutive lines of one speaker merge
+    (`each`: every message's a line of its own, as an agent's facts are written)."""
     kept: list[_Unit] = []
     opened: set[int] = set()
     used = 0
@@ -205,10 +324,10 @@ def _lines(msgs: list[_Msg], units: list[_Unit], budget: int) -> str:
         used += cost
     if not kept:
         return _fallback(msgs, units, budget)
-    return _render_lines(msgs, sorted(kept, key=lambda u: u.pos))
+    return _render_lines(msgs, sorted(kept, key=lambda u: u.pos), each)
 
 
-def _render_lines(msgs: list[_Msg], kept: list[_Unit]) -> str:
+def _render_lines(msgs: list[_Msg], kept: list[_Unit], each: bool = False) -> str:
     lines: list[str] = []
     speaker = None
     last_msg = -1
@@ -221,7 +340,7 @@ def _render_lines(msgs: list[_Msg], kept: list[_Unit]) -> str:
             parts.append(unit.tag)
         parts.append(unit.text)
         piece = " ".join(parts)
-        if msg.speaker == speaker and lines:
+        if msg.speaker == speaker and lines and (not each or unit.msg == last_msg):
             lines[-1] += " " + piece
         else:
             lines.append(f"{msg.speaker}: {piece}" if msg.speaker else piece)

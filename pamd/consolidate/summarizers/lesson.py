@@ -1,12 +1,11 @@
-"""Lessons from failures: cortisol-tagged entries -> one line, "before X, check Y".
+"""Lessons from failures: a failure and what resolved it -> one line for DNA.md.
 
-Myelination turns these lines into DNA reflexes. The extractive version finds the
-failed action (X) in the most salient failure sentence and the cause or fix (Y) in
-the sentences around it; the gemini backend writes the line itself (tier "lesson").
-Both come from what the user and the agent wrote: tool output and the arguments of
-the agent's tool calls are not sentences, and a plan ("Let me run the tests to see
-the error") is no failure. `states_failure` says whether an entry holds a failure
-statement; myelination learns lessons only from entries that do.
+A lesson needs both parts, each as it was written: the error (the line a tool printed,
+an error the user pasted, or the sentence where the user or the agent said what failed)
+and its resolution (a sentence saying how it was fixed or what caused it, or a `fix:`
+commit). Without either there is no lesson. Tool output and the arguments of the
+agent's tool calls are not sentences, and a plan ("Let me run the tests to see the
+error") is no failure. `states_failure` says whether an entry holds a failure statement.
 """
 
 from __future__ import annotations
@@ -26,21 +25,8 @@ _FAILURE = re.compile(
     r"сбой\w*|потерял\w*|потеря\w*|откат\w*|баг\w*|не работает|не удалось)\b",
     re.IGNORECASE,
 )
-_CAUSE = re.compile(
-    r"\b(?:because(?: of)?|due to|since|caused by|root cause(?: was| is)?:?|the cause (?:was|is):?|"
-    r"forgot(?: to)?|"
-    r"missing|without|потому что|из-за|так как|забыл[иа]?|не хватало|без)\s+",
-    re.IGNORECASE,
-)
-_FIX = re.compile(
-    r"\b(?:fixed by|fix(?:ed)? (?:it )?by|solved by|resolved by|need(?:s|ed)? to|have to|"
-    r"should(?: have)?|must|always|remember to|make sure(?: that)?|check(?: that)?|"
-    r"исправил[иа]? (?:тем, что|через)|нужно|надо|следует|всегда|проверить|проверяй)\s+",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(r"\b(was|were|is|are|had|has|have)(?: not|n't)\b", re.IGNORECASE)
-_X_WORDS = 8
-_Y_WORDS = 14
+# A lesson's budget: the error and its fix, each as written.
+LESSON_TOKENS = 70
 
 
 # What the agent says it is about to do, not what happened: "Let me run the suite to
@@ -157,113 +143,225 @@ def states_failure(entry: Entry) -> bool:
     return any(map(_report, said([entry])))
 
 
-def extract_lesson(entries: Sequence[Entry], max_chars: int = 160) -> str:
-    """One line "before X, check Y" from failure entries (no model; deterministic)."""
-    sentences = said(entries)
-    failing = _failures(sentences)
-    if not failing:  # myelination gives none such; a direct call gets a plain line
-        text = "before repeating this, check what failed last time"
-        return text if len(text) <= max_chars else text[: max_chars + 1].rsplit(" ", 1)[0]
-    # The failure with the most facts first; a table row's cells, or a line cut through
-    # inline code ("before ADD` without a default, …"), is a fragment no reader can use:
-    # the next failure is tried, and with none left there is no lesson ("").
-    for failure in sorted(failing, key=lambda s: (-_facts(s), sentences.index(s))):
-        if _TABLE_ROW.search(failure):
+# What says a failure was resolved, and how: "Fixed by …", "The cause was …", "works now".
+RESOLVED = re.compile(
+    r"\b(?:fixed|fixes|fix was|fix is|the fix|resolved|solved|the (?:issue|problem|cause|error|bug|culprit) "
+    r"(?:was|is)|root cause|caused by|turned out|works now|now works|passes now|now pass(?:es)?|"
+    r"workaround|replaced|switched to|the solution|исправ\w*|почин\w*|причина|решени\w*|"
+    r"теперь работает|заработал\w*)(?!\w)",
+    re.IGNORECASE,
+)
+_ERROR_CHARS = 150
+
+
+def resolution(sentence: str) -> bool:
+    """True if the sentence says how a failure was resolved (not a plan to, not a question)."""
+    from pamd.consolidate.summarizers import facts
+
+    return (bool(RESOLVED.search(sentence)) and not sentence.rstrip().endswith("?")
+            and not facts.is_narration(sentence) and not facts.is_fragment(sentence)
+            and len(sentence.split()) >= 4 and not _failure_only(sentence))
+
+
+def _failure_only(sentence: str) -> bool:
+    """A failure report whose resolution word is part of the failure ("the fix failed")."""
+    m = RESOLVED.search(sentence)
+    return bool(m and _failure_word(sentence[m.end():]) and not re.search(r"\b(?:now|теперь)\b", sentence, re.I))
+
+
+@functools.lru_cache(maxsize=65536)  # an entry is immutable; each compaction asks again
+def failure_text(entry: Entry) -> str:
+    """The failure as it appeared in `entry`: the error line a tool printed (or that the
+    user pasted), else the sentence where the user or the agent said what failed ("")."""
+    from pamd.consolidate.summarizers import facts
+
+    if entry.role == "tool" or entry.type == "tool_result":
+        return facts.error_line(entry.text)
+    pasted = facts.error_line(toolcall.prose(entry.text)) if entry.role == "user" else ""
+    if pasted:
+        return pasted
+    for sentence in said([entry]):
+        report = _report(sentence)  # from the clause that says it: "Let's be honest: the deploy failed"
+        if _CHEERED.match(sentence):  # "Good — Tmux errors are safe": a relief, not a failure
             continue
-        action = _action(failing[failure])
-        check = _check(sentences, failure)
-        for y in (check, "why it failed") if check else ("why it failed",):
-            line = tx.trim(" ".join(f"before {action}, check {y}".split()), max_chars)
-            if line.count("`") % 2 == 0:
-                return line
+        if (report and not _TABLE_ROW.search(sentence) and not resolution(sentence)
+                and not facts.is_narration(report) and len(report.split()) >= 2):
+            return " ".join(report.split())
     return ""
+
+
+_CHEERED = re.compile(r"^(?:good|great|perfect|excellent|nice|ok(?:ay)?|отлично|хорошо)\b", re.IGNORECASE)
+_STOP = frozenset("the and that this with from was were have has had not but for are into when then "
+                  "than there their them they been being also only just now test tests error errors "
+                  "failed fails failure fixed fix".split())
+
+
+def fits(failing: Entry | None, failure: str, fix_entry: Entry | None, fix: str) -> bool:
+    """Whether `fix` resolves `failure`: it speaks of what failed, or it is the next thing
+    said after a failure the user or the agent stated (a tool's error needs the words)."""
+    if related(failure, fix):
+        return True
+    stated = failing is not None and failing.role != "tool" and failing.type != "tool_result"
+    return stated and fix_entry is not None and fix in fix_text([fix_entry])
+
+
+def related(failure: str, fix: str) -> bool:
+    """True if the fix speaks of what failed: they share a word or a name (its first four
+    letters, so "сертификата" meets "сертификате" and "rate" meets "rates")."""
+    def stems(text: str) -> set[str]:
+        low = text.casefold()
+        words = {w[:4] for w in re.findall(r"[^\W_\d]{4,}", low) if w not in _STOP}
+        return words | set(re.findall(r"\w+(?:[./]\w+)+", low))  # names whole: foo/0, lib/a.ex
+    return bool(stems(failure) & stems(fix))
+
+
+def fix_text(entries: Sequence[Entry]) -> str:
+    """How the failure was resolved, as the user or the agent said it, or the commit that
+    fixed it ("")."""
+    for entry in entries:
+        found = _fix_in(entry)
+        if found:
+            return found
+    return ""
+
+
+@functools.lru_cache(maxsize=65536)
+def _fix_in(entry: Entry) -> str:
+    from pamd.consolidate.summarizers import facts
+
+    for sentence in said([entry]):
+        if resolution(sentence):
+            return facts.clean(sentence)
+    if entry.role == "assistant" and not entry.is_summary:
+        for fact in _commit_facts(entry.text):
+            if re.match(r'Committed "(?:fix|hotfix|bugfix)\b', fact, re.IGNORECASE):
+                return fact
+    return ""
+
+
+def _commit_facts(text: str) -> list[str]:
+    from pamd.consolidate.summarizers import facts
+
+    starts = [m.start() for m in toolcall.CALL.finditer(text)]
+    calls = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
+    return [f for c in calls for f in facts.call_facts(c) if f.startswith("Committed ")]
+
+
+def extract_lesson(entries: Sequence[Entry], max_chars: int = 280) -> str:
+    """One line from a failure and what resolved it, both as they were written:
+    `` `KeyError: 'rate'`: fixed by loading the ECB rates into the rates table ``.
+    "" when either part is missing: a failure without its fix, or a fix without its
+    failure, teaches nothing a reader could act on."""
+    failure = next((t for e in entries if (t := failure_text(e))), "")
+    if not failure:
+        return ""
+    first = _first_failing(entries)
+    said_after = [e for e in entries if e is not first and e.role != "tool"]
+    fix = fix_text(said_after)
+    if fix and not fits(first, failure, said_after[0] if said_after else None, fix):
+        fix = ""
+    if not fix:
+        # No sentence says how: the change an edit made, when a tool ran clean after it.
+        fix = edit_fix(list(entries[entries.index(first) + 1:]), failure) if first is not None else ""
+    if not fix or _same(fix, failure):
+        return ""
+    error = tx.trim(failure.replace("`", "'"), min(_ERROR_CHARS, max(max_chars // 2, 16)))
+    fix = fix[:1].lower() + fix[1:] if fix[:2] != fix[:2].upper() else fix
+    fix = tx.trim(fix, max(max_chars - len(error) - 4, 8))
+    if fix.count("`") % 2:
+        fix = tx.trim(fix.replace("`", "'"), max(max_chars - len(error) - 4, 8))
+    return tx.trim(f"`{error}`: {fix}", max_chars) if len(error) + len(fix) + 4 <= max_chars else ""
+
+
+_EDITS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# What the agent says before a change, without its lead: "I need to also import X" -> "import X".
+_PLAN_LEAD = re.compile(
+    r"^(?:(?:now|next|so|ok(?:ay)?|good|great|perfect|right|alright)[,.!:]?\s+)*"
+    r"(?:i need to|i'll|i will|let me|i should|we need to|need to|i have to|i must)\s+(?:also\s+|just\s+)?",
+    re.IGNORECASE)
+_SHORT_CHANGE = 100
+
+
+def is_edit(entry: Entry) -> bool:
+    """True if the agent changes a file in `entry` (an Edit, MultiEdit or Write call)."""
+    from pamd.consolidate.summarizers import facts
+
+    return (entry.role == "assistant" and not entry.is_summary
+            and any(facts._args(c)[0] in _EDITS for c in _calls(entry.text)))
+
+
+def edit_fix(entries: Sequence[Entry], failure: str = "") -> str:
+    """The first edit in `entries` that a tool ran clean after: the reason the agent gave
+    for it and the change (`old` -> `new` when short) in its file ("" if none, or when it
+    does not speak of `failure`: names no word or name of it)."""
+    from pamd.consolidate.summarizers import facts
+
+    for i, e in enumerate(entries):
+        if e.role != "assistant" or e.is_summary:
+            continue
+        for call in _calls(e.text):
+            name, args = facts._args(call)
+            if name not in _EDITS or not args.get("file_path"):
+                continue
+            if not any(x.role == "tool" and not facts.error_line(x.text) for x in entries[i + 1:]):
+                return ""
+            path = "/".join(str(args["file_path"]).split("/")[-3:])
+            old, new = (" ".join(str(args.get(k, "")).split()) for k in ("old_string", "new_string"))
+            change = (f"`{old}` -> `{new}`" if old and new and max(len(old), len(new)) <= _SHORT_CHANGE
+                      and "`" not in old + new else "")
+            why = _reason(entries[: i + 1])
+            if not why and not change:
+                return ""
+            if failure and not related(failure, " ".join((why, path.rsplit("/", 1)[-1], change))):
+                return ""
+            return f"{why} ({path}{': ' + change if change else ''})" if why else f"{path}: {change}"
+    return ""
+
+
+def _reason(entries: Sequence[Entry]) -> str:
+    """The last thing the agent said before an edit, as a plain statement of the change,
+    when it names something (a name, a file, code, a number): "fix the test" says nothing."""
+    from pamd.consolidate.summarizers import facts
+
+    for e in reversed(entries):
+        sentences = said([e]) if e.role == "assistant" else []
+        if not sentences:
+            continue
+        for sentence in reversed(sentences):
+            s = _PLAN_LEAD.sub("", facts.clean(sentence)).rstrip(" :.")
+            if (len(s.split()) >= 3 and not facts.is_fragment(s) and not s.endswith("?")
+                    and _NAMES.search(s)):
+                return tx.trim(s[:1].upper() + s[1:] if s[:1].islower() else s, _REASON_CHARS)
+        return ""
+    return ""
+
+
+_NAMES = re.compile(r"`[^`]+`|\w[\w-]*[._/:]\w|\d|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*|\b\w+_\w+")
+_REASON_CHARS = 140
+
+
+def _calls(text: str) -> list[str]:
+    starts = [m.start() for m in toolcall.CALL.finditer(text)]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
+
+
+def _first_failing(entries: Sequence[Entry]) -> Entry | None:
+    return next((e for e in entries if failure_text(e)), None)
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def signature(text: str) -> str:
+    """An error line without what changes between occurrences (numbers, paths, quoted
+    values): two failures with one signature are the same failure met again."""
+    text = re.sub(r"(?:[\w.-]*/)+[\w.-]+|\b0x[0-9a-f]+\b|\d+|'[^']*'|\"[^\"]*\"", "_", text.casefold())
+    return " ".join(text.split())[:120]
 
 
 # Cells of a Markdown table row: "| `af81c43` | spotter-fum.4 | Added … |".
 _TABLE_ROW = re.compile(r"(?:^|\s)\|\s.*\s\|(?:\s|$)")
-
-
-def _facts(sentence: str) -> int:
-    space = sentence.find(" ")
-    caps = len(tx.CAPITAL.findall(sentence, space + 1)) if space > 0 else 0
-    return caps + len(tx.NUMBER.findall(sentence)) + 2 * bool(_CAUSE.search(sentence))
-
-
-# A label in front of a report ("Error:", "Incident:", "Root cause:", "Ошибка:"): not
-# the action, and its failure word would hide the one in the sentence itself.
-_LABEL = re.compile(r"^\s*[\w-]+(?: [\w-]+)?:\s+")
-# Where one clause of a sentence ends: a dash, a semicolon, a colon (", " is kept: a
-# check like "the rates table, not the cache" needs it).
-_CLAUSE_END = re.compile(r"\s+[—–]\s+|\s+-\s+|;|:\s")
-# "KeyError 'rate' when converting GBP invoices": the action is the when-clause.
-_WHEN = re.compile(r"\b(?:when|while|during|при|во время|когда)\s+(\w.*)", re.IGNORECASE)
-_BECAUSE = re.compile(r"\s(?:because|due to|since|caused by|потому что|из-за|так как)\s", re.IGNORECASE)
-# "Now the tests fail", "Сейчас упал сервер": when it was said, not what was done.
-_WHEN_SAID = re.compile(r"^(?:just now|right now|now|сейчас|теперь)[,]?\s+", re.IGNORECASE)
-_CHECK_WORD = re.compile(r"^(?:check|verify|проверить|проверяй)(?: that)?\s+(?=\S+\s)", re.IGNORECASE)
-_EDGE = " .,:;!?—–-\"'«»"
-
-
-def _clause(text: str) -> str:
-    """The text up to its first clause break."""
-    return _CLAUSE_END.split(text, maxsplit=1)[0]
-
-
-def _words(text: str, n: int) -> str:
-    """The first n words of the text's first clause, without dangling punctuation."""
-    words = _clause(text.strip(_EDGE)).split()[:n]
-    return " ".join(words).strip(_EDGE)
-
-
-def _action(failure: str) -> str:
-    """The thing that was being done: the words before the failure word, or the
-    "when ..." clause of a sentence that starts with the failure ("KeyError when X").
-
-    A label in front ("Incident: the deploy failed") is tried without it first; when that
-    leaves nothing before a failure word, the whole sentence is ("Deploy failed: timeout",
-    "Staging deploy: failed because ..."), then the when-clause."""
-    failure = _WHEN_SAID.sub("", failure)
-    label = _LABEL.match(failure)
-    rest = failure[label.end():] if label else failure
-    words = _head(rest) or (_head(failure) if label else "")
-    if not words:
-        when = _WHEN.search(rest)
-        # Up to the cause: "Exit code 1 from mix test because …" -> "exit code 1 from mix test".
-        words = _words(_BECAUSE.split(when.group(1) if when else rest, maxsplit=1)[0], _X_WORDS)
-    if not words:
-        words = _words(failure, _X_WORDS)
-    return words[:1].lower() + words[1:] if words[:2] != words[:2].upper() else words
-
-
-def _head(text: str) -> str:
-    """The words of `text` before its first failure word, up to a clause break."""
-    m = _failure_word(text)
-    head = _clause(text[: m.start()]) if m else ""
-    # Drop auxiliaries left dangling before the failure verb ("the deploy has failed",
-    # "mix test ended with exit code 1").
-    head = re.sub(
-        r"\b(?:has|have|had|was|were|is|got|keeps?|just|again|снова|опять|(?:ended |exited )?with)\s*$",
-        "", head.strip(), flags=re.IGNORECASE,
-    )
-    return _words(head, _X_WORDS)
-
-
-def _check(sentences: list[str], failure: str) -> str:
-    """The cause or the fix: text after "because/due to/..." or "need to/should/..."."""
-    ordered = [failure] + [s for s in sentences if s is not failure]
-    for pattern in (_CAUSE, _FIX):
-        for sentence in ordered:
-            m = pattern.search(sentence)
-            if m:
-                found = _words(sentence[m.end() :], _Y_WORDS)
-                if len(found.split()) >= 2:
-                    # "check the migration was not applied" -> "... was applied": the
-                    # lesson names what to verify, not what went wrong.
-                    if pattern is _CAUSE:
-                        return _NEGATION.sub(r"\1", found)
-                    # "always check the WHERE clause" -> "the WHERE clause", not "check check ..."
-                    return _CHECK_WORD.sub("", found, count=1)
-    return ""
 
 
 def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> str:
@@ -273,6 +371,6 @@ def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> st
 
     if not entries:
         return ""
-    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=40)
+    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=LESSON_TOKENS)
     texts, _ = get_summarizer(config or {}).summarize([group])
     return texts[0]

@@ -1,0 +1,289 @@
+"""Facts in an agent's transcript: what a careful engineer would copy into their notes.
+
+Pure functions over text. An agent's narration ("Let me check…", "Now I'll…",
+"Perfect!") and fragments (list markers, a number alone, a lead-in ending with a colon)
+are no facts; a commit message, a task closed with its reason, a push, a file written,
+an error line in tool output and a test run's result are, and each is turned into one
+statement that names its subject ("Committed: feat: …", "Closed spotter-gqc.4: …").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from pamd.core import toolcall
+
+# What an agent says it is about to do or think, at the start of a sentence, after
+# optional connectives ("Now, let me…", "OK so I'll…", "Теперь посмотрю…").
+_LEAD = (r"^(?:(?:now|next|first|then|so|ok(?:ay)?|good|great|perfect|excellent|alright|right|"
+         r"also|finally|actually|hmm+|wait|а|и|теперь|сначала|потом|итак|так|хорошо|отлично)"
+         r"[,.!:]?\s+)*")
+_NARRATION = re.compile(
+    _LEAD
+    + r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|i'm gonna|i need to|"
+    r"i should|i want to|i'd like to|i can see|i see|i notice|i understand|i have|i've got|"
+    r"i'm now|i am now|i think i|we need to|we'll|we should|now i|time to|looking at|"
+    r"checking|reading|running|searching|exploring|waiting|continuing|moving on|proceeding|working on|"
+    r"i've (?:already |now |just )?(?:done|read|looked|checked|explored|reviewed|seen|got|gathered)|"
+    r"давай(?:те)?|попробую|проверю|посмотрю|сейчас|запущу|прочитаю|открою|мне нужно|нужно (?:сначала|теперь))\b",
+    re.IGNORECASE,
+)
+# "Now add the API route:", "Next, update the test" -- a step announced, not done.
+_STEP = re.compile(
+    r"^(?:now|next|then|first|finally|теперь|далее|потом)[,]?\s+(?:\w+\s+){0,1}"
+    r"(?:add|update|run|check|verify|commit|close|create|write|fix|implement|read|look|make|"
+    r"remove|move|edit|stage|push|test|build|rebuild|install|register|wire|mark|claim|try|"
+    r"start|see|go|do|handle|replace|refactor|extract|wait|review|explore|find|search|open|"
+    r"the|i|we|that|this|it|let)\b",
+    re.IGNORECASE,
+)
+# Exclamations and acknowledgements an agent says between steps.
+_CHEER = re.compile(
+    r"^(?:perfect|excellent|great|good|nice|awesome|done|ok(?:ay)?|right|alright|got it|"
+    r"all good|looks good|good catch|interesting|hmm+|sure|understood|yes|no|cool|"
+    r"отлично|супер|хорошо|готово|понятно|ясно|ок|ага|так)(?: news| progress| job| work| now)?"
+    r"[\s!.,…)(:;—-]*$",
+    re.IGNORECASE,
+)
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
+_MARKUP_ONLY = re.compile(r"^[\s>#*\-+|`~=_.:;,()\[\]\d]*$")
+_LIST_HEAD = re.compile(r"^\s*(?:[>#]+\s*|[-*+]\s+|\d+[.)]\s+)+")
+_CODE_LINE = re.compile(r"\s=\s|[{};]\s*$|^\w+\.\w+\(|^[A-Za-z_]\w*=\S")
+_IDENT = re.compile(r"\d|[\w-]+[._/][\w/.-]+|`[^`]+`|\w+-\w+")
+
+
+# What only an agent says of its own work: used where a line's speaker is not known.
+_AGENT_ONLY = re.compile(_LEAD + r"(?:let me|let's|let us|now i|i need to|i'm going to|"
+                         r"давай(?:те)?|попробую|проверю|посмотрю)\b", re.IGNORECASE)
+
+
+# An agent's note to itself in the imperative: "Close gqc.5, commit, and continue".
+_IMPERATIVE = re.compile(
+    r"^(?:add|update|run|re-?run|check|verify|commit|close|create|write|fix|implement|read|look|"
+    r"make|remove|move|edit|stage|push|test|build|rebuild|install|register|wire|mark|claim|try|"
+    r"start|replace|refactor|extract|wait|review|explore|find|search|open|continue|use|call|set|"
+    r"change|delete|rename|import|merge|deploy|restart|launch|spawn|dispatch|clean|sync|proceed|"
+    r"investigate|examine|inspect|confirm|ensure|skip|keep|go|let|see|move on)\b",
+    re.IGNORECASE)
+_NOW = re.compile(r"^(?:now|next|then|теперь|далее)\b", re.IGNORECASE)
+_CHEER_LEAD = re.compile(r"^(?:perfect|excellent|great|good|nice|awesome|ok(?:ay)?|alright|right|"
+                         r"interesting|отлично|хорошо|супер)[,.!:—-]+\s*", re.IGNORECASE)
+
+
+def clauses_said(sentence: str) -> str:
+    """An agent's sentence without its narrating clauses ("Expected — I'll use that alias
+    next" -> "Expected"); "" when nothing but narration is left."""
+    parts = re.split(r"\s+[—–]\s+|;\s+", sentence)
+    kept = [p for p in parts if not is_narration(p)]
+    return " — ".join(kept) if len(kept) < len(parts) else sentence
+
+
+def is_narration(sentence: str, agent: bool = True) -> bool:
+    """True if an agent's sentence narrates its own work instead of stating a fact.
+    `agent=False`: the speaker is not known, only what no person says of their day counts
+    ("Let me check…", "Now add the route:"), not "I'll…", which a person's plans are."""
+    s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
+    if not agent:
+        return bool(_AGENT_ONLY.match(s) or (_STEP.match(s) and s.endswith(":")))
+    if _NOW.match(s) and len(_LETTERS.findall(s)) < 5:
+        return True  # "Now gqc.6", "Next: the tests"
+    cheer = _CHEER_LEAD.match(s)
+    if cheer and len(_LETTERS.findall(s[cheer.end():])) < 6:
+        return True
+    return bool(_CHEER.match(s) or _NARRATION.match(s) or _STEP.match(s) or _IMPERATIVE.match(s))
+
+
+def is_fragment(sentence: str) -> bool:
+    """True if the text is no statement: markup or numbers alone, a heading or list marker
+    with a word or two, or a short lead-in that ends with a colon."""
+    s = sentence.strip()
+    if _MARKUP_ONLY.match(s) or len(_LETTERS.findall(s)) < 1 or s.startswith("#"):
+        return True
+    body = _LIST_HEAD.sub("", s).strip("*_ ")
+    letters = _LETTERS.findall(body)
+    if len(_LETTERS.findall(re.sub(r"`[^`]*`", "", body))) < 2 and body.count("`") >= 2:
+        return True  # a name in backticks with nothing said of it
+    if (s.endswith(":") and len(letters) < 12) or _title(body) or _CODE_LINE.search(body):
+        return True
+    return len(letters) < 3 and not _IDENT.search(body)
+
+
+def _title(text: str) -> bool:
+    """A heading without its marks: a few words, most capitalised, no full stop
+    ("Acceptance Tests", "JSON Format for Injecting Context")."""
+    words = [w for w in re.split(r"\s+", text.strip("`*_ ")) if w]
+    if not words or len(words) > 10 or text.rstrip()[-1:] in ".!?…":
+        return False
+    caps = sum(1 for w in words if w[:1].isupper() or w[:1] in "`")
+    return caps >= max(2, 0.6 * len(words)) or (len(words) <= 2 and caps == len(words))
+
+
+_HOME = re.compile(r"(?<![\w/])/(?:home|Users)/[^/\s]+/")
+
+
+def clean(sentence: str) -> str:
+    """A sentence without its Markdown list marker, heading marks, a dangling colon or a
+    home directory's prefix in its paths (`/home/ann/x` -> `~/x`)."""
+    s = _LIST_HEAD.sub("", sentence.strip())
+    s = re.sub(r"^\*\*([^*]{1,80})\*\*:?\s*", lambda m: m.group(1) + ": ", s)
+    return _HOME.sub("~/", s.rstrip(" :"))
+
+
+# ------------------------------------------------------------------ tool calls
+
+_COMMIT_MSG = re.compile(
+    r"""git\b[^|;&]*?\bcommit\b[^|;&]*?(?:-m|--message)[ =]?\s*"""
+    r"""(?:"\$\(cat <<'?(\w+)'?\s*\n(.*?)(?:\n\s*\1|$)|"((?:[^"\\]|\\.)*)"|'([^']*)')""",
+    re.DOTALL)
+_CLOSE = re.compile(r"\b(?:bd|beads|br)\s+close\s+([^|;&]*)")
+_GH = re.compile(r"\bgh\s+(pr|issue)\s+(create|close|merge)\b([^|;&]*)")
+_PUSH = re.compile(r"\bgit\s+push\b([^|;&\n]*)")
+_REDIRECT = re.compile(r"^\d*[<>]|^&\d")
+_FILE_TOOLS = {"Write": "Wrote", "Edit": "Edited", "MultiEdit": "Edited", "NotebookEdit": "Edited"}
+
+
+def _args(call: str) -> tuple[str, dict]:
+    """(tool name, its arguments) of a `[tool NAME] {json}` call; arguments cut short by
+    ingest are read as far as they go."""
+    m = toolcall.CALL.match(call)
+    if not m:
+        return "", {}
+    name, raw = m.group(1).strip(), call[m.end():].strip()
+    try:
+        value = json.loads(raw)
+        if isinstance(value, dict):
+            return name, value
+    except ValueError:
+        pass
+    out = {}
+    for key, val in re.findall(r'"(\w+)":\s*"((?:[^"\\]|\\.)*)', raw):
+        try:
+            out[key] = json.loads(f'"{val}"')
+        except ValueError:
+            out[key] = val
+    return name, out
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _flag(words: list[str], *names: str) -> str:
+    for i, w in enumerate(words):
+        for n in names:
+            if w == n and i + 1 < len(words):
+                return words[i + 1]
+            if w.startswith(n + "="):
+                return w[len(n) + 1:]
+    return ""
+
+
+def call_facts(call: str) -> list[str]:
+    """The facts a tool call records: a commit and its message, a task closed and why, a
+    pull request or issue, a push, a file written or edited (statements, no JSON)."""
+    name, args = _args(call)
+    if name in _FILE_TOOLS:
+        path = str(args.get("file_path") or args.get("notebook_path") or "")
+        return [f"{_FILE_TOOLS[name]} {_HOME.sub('~/', path)}"] if path else []
+    if name != "Bash":
+        return []
+    cmd = str(args.get("command") or "")
+    out = []
+    for m in _COMMIT_MSG.finditer(cmd):
+        msg = (m.group(2) or m.group(3) or m.group(4) or "").replace('\\"', '"').strip()
+        lines = [ln.strip() for ln in msg.splitlines() if ln.strip() and not ln.startswith("Co-Authored-By")]
+        if lines:
+            body = _first_sentence(" ".join(lines[1:4]))
+            out.append(f"Committed \"{lines[0]}\"" + (f": {body}" if body else ""))
+    for m in _CLOSE.finditer(cmd):
+        words = _words(m.group(1))
+        ids = [w for w in words if not w.startswith("-") and not _REDIRECT.match(w) and "=" not in w]
+        reason = _flag(words, "--reason", "-r")
+        ids = [i for i in ids if i != reason]
+        if ids:
+            out.append(f"Closed {', '.join(ids)}" + (f": {reason}" if reason else ""))
+    for m in _GH.finditer(cmd):
+        words = _words(m.group(3))
+        title = _flag(words, "--title", "-t")
+        what = {"create": "Opened", "close": "Closed", "merge": "Merged"}[m.group(2)]
+        ref = title or " ".join(w for w in words if not w.startswith("-"))[:80]
+        out.append(f"{what} {'pull request' if m.group(1) == 'pr' else 'issue'} {ref}".rstrip())
+    for m in _PUSH.finditer(cmd):
+        words = [w for w in _words(m.group(1)) if not w.startswith("-") and not _REDIRECT.match(w)]
+        out.append(f"Pushed {' '.join(words[-2:]) or 'to the remote'}".rstrip())
+    return out
+
+
+# ------------------------------------------------------------------ tool output
+
+# The first line of an error as a tool printed it.
+_ERROR_LINE = re.compile(
+    r"^\s*(?:\*\* \(\w[\w.]*(?:Error|Exception)\)|(?:[\w.]+)?(?:Error|Exception)\b[:\s]|error(?:\[\w+\])?:|"
+    r"ERROR\b|FAIL(?:ED)?\b|fatal:|panic:|Traceback \(most recent call last\)|"
+    r"[\w/.-]+:\d+(?::\d+)?:\s*(?:error|warning: [\w ]*(?:undefined|unused))|"
+    r"==\s*Compilation error|E\s{2,}\w|npm ERR!|\s*\d+\) test .* \(|Exit code [1-9]\d*)",
+)
+_TESTS = re.compile(
+    r"\b(\d+) (?:tests?|examples?|specs?)(?:, (\d+) (?:doctests?|properties))?, (\d+) failures?\b|"
+    r"\b(\d+) (?:passed|failed)(?:, \d+ (?:passed|failed|skipped|warnings?))*\b",
+    re.IGNORECASE,
+)
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    """The first sentence of `text` ("" when it was cut off before a sentence ended)."""
+    m = re.search(r"(?<=[.!?])\s", text + " ")
+    first = text[: m.start()] if m else ""
+    return first if len(first) <= limit else ""
+
+
+_TEST_HEAD = re.compile(r"^\d+\) test (.+?)(?: \(([\w.]+)\))?$")
+_WHY = re.compile(r"^\s*(?:\*\* \(|Assertion |error:|\w*Error\b|expected|assert )")
+_RAISED = re.compile(r"^[\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+_OUTPUT_HEAD = re.compile(r"^\[tool (?:result|error)\] ?", re.MULTILINE)
+
+
+def error_line(output: str) -> str:
+    """The first line of `output` that reads as an error a tool printed ("" if none); a
+    traceback header or an `Exit code N` line gives the next line that says more."""
+    lines = _OUTPUT_HEAD.sub("", output).splitlines()
+    for i, line in enumerate(lines):
+        if not _ERROR_LINE.match(line):
+            continue
+        text = line.strip()
+        test = _TEST_HEAD.match(text)
+        if test:
+            # An ExUnit/pytest-style numbered failure: the test's name and the error under it.
+            why = next((ln.strip() for ln in lines[i + 1:i + 16] if _WHY.match(ln)), "")
+            return _one(f"{why} ({test.group(2) + ' ' if test.group(2) else ''}test failed)" if why else "")
+        if text.startswith("Traceback"):
+            raised = next((ln.strip() for ln in lines[i + 1:] if _RAISED.match(ln)), "")
+            if raised:
+                return _one(raised)
+        if text.startswith("Exit code"):
+            # The code alone says nothing: the error line the command printed after it does.
+            more = error_line("\n".join(lines[i + 1:i + 40]))
+            return _one(more) if more else ""
+        if text.startswith(("Traceback", "== Compilation error")) or len(_LETTERS.findall(text)) < 3:
+            for nxt in lines[i + 1:i + 8]:
+                nxt = nxt.strip()
+                if len(_LETTERS.findall(nxt)) >= 3 and not nxt.startswith(("File \"", "│", "└", "at ")):
+                    return _one(nxt)
+        return _one(text)
+    return ""
+
+
+def test_result(output: str) -> str:
+    """A test run's tally in tool output ("76 tests, 0 failures"; "" if none)."""
+    m = _TESTS.search(output)
+    return m.group(0) if m else ""
+
+
+def _one(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split()).removeprefix("[tool error] ").removeprefix("[tool result] ")
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"

@@ -528,15 +528,17 @@ def test_state_pamd_wrote_before_a_revert_or_a_squash_merge_is_not_taken_for_a_p
     root = brain.cwd
     assert brain("compact", now="2026-11-30T09:30:00Z")[0] == 0
     main = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    # pamd commits only on a brain's home branch: the squashed side is another clone's main
+    side = type(brain)(tmp_path / "clone", brain.capsys) if how == "squash" else brain
     if how == "squash":
-        git(root, "checkout", "-qb", "side")
-    brain("remember", "I want the CLI to print JSON everywhere.", "--type", "user_intent", now="2026-11-30T10:50:00Z")
-    assert brain("compact", now="2026-11-30T11:00:00Z")[0] == 0
-    assert any("JSON" in g for g in meta(root / "STATE.md")["active_goals"])
+        git(tmp_path, "clone", "-q", str(root), str(side.cwd))
+    side("remember", "I want the CLI to print JSON everywhere.", "--type", "user_intent", now="2026-11-30T10:50:00Z")
+    assert side("compact", now="2026-11-30T11:00:00Z")[0] == 0
+    assert any("JSON" in g for g in meta(side.cwd / "STATE.md")["active_goals"])
     if how == "revert":
         git(root, "revert", "--no-edit", "HEAD")  # STATE.md is 09:30's again
     else:
-        git(root, "checkout", "-q", main)
+        git(root, "fetch", "-q", str(side.cwd), f"{main}:side")
         git(root, "merge", "-q", "--squash", "side")
         git(root, "commit", "-q", "--no-edit")  # git's message: the squashed ones, indented
         git(root, "branch", "-q", "-D", "side")

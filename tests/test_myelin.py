@@ -673,8 +673,8 @@ def test_a_recall_of_an_entry_not_yet_committed_is_counted_once_it_is(brain, tmp
     assert brain("remember", "The echidna invoice is due on the 5th.", now="2026-11-27T09:05:00Z")[0] == 0
     root = brain.cwd
     git(root, "reset", "-q", "HEAD~1")  # the echidna entry (a day file of its own) is uncommitted
-    assert brain("recall", "-k", "1", "echidna invoice", now="2026-11-28T10:00:00Z")[0] == 0
-    assert brain("recall", "-k", "1", "DNS record load balancer", now="2026-11-28T10:01:00Z")[0] == 0
+    assert brain("recall", "--log", "-k", "1", "echidna invoice", now="2026-11-28T10:00:00Z")[0] == 0
+    assert brain("recall", "--log", "-k", "1", "DNS record load balancer", now="2026-11-28T10:01:00Z")[0] == 0
     assert brain("compact", now="2026-11-28T10:30:00Z")[0] == 0
     assert "Folded 1 recall " in git(root, "log", "-1", "--format=%B")
     git(root, "add", "-A")

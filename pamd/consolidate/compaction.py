@@ -203,7 +203,10 @@ def commit_message(mode: str, plan: policy.Plan, before: list[Entry], after: lis
     if plan.dropped:
         lines.append("Dropped as trash (raw text stays in history; `pamd expand ID`): "
                      + ", ".join(d.entry.id for d in plan.dropped))
-    lines += [one_line(n) for n in notes + list(usage.notes) if n]
+    # A note's own line breaks are pamd's layout (a list of retired reflexes); each line of
+    # it goes in whole, control characters escaped, and Repo.commit quotes any line of the
+    # body that would pass for one of pamd's trailers.
+    lines += [one_line(part) for n in notes + list(usage.notes) if n for part in n.split("\n")]
     lines.append("")
     lines.append(f"Pamd-Run: {mode}")
     lines.append(f"Pamd-Now: {fmt_time(plan.now)}")

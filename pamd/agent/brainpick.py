@@ -10,6 +10,7 @@ path, for every project.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from pamd.errors import PamdError
@@ -18,7 +19,7 @@ PROJECT_FILE = ".pamd-brain"
 OFF = "off"
 
 
-def global_file(env: dict[str, str] | None = None) -> Path:
+def global_file(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
     return Path(base).expanduser() / "pamd" / "brain"
@@ -36,7 +37,7 @@ def _first_line(path: Path) -> str:
 
 
 def pick(brain: str | None = None, cwd: Path | str | None = None,
-         env: dict[str, str] | None = None) -> Path | None:
+         env: Mapping[str, str] | None = None) -> Path | None:
     """The brain's folder, None when the project turned memory off; raises when none is set.
 
     Only a folder that exists is returned; it is not checked to be a brain here (Brain does)."""

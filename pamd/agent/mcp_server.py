@@ -39,10 +39,10 @@ def build(root: Path, warm: bool = True) -> MCPServer:
     """An MCPServer whose tools read and write the brain at `root`."""
     server = MCPServer(name="pamd", instructions=INSTRUCTIONS, version=__version__)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pamd-mcp")
-    read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True,
-                                openWorldHint=False)
-    writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
-                             openWorldHint=False)
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                             open_world_hint=False)
 
     async def call(fn: Callable[..., tools.Reply], *args: Any, **kwargs: Any) -> CallToolResult:
         try:

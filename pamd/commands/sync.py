@@ -34,12 +34,12 @@ def run(args) -> int:
         if not r.commit:
             print("nothing lost: every registered entry is in the tree or behind a summary, once")
         else:
-            said = [f"put back {plural(len(r.restored), 'entry')}"]
+            parts = [f"put back {plural(len(r.restored), 'entry')}"]
             if r.ledger:
-                said.append(f"{plural(len(r.ledger), 'ledger id')} listed again")
+                parts.append(f"{plural(len(r.ledger), 'ledger id')} listed again")
             if r.folded or r.set_aside:
-                said.append(f"took out {plural(len(r.folded) + len(r.set_aside), 'entry')} standing twice")
-            print(", ".join(said) + f" ({r.commit[:8]})")
+                parts.append(f"took out {plural(len(r.folded) + len(r.set_aside), 'entry')} standing twice")
+            print(", ".join(parts) + f" ({r.commit[:8]})")
         return 0
     s = sync(brain, args.remote, args.branch, push=not args.no_push)
     where = f"{s.remote} {s.branch}"

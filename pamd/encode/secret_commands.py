@@ -82,7 +82,8 @@ def _starts(text: str) -> Iterator[tuple[str, int, int]]:
     for lit in _LITERALS:
         at = text.find(lit)
         while at != -1:
-            end = _WORD.match(text, at).end()
+            m = _WORD.match(text, at)
+            end = m.end() if m else at + len(lit)
             word = text[at:end]
             before = text[at - 1 : at]
             if word in COMMANDS and (not before or not (before.isalnum() or before in "_.-")

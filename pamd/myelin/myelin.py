@@ -381,7 +381,8 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
             if not error:
                 continue
             sig = signature(error)
-            fails, fix, first_said, span, edited = [e], None, None, [], False
+            fails, fix, first_said, edited = [e], None, None, False
+            span: list[Entry] = []
             for later in raw[i + 1:i + 1 + FIX_WINDOW]:
                 if later.id in already:
                     continue
@@ -414,7 +415,7 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
             found.append({"text": "", "kind": "lesson", "from": [x.id for x in group], "repeat": sig in seen_errors,
                           "day": e.ts.strftime("%Y-%m-%d"), "entries": group, "_ts": e.ts})
             seen_errors.add(sig)
-    found.sort(key=lambda x: x["_ts"])
+    found.sort(key=lambda x: x["_ts"])  # type: ignore[arg-type,return-value]  # a datetime, set just above
     for x in found:
         del x["_ts"]
     new = [x for x in found if not x["repeat"]][:limit]

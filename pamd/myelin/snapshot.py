@@ -198,7 +198,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     open_items = [f"{c} ({st.replace('_', ' ')})" for c, st in todos.items() if st != "completed"]
     open_items += [f"{i} ({st})" for i, st in taken.items()
                    if not re.search(rf"(?<![\w.-]){re.escape(i)}(?![\w-])", closed)]
-    if instruction and (last_done_at is None or last_done_at < instruction_at):
+    if instruction and instruction_at and (last_done_at is None or last_done_at < instruction_at):
         open_items.insert(0, f"{instruction} (the user's last instruction; nothing committed or closed since)")
     if not instruction:
         instruction = str(previous.get("last_instruction") or "")

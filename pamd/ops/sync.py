@@ -56,7 +56,9 @@ class Repaired:
 # ---------------------------------------------------------------- git
 def _git(brain: Brain, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """`git ARGS` through the brain's one git seam, without raising: (exit code, stdout, stderr)."""
-    return brain.repo._exec(list(args), env=env or {}, with_extended_output=True, with_exceptions=False)
+    # GitPython's stubs type _exec's return as its plain form, not the extended triple it is asked for
+    return brain.repo._exec(list(args), env=env or {}, with_extended_output=True,  # type: ignore[return-value]
+                            with_exceptions=False)
 
 
 def _first(err: str) -> str:
@@ -96,9 +98,10 @@ def text3(brain: Brain):
                 with open(p, "w", encoding="utf-8", newline="") as f:
                     f.write(text)
                 names.append(p)
-            code, out, _ = brain.repo._exec(["merge-file", "-p", "-q", *names], with_extended_output=True,
-                                            with_exceptions=False, strip_newline_in_stdout=False)
-        return out if code == 0 else None
+            code, out, _ = brain.repo._exec(  # type: ignore[str-unpack]  # the extended triple, as above
+                ["merge-file", "-p", "-q", *names], with_extended_output=True, with_exceptions=False,
+                strip_newline_in_stdout=False)
+        return out if code == 0 else None  # type: ignore[comparison-overlap]
     return merge
 
 
@@ -255,7 +258,7 @@ class _Resolution:
 
 
 def _resolve(brain: Brain, base: str, ours: str, theirs: str) -> _Resolution:
-    texts = tuple(_entry_files(brain, rev) for rev in (base, ours, theirs))
+    texts = (_entry_files(brain, base), _entry_files(brain, ours), _entry_files(brain, theirs))
     lin = lineage.scan(brain, [ours, theirs])
     dropped = (lineage.dropped_ids(brain, [f"{base}..{ours}"]), lineage.dropped_ids(brain, [f"{base}..{theirs}"]))
     try:

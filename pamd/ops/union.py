@@ -150,14 +150,14 @@ def merge_files(texts: tuple[dict[str, str], dict[str, str], dict[str, str]],
     at: dict[str, list[Entry]] = {}
     for e in kept.values():
         at.setdefault(e.path, []).append(e)
-    order = {}
+    order: dict[str, int] = {}
     for docs in (ours, theirs, base):
         for d in docs.values():
             for e in d.entries:
                 order.setdefault(e.id, len(order))
     for path in sorted(ours.keys() | theirs.keys() | at.keys()):
         heads = [_head(docs.get(path)) for docs in (base, ours, theirs)]
-        head = _merge_head(*heads, text3)
+        head = _merge_head(heads[0], heads[1], heads[2], text3)
         if head is False:
             out.conflicts.append(path)
             continue

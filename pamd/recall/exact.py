@@ -44,6 +44,7 @@ def find(idx: Index, term: str, k: int, tiers: tuple[str, ...] = (),
     from pamd.recall.search import _iso, about
 
     pat = exact_pattern(term)
+    assert idx.db is not None, "find() reads an index refresh() has opened"
     rows = idx.db.execute(
         "SELECT label, path, start, end, tier, ts, importance, ids, text FROM chunks "
         "WHERE alive=1 AND instr(text, ?) > 0", (term,)).fetchall()

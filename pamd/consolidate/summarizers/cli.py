@@ -137,8 +137,9 @@ class CLISummarizer(LLMSummarizer):
                 usage.input_tokens += _int(meta.get("input_tokens"))  # cached ones are among them
                 usage.output_tokens += _int(meta.get("output_tokens"))
             elif event.get("type") in ("error", "turn.failed"):
-                err = event.get("error") if isinstance(event.get("error"), dict) else event
-                errors.append(str(err.get("message") or ""))
+                err = event.get("error")
+                said = err if isinstance(err, dict) else event
+                errors.append(str(said.get("message") or ""))
         if done.returncode or errors:
             self._fail(" ".join(errors) or done.stderr, done.returncode)
         try:

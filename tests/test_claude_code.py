@@ -255,10 +255,16 @@ def claude_cli() -> str | None:
     return os.environ.get("PAMD_CLAUDE") or shutil.which("claude")
 
 
-needs_claude = pytest.mark.skipif(
+# Marked slow as well: .ci/run installs the CLI from npm after the README's test command and
+# runs these with the other slow tests.
+_skip_without_claude = pytest.mark.skipif(
     claude_cli() is None,
     reason="the Claude Code CLI is not installed: npm install -g @anthropic-ai/claude-code "
            "(or set PAMD_CLAUDE to its `claude`)")
+
+
+def needs_claude(test):
+    return pytest.mark.slow(_skip_without_claude(test))
 
 
 def claude(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -101,7 +101,7 @@ def test_plan_prints_decisions_and_writes_nothing(week):
 
 
 def test_defrag_plan_counts_memory_md_entries_as_staying(week):
-    """Session 11 review: `pamd defrag --plan` on a brain whose memories had all reached
+    """`pamd defrag --plan` on a brain whose memories had all reached
     MEMORY.md said "0 to compress, 0 to drop, 0 stay": its entries were left out of the plan."""
     root = week.cwd
     assert week("defrag", now=iso(START + timedelta(days=20)))[0] == 0

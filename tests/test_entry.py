@@ -133,7 +133,7 @@ def test_via_counts_raw_leaves_only():
 
 def test_a_negative_zero_importance_is_written_as_zero_by_every_path(brain):
     """Only `remember` wrote 0.00 for a negative zero; fmt wrote importance=-0.00 for any
-    other (a hand edit read back, a rounding -0.004) (review 8 #9)."""
+    other (a hand edit read back, a rounding -0.004)."""
     import re
     from dataclasses import replace
 

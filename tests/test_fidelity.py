@@ -61,7 +61,7 @@ def test_probe_against_a_commit_fails_only_for_a_fact_lost_since(brain, tmp_path
     code, out, err = brain("probe", "--against", before, now="2026-11-30T13:05:00Z")
     assert code == 1, out + err
     assert f"probes.jsonl:2: LOST (resolves at {before[:8]}: memory/L0/2026-11-30.md:" in out
-    # a lost probe says what it looks for (session 10): the owner reads it in a hook or a PR
+    # A lost probe says what it looks for: the owner reads it in a hook or a PR
     assert 'when does the staging password rotation run  [expects "3rd of each month"]' in out
     assert 'what is the zebra password policy  [expects "zebra-unicorn-42"]' in out
     assert "which database hosts billing  [expects" not in out
@@ -577,7 +577,7 @@ def test_eval_names_what_it_measured_in_the_plot_title_and_summary():
 
 
 def test_a_probe_of_an_id_the_brain_never_had_or_a_duplicate_is_one_clear_line(brain, tmp_path):
-    """Session 10: an expect_ids typo (`E-…` in capitals, a missing `e-`, a wrong digit) was
+    """An expect_ids typo (`E-…` in capitals, a missing `e-`, a wrong digit) was
     run and reported LOST, and under --against (the pamd-probe hook, the nightly workflow)
     as "not found (nor at …)", exit 0: the fact it was meant to guard went unguarded
     without a word. An id of a dropped entry (in history) still runs, and is lost."""
@@ -614,7 +614,7 @@ def test_a_probe_of_an_id_the_brain_never_had_or_a_duplicate_is_one_clear_line(b
 
 def test_eval_of_a_brain_set_to_an_llm_can_measure_it_with_the_extractive_summarizer(brain, tmp_path,
                                                                                    monkeypatch):
-    """Session 10: `pamd eval --brain` defrags its clone with the brain's own summarizer, so a
+    """`pamd eval --brain` defrags its clone with the brain's own summarizer, so a
     brain set to gemini needed the key and paid for five ages of summaries, with no way to
     measure it without the model; `--summarizer extractive` sets the scratch brain's backend."""
     ingest_billing_and_rotation(brain, tmp_path)
@@ -644,7 +644,7 @@ def test_eval_of_a_brain_set_to_an_llm_can_measure_it_with_the_extractive_summar
 
 
 def test_eval_makes_a_relative_workdir_from_the_cwd_not_inside_the_brain(brain, tmp_path):
-    """Session 10: `pamd eval q.jsonl --brain DIR --workdir wd` from another folder cloned
+    """`pamd eval q.jsonl --brain DIR --workdir wd` from another folder cloned
     the brain into DIR/wd/brain (git runs in the brain), left that folder untracked in
     the person's brain, and failed: "…/wd/brain is not a pamd brain"."""
     ingest_billing_and_rotation(brain, tmp_path)
@@ -670,7 +670,7 @@ def test_eval_makes_a_relative_workdir_from_the_cwd_not_inside_the_brain(brain, 
 @pytest.mark.parametrize(("ratios", "want"), [((16.0, 35.0, 162.0, 190.0), {"20:1", "100:1"}),
                                               ((1.0, 1.8, 3.9, 44.4), {"1:1", "10:1"})])
 def test_eval_plot_labels_compression_as_ratios(tmp_path, monkeypatch, ratios, want):
-    """Session 10: the plot's x axis read `2×10^1, 3×10^1, 10^2` (matplotlib's log labels);
+    """The plot's x axis read `2×10^1, 3×10^1, 10^2` (matplotlib's log labels);
     a brain's owner reads compression as `20:1`."""
     import matplotlib.pyplot as plt
 
@@ -724,7 +724,7 @@ def test_eval_can_age_the_scratch_brains_with_other_tier_settings(tmp_path):
 
 
 def test_a_probe_of_an_id_only_a_shallow_clones_missing_history_holds_runs_not_refused(brain, tmp_path):
-    """Session 10 review: the new refusal of ids "not in its tree or history" also refused, in
+    """The new refusal of ids "not in its tree or history" also refused, in
     a shallow clone (CI, `git clone --depth 1`), an entry compacted twice, whose id only the
     missing history holds: `pamd probe` exit 2, and the pamd-probe hook (`--against HEAD`)
     stopped every commit there, pamd's own compacts included. It runs, as before the check."""

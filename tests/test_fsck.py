@@ -404,7 +404,7 @@ def test_fsck_names_two_summaries_sharing_many_messages_once(brain, tmp_path):
 
 def test_a_compaction_that_only_folds_recalls_keeps_the_index_manifest_whole(brain):
     """Folding `recalls=`/`seen=` changes a file's bytes but none of its chunk keys: the
-    index records the new sha, and its manifest's tree hash must follow (review 8 F9)."""
+    index records the new sha, and its manifest's tree hash must follow."""
     week = resources.files("pamd.data").joinpath("sample-week.jsonl")
     assert brain("ingest", str(week), now="2026-11-28T00:00:00Z")[0] == 0
     assert brain("compact", now="2026-11-28T02:00:00Z")[0] == 0
@@ -445,7 +445,7 @@ def merging(tmp_path, capsys):
 
 
 def test_fsck_during_an_unresolved_merge_names_the_conflicts_and_nothing_else(merging):
-    """Review 8 F2: a conflicted entry file does not parse; fsck's conflicts check names it
+    """A conflicted entry file does not parse; fsck's conflicts check names it
     instead of dying on the parse, and the other checks neither die on it nor call its ids
     lost; history of the side being merged counts as the brain's past."""
     root = merging.cwd

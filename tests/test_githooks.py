@@ -441,7 +441,7 @@ _TABLE = "L0 = 200000\nL1 = 150000\nL2 = 100000\nL3 = 50000\n"
 
 @pytest.mark.parametrize(("table", "budgets"), [
     ("[tiers.budgets]", "L0 = 50\nL1 = 150000\nL2 = 100000\nL3 = 50000\n"),
-    # the same budgets in other valid TOML under [tiers] (review 8 #8: they were reported at line 1)
+    # The same budgets in other valid TOML under [tiers] (they were once reported at line 1)
     ("", "budgets.L1 = 150000\nbudgets.L0 = 50\n"),
     ("", "budgets = { L1 = 150000, L0 = 50, L2 = 100000 }  # mine\n"),
 ])
@@ -463,7 +463,7 @@ def test_budget_hook_reports_an_overfull_tier(brain, table, budgets):
 
 
 def test_budget_hook_says_defrag_for_memory_md_over_its_budget(brain):
-    # Session 10: MEMORY.md has a budget; only the nightly defrag merges it, compact never does.
+    # MEMORY.md has a budget; only the nightly defrag merges it, compact never does.
     root = brain.cwd
     entry = ("\n### s-0123456789ab · 2026-11-01T10:00:00Z · summary\n"
              "type=context importance=0.5 neuro=- session=s recalls=0 from=e-0123456789ab\n> " + "word " * 400 + "\n")
@@ -890,7 +890,7 @@ def test_the_secret_scan_reads_files_with_a_stray_byte_and_any_suffix_case(brain
 
 
 def test_hooks_are_not_installed_where_core_hookspath_sends_every_repository(brain, tmp_path):
-    """Session 10 review: with a global core.hooksPath (a person's or a company's shared hooks
+    """With a global core.hooksPath (a person's or a company's shared hooks
     folder), `pamd init --hooks` wrote pamd's hooks there: every commit in every other
     repository then failed with "pamd: error: no pamd brain here"."""
     root = brain.cwd

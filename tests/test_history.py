@@ -70,7 +70,7 @@ def test_after_merging_two_clones_a_date_finds_the_newest_commit_of_either_line(
         tmp_path, capsys, monkeypatch):
     """Two clones of one brain, merged: a date finds the newest commit at or before it on
     either line, not the first that fits in topological order; the merge (no Pamd-Now, its
-    committer clock behind the brain's) is no older than its sides (review 8 F4)."""
+    committer clock behind the brain's) is no older than its sides."""
     p = Pamd(tmp_path, capsys)
     assert p("init", str(tmp_path / "base"), now="2026-10-01T00:00:00Z")[0] == 0
     git(tmp_path, "clone", "-q", "base", "m1")

@@ -321,7 +321,7 @@ def test_a_cut_tool_message_keeps_no_part_of_a_secret(brain, tmp_path):
 
 
 def test_a_secret_in_a_tool_calls_escaped_json_is_redacted_in_l0(brain, tmp_path):
-    # Review 8 (final) F2: a call's input is stored as JSON, so `API_KEY="…"` is written
+    # A call's input is stored as JSON, so `API_KEY="…"` is written
     # `API_KEY=\"…\"`; the key = value rules stopped at the backslash and kept the secret.
     key, pw, token = _gen(16, "api"), _gen(14, "pw"), _gen(20, "tok")
     commands = [f'cd /srv/app && export API_KEY="{key}" && ./deploy.sh staging 2>&1 | tail -20',

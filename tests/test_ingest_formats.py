@@ -144,7 +144,7 @@ _REMOVE = {"type": "queue-operation", "operation": "remove", "timestamp": "2026-
 @pytest.mark.parametrize("removed", [True, False])
 def test_a_queued_command_is_not_a_later_command_with_other_arguments(brain, tmp_path, removed):
     """'/review the parser' queued, then '/review the lexer in src/lex.py' typed ten minutes
-    later: two requests, each with its words and its time (review 8 #2)."""
+    later: two requests, each with its words and its time."""
     f = jsonl(
         tmp_path / "cmd.jsonl",
         _at("user", "10:00:01", message={"role": "user", "content": "start working on the parser"}),
@@ -167,7 +167,7 @@ def test_a_queued_command_is_not_a_later_command_with_other_arguments(brain, tmp
 @pytest.mark.parametrize("between", [[_REMOVE], [_at("user", "11:00:00", message={"role": "user", "content": "ok"})]])
 def test_words_typed_again_later_are_a_new_message(brain, tmp_path, between):
     """'check again' queued (and slipped into the turn, or followed by other words), then typed
-    again two hours later: both are kept, ingested whole or while the file grows (review 8 #2)."""
+    again two hours later: both are kept, ingested whole or while the file grows."""
     lines = [json.dumps(r) for r in (
         _at("user", "10:00:01", message={"role": "user", "content": "run the test suite"}),
         {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-11-29T10:00:02.000Z",
@@ -192,7 +192,7 @@ def test_words_typed_again_later_are_a_new_message(brain, tmp_path, between):
 
 def test_a_command_typed_while_the_agent_worked_is_typed_as_one_typed_idle(brain, tmp_path):
     """'/mcp' queued is harness business like the record of '/mcp' run idle; '/model opus'
-    queued is a request like its record (review 8 #7)."""
+    queued is a request like its record."""
     def queued(hms, text):
         return [{"type": "queue-operation", "operation": "enqueue", "timestamp": f"2026-11-29T{hms}.000Z",
                  "sessionId": "cc-q", "content": text},

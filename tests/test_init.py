@@ -206,7 +206,7 @@ def test_init_takes_brain_as_its_folder_and_refuses_an_empty_one(tmp_path, brain
 
 
 def test_two_clones_ingesting_the_same_month_merge_without_a_ledger_conflict(tmp_path, brain):
-    """Review 8 F8: the ledger is `merge=union` (init's .gitattributes), so two machines that
+    """The ledger is `merge=union` (init's .gitattributes), so two machines that
     each ingested into one month merge cleanly. The union may list ids out of order or twice
     (both machines took in the same transcript); pamd reads it as a set, fsck passes, nothing
     is ingested again, and the next ingest into that month writes it sorted once more."""
@@ -274,7 +274,7 @@ def test_init_without_a_folder_takes_pamd_brain_as_every_command_does(brain, mon
 
 
 def test_init_hooks_in_a_clone_with_pamd_brain_naming_another_brain_is_refused(brain, monkeypatch, tmp_path):
-    """Session 10 review: in a teammate's fresh clone, with PAMD_BRAIN exported for their agent's
+    """In a teammate's fresh clone, with PAMD_BRAIN exported for their agent's
     brain, `pamd init --hooks` (what a plain init's refusal tells them) installed the hooks into
     the PAMD_BRAIN brain, said "installed hook pre-commit", and left the clone unchecked."""
     other = tmp_path / "agent"

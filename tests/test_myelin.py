@@ -285,7 +285,7 @@ def test_every_failure_with_its_fix_makes_a_lesson_in_both_languages(brain, tmp_
 
 
 def test_a_success_or_a_question_makes_no_lesson_in_either_language(brain, tmp_path):
-    # Review 8 (final) F1: the gate took the tagger's cortisol words, which also match a
+    # The gate took the tagger's cortisol words, which also match a
     # failure said not to have happened ("ошибок нет", "no data loss", "0 failures"), so
     # a clean run's report became "before все тесты прошли, check why it failed" in DNA.
     clean = [
@@ -314,7 +314,7 @@ def test_a_success_or_a_question_makes_no_lesson_in_either_language(brain, tmp_p
 
 
 def test_a_lesson_the_backend_declines_is_asked_for_once_and_its_cost_recorded(brain, tmp_path, monkeypatch):
-    # Review 8 (merged) #6: a backend's empty lesson was dropped, never recorded, and asked
+    # A backend's empty lesson was dropped, never recorded, and asked
     # for again (and paid for) at every compaction while the failure stayed raw.
     from pamd.consolidate import compaction
     from pamd.consolidate.summarizers import ExtractiveSummarizer, Usage
@@ -405,7 +405,7 @@ def test_state_snapshot_and_state_at(brain, tmp_path):
 
 
 def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
-    # Review 8 #3: STATE's focus was '[tool Bash] {"command": …, "timeout": 30000}'.
+    # STATE's focus was '[tool Bash] {"command": …, "timeout": 30000}'.
     f = tmp_path / "agent.jsonl"
     rows = [
         ("assistant", "Maybe the export is slow because the rates table has no index."),
@@ -423,7 +423,7 @@ def test_state_shows_a_tool_call_by_its_gist_not_its_json(brain, tmp_path):
 
 
 def test_state_shows_a_claude_code_slash_command_as_typed_not_its_markup(brain, tmp_path):
-    # Session 10: a Claude Code session's goal read '<command-message>x</command-message>
+    # A Claude Code session's goal read '<command-message>x</command-message>
     # <command-name>/x</command-name> <command-args>websearch to learn how to…' (cut at 160).
     f = tmp_path / "cc.jsonl"
     text = ("<command-message>beads:create</command-message>\n<command-name>/beads:create</command-name>\n"
@@ -442,7 +442,7 @@ def test_state_shows_a_claude_code_slash_command_as_typed_not_its_markup(brain, 
 
 
 def test_demotion_keeps_the_recalled_leaf_that_preload_shows():
-    # Session 10: a summary recalled 12 times, 7 through one raw message (PRELOAD showed its words),
+    # A summary recalled 12 times, 7 through one raw message (PRELOAD showed its words),
     # was demoted to 6 with via 3 (7 // 2; the leaves recalled once lost): its own words then
     # counted as much as the leaf, and PRELOAD.md switched to a 600-character summary nobody asked for.
     from datetime import datetime
@@ -465,7 +465,7 @@ def test_demotion_keeps_the_recalled_leaf_that_preload_shows():
 
 
 def test_a_tool_output_is_no_hypothesis_in_state(brain, tmp_path):
-    # Session 10: a Claude Code session's STATE.md listed two hypotheses, both a pre-commit hook's
+    # A Claude Code session's STATE.md listed two hypotheses, both a pre-commit hook's
     # output: "[tool error] Pre-commit validation failed: … Checking 114 source files (this might take a while)".
     f = tmp_path / "agent.jsonl"
     rows = [
@@ -895,7 +895,7 @@ def test_a_pinned_name_colon_goal_or_a_date_reads_as_written_everywhere(brain):
 
 
 def test_a_person_s_reflex_written_as_a_date_number_or_mapping_does_not_stop_compaction(brain, tmp_path):
-    """Session 9 merged review #2: `- 2026-12-15` pinned in DNA.md's reflexes (check ok, boot
+    """`- 2026-12-15` pinned in DNA.md's reflexes (check ok, boot
     showed it) crashed every compact and defrag (AttributeError: 'datetime.date' has no `get`).
     Such items read as written (as 7616a45 does for STATE and boot); a list is named by check."""
     import datetime
@@ -936,7 +936,7 @@ def test_a_lesson_a_person_wrote_as_name_colon_text_is_not_added_again():
 
 
 def test_boot_during_a_merge_leaves_conflicted_files_out_and_says_so(brain, tmp_path):
-    """Review 8 F3: two clones remembered on the same day; while their merge stops on the
+    """Two clones remembered on the same day; while their merge stops on the
     conflicts, boot pastes neither side with git's markers: the files are left out, named
     in the header, in JSON and on stderr (exit 0: the rest of the context is sound)."""
     import subprocess
@@ -975,7 +975,7 @@ FAILURES = [("backup", "disk full on /var/backups"), ("export", "permission deni
 
 
 def test_dna_over_its_budget_retires_pamds_least_recalled_oldest_reflexes_at_defrag(brain, tmp_path):
-    """Session 11 review: DNA.md had no size bound (a lesson a day, some 10,000 tokens a year).
+    """DNA.md had no size bound (a lesson a day, some 10,000 tokens a year).
     `[myelin] dna_budget`: the nightly defrag retires pamd's least recalled, oldest reflexes,
     never a person's; the commit names them; they are not made again; their memories stay."""
     from pamd.core.entry import count_tokens

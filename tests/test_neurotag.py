@@ -164,7 +164,7 @@ def test_decisions_are_not_read_out_of_tool_output(tagger: Tagger) -> None:
 
 
 def test_a_tool_calls_arguments_are_no_evidence(tagger: Tagger) -> None:
-    # How ingest writes an agent's tool calls (review 8 #3): the words are arguments
+    # How ingest writes an agent's tool calls: the words are arguments
     # the agent passed, not a failure or a win.
     compile_ = '[tool Bash] {"command": "mix compile --warnings-as-errors 2>&1", "timeout": 30000}'
     assert tagger.tag(compile_, "assistant") == Tagging((), 0.5, "context")

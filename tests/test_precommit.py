@@ -377,7 +377,7 @@ def test_a_framework_hook_that_refuses_pamds_commit_is_named_not_the_first_that_
 
 
 def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monkeypatch):
-    """Session 10 review: `pip install --user pamd` puts pamd and pamd-hook in ~/.local/bin,
+    """`pip install --user pamd` puts pamd and pamd-hook in ~/.local/bin,
     not in the interpreter's scripts folder, which was the only one looked at: run by cron
     (PATH=/usr/bin:/bin), the init --ci hooks still found no `pamd-hook`, every commit refused."""
     import sysconfig
@@ -402,7 +402,7 @@ def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monk
 
 
 def test_an_older_pamd_hook_earlier_on_path_does_not_run_pamds_own_hooks(brain, tmp_path, monkeypatch):
-    """Session 11 review: the scripts folder was put on the hooks' PATH only when PATH lacked it.
+    """The scripts folder was put on the hooks' PATH only when PATH lacked it.
     A PATH holding it after another folder with a `pamd-hook` (pyenv's shims, naming the scripts
     of whatever pamd the global interpreter once installed, as on CI machines) ran that older
     pamd-hook in the `init --ci` hooks: every pamd commit refused by a pamd that is not this one."""

@@ -144,7 +144,7 @@ def test_deleting_state_or_cloning_gives_the_same_results(brain, tmp_path, capsy
 
 @pytest.mark.parametrize("config", ["", '[index]\nembedder = "e5-small"\nfusion = "learned"\n'])
 def test_tied_chunks_rank_the_same_after_refreshes_as_after_a_rebuild(tmp_path, capsys, config):
-    """Session 10 review: chunks tied on BM25 (and on their vectors: the same words) ranked
+    """Chunks tied on BM25 (and on their vectors: the same words) ranked
     by label, and labels follow the order refreshes added them: a day indexed before an
     older one came in ranked first in a refreshed index and second in a rebuilt one."""
     from datetime import timedelta
@@ -329,7 +329,7 @@ def test_a_hand_edited_manifest_is_rebuilt_not_an_internal_error(brain, capsys, 
 
 @pytest.mark.parametrize("what", ["file", "dangling-link"])
 def test_an_index_that_is_not_a_folder_is_rebuilt_and_fsck_says_so(brain, capsys, what):
-    """Review 7 #6: a file at .pamd/index crashed recall and index (FileExistsError) while
+    """A file at .pamd/index crashed recall and index (FileExistsError) while
     fsck called the index ok."""
     before = recall_json(brain, "load test", capsys)
     ix = brain / ".pamd/index"
@@ -470,7 +470,7 @@ def test_bad_input_gives_one_clear_line(brain, tmp_path, capsys):
 
 @pytest.mark.parametrize("query", ["?!", "the of and", "и в не", "Who are you?", "🚀 ...", "___"])
 def test_a_query_with_no_word_to_search_for_is_refused_and_not_logged(brain, query, capsys):
-    """Review 7 #3: BM25 had no term, the dense side returned whatever was nearest, the best
+    """BM25 had no term, the dense side returned whatever was nearest, the best
     at score 1.0, and every hit was logged: junk queries myelinated random memories."""
     code, out, err = run(brain, "recall", "-k", "3", query, capsys=capsys)
     assert code == 1 and out == "" and "Traceback" not in err

@@ -51,7 +51,7 @@ def test_a_fact_compressed_out_of_the_summary_is_found_and_cites_the_summary(bra
 
 def test_recall_expand_puts_the_matched_leaf_first_marked_then_time_order_and_caps(
         brain, tmp_path, monkeypatch):
-    """Review 7 #5: --expand printed every raw message behind the summary in provenance
+    """--expand printed every raw message behind the summary in provenance
     order, the matched one somewhere among them and unmarked, with no cap."""
     from pamd.commands import recall as cmd
 
@@ -117,7 +117,7 @@ def test_a_corrupt_deep_cache_is_rebuilt_from_history(brain, tmp_path):
 
 
 def _clone_with_a_duplicate_id(brain, tmp_path):
-    """Session 9 merged review #1: day 1 compacted, day 2 raw, its entry pasted twice and
+    """Day 1 compacted, day 2 raw, its entry pasted twice and
     committed by hand; then cloned (no .pamd/: every summary's leaves come from history)."""
     _brain_with_a_compressed_fact(brain, tmp_path)
     (tmp_path / "e.jsonl").write_text(json.dumps({"ts": "2026-12-01T08:00:00Z", "role": "user",
@@ -149,7 +149,7 @@ def test_a_duplicate_id_in_a_clone_leaves_the_deep_lookup_uncached_until_fixed(b
 
 
 def test_a_plain_index_brings_the_leaves_back_once_the_duplicate_id_is_fixed(brain, tmp_path):
-    """Session 10 review: after the duplicate id was fixed, `pamd index` (and recall) left the
+    """After the duplicate id was fixed, `pamd index` (and recall) left the
     summaries without their raw leaves until `pamd index --rebuild`: only changed files are
     chunked again, and the summaries' files had not changed."""
     q = "which bucket does the nightly backup write to"
@@ -170,7 +170,7 @@ def test_a_plain_index_brings_the_leaves_back_once_the_duplicate_id_is_fixed(bra
 
 
 def test_a_summary_re_added_after_its_leaves_still_stands_for_its_place():
-    """Session 10 review: neighbours name a place by its first chunk in label order. A
+    """Neighbours name a place by its first chunk in label order. A
     summary whose embedded context changed (dense_context: an entry next to it edited) is
     added again with a new label while its raw leaves keep theirs, so a refreshed index
     named a leaf as the place's neighbour (the leaf's words, not the summary's, counted for

@@ -130,7 +130,7 @@ def test_an_index_without_tokens_is_built_again(tmp_path, emb):
 
 
 def test_a_token_file_damaged_in_place_is_noticed_and_built_again(tmp_path, emb):
-    """Session 10 review: toks.bin damaged at the same size was not noticed: maxsim ranked
+    """Toks.bin damaged at the same size was not noticed: maxsim ranked
     with garbage rows until `pamd index --rebuild`. Each append's hash is recorded, and a
     file whose stamp moved is checked against them when the index is loaded."""
     root = make_brain(tmp_path / "b", config=CONTEXT)

@@ -146,7 +146,7 @@ def test_shape_keeps_to_the_budget_and_to_k():
 def test_joins_inside_the_plain_top_k_never_cost_the_kth_plain_hit():
     # Long entries (a real transcript): the plain top k cover more than hit_lines x k, so
     # their lines are the cap. Two of them are neighbours: joined, the hit also shows the
-    # blank line between them, which plain hits never pay. Review 7 #1: that one line
+    # Blank line between them, which plain hits never pay. That one line
     # pushed the k-th plain hit out ('did you push?' -k 3 gave one hit, not three).
     spans = {0: (1, 3), 1: (5, 15), 2: (17, 19), 3: (100, 102), 4: (104, 106)}
     prev = np.array([-1, 0, 1, 2, 3])
@@ -185,7 +185,7 @@ def test_a_place_joins_whichever_of_its_chunks_ranked_it():
     # the chunk that represents it, which after incremental refreshes may be a leaf (a
     # re-added summary gets a new, higher label). Place B below: leaf 1 represents it,
     # summary 5 shares its lines. Before, a hit ranked by 5 never joined A or C: the same
-    # tree gave two hits after refreshes and one after a rebuild (review 7, merged-b #4).
+    # Tree gave two hits after refreshes and one after a rebuild.
     spans = {0: (1, 3), 1: (5, 7), 5: (5, 7), 2: (9, 11)}
     prev = np.array([-1, 0, 1, -1, -1, 0])
     nxt = np.array([1, 2, -1, -1, -1, 2])

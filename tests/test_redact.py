@@ -463,7 +463,7 @@ def test_idempotent_on_secretish_text(text: str) -> None:
 
 
 def test_a_key_line_after_a_json_escaped_newline_is_caught() -> None:
-    """Merged review 9, round 2: `…\\nAPP_KEY=<hex>` in a tool call's stored input (a `.env`
+    """`…\\nAPP_KEY=<hex>` in a tool call's stored input (a `.env`
     written by Write, a heredoc in Bash) kept its value: the name's left edge was taken
     for the end of a word (the `n` of `\\n`)."""
     hexkey = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -477,7 +477,7 @@ def test_a_key_line_after_a_json_escaped_newline_is_caught() -> None:
 
 
 def test_a_quoted_random_value_from_the_root_is_no_path() -> None:
-    """Merged review 9, round 2: a quoted base64 secret that starts with `/` and holds a
+    """A quoted base64 secret that starts with `/` and holds a
     second `/` (a quarter of those that start with `/`) was kept as a path, and a group
     key of letters and digits as an env-var name; a path or a name of words still is."""
     import base64
@@ -496,7 +496,7 @@ def test_a_quoted_random_value_from_the_root_is_no_path() -> None:
 
 
 def test_a_licence_key_of_capitals_and_digits_is_redacted_and_a_name_is_not() -> None:
-    """Session 10: `LICENSE_KEY="XK92_PL4Q_ZZ81"` kept its key (the `_KEY` rule wanted both
+    """`LICENSE_KEY="XK92_PL4Q_ZZ81"` kept its key (the `_KEY` rule wanted both
     cases and 20 characters; quoted or not it looked like an env-var name), and so did
     `license_key:` in YAML and product/serial keys in groups. Names of capitals, digits and
     words still stay."""
@@ -545,7 +545,7 @@ AGE = "AGE-SECRET-KEY-1" + fake("", 58, "023456789ACDEFGHJKLMNPQRSTUVWXYZ", "age
     (f"AGE_KEY_FILE says {AGE}", "AGE_KEY_FILE says [REDACTED:age-key]"),
 ])
 def test_a_password_on_a_command_line_and_bot_and_age_keys_are_redacted(text: str, expected: str) -> None:
-    """Session 10: an agent's Bash calls carry passwords as flags (`mysql -pX`, `curl -u
+    """An agent's Bash calls carry passwords as flags (`mysql -pX`, `curl -u
     user:X`, `sshpass -p X`, `docker login -p X`, `--password X`), and Telegram bot tokens
     and age keys appear in its files; all stayed in clear."""
     assert redact(text)[0] == expected
@@ -569,7 +569,7 @@ def test_a_command_line_without_a_password_is_kept(text: str) -> None:
 
 
 def test_a_command_line_rule_reads_a_bounded_span_so_a_long_line_stays_linear() -> None:
-    """Session 10 review: `curl … -u`, `mysql … -p`, `sshpass … -p`, `login … -p` looked for
+    """`curl … -u`, `mysql … -p`, `sshpass … -p`, `login … -p` looked for
     the flag up to the line's end from every `curl`/`login` word: a one-line tool result (minified
     HTML, JSON) of 150 KB with many of them took 25-40 s per rule at ingest (0.007 s at 420e56a).
     The span between the command and its flag is bounded (240 characters)."""

@@ -25,7 +25,7 @@ def test_status_reports_tiers_commits_and_index_freshness(brain):
 
 
 def test_status_shows_what_boot_starts_from_and_warns_when_it_outgrows_the_budget(brain):
-    """Review 9 (a year-long brain): DNA.md and MEMORY.md grow by a lesson and a fact a day
+    """DNA.md and MEMORY.md grow by a lesson and a fact a day
     and boot never cuts DNA.md; status shows their tokens, and warns past half the budget."""
     from pamd.core.entry import count_tokens
 
@@ -44,7 +44,7 @@ def test_status_shows_what_boot_starts_from_and_warns_when_it_outgrows_the_budge
 
 
 def test_status_calls_the_index_fresh_after_a_touch_that_changes_no_byte(brain):
-    """Review 7 #7: status compared stat only, the refresh sha256: after a touch or a
+    """Status compared stat only, the refresh sha256: after a touch or a
     checkout status said "stale: 1 file changed" and `pamd index` then changed 0 files."""
     import os
 
@@ -63,7 +63,7 @@ def test_status_calls_the_index_fresh_after_a_touch_that_changes_no_byte(brain):
 
 
 def test_status_calls_stale_an_index_the_next_recall_would_rebuild(brain):
-    """Session 11 review: status compared the files only, so after a change of [index]
+    """Status compared the files only, so after a change of [index]
     max_chars (or embedder) it said "index: fresh" for an index the next recall rebuilt."""
     brain("ingest", str(DATA / "pamd.jsonl"))
     assert brain("index")[0] == 0

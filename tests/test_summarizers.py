@@ -155,7 +155,7 @@ JSON_BITS = re.compile(r'\{"|"\}|":|\d\}')
 
 @pytest.mark.parametrize("tier,target", [("L1", 120), ("L1", 45), ("L2", 30), ("L3", 40), ("L4", 30)])
 def test_a_tool_calls_json_is_no_sentence(tier, target):
-    # Review 8 #3: summaries of an agent's work were JSON fragments ('[tool Bash] 30000}
+    # Summaries of an agent's work were JSON fragments ('[tool Bash] 30000}
     # All green; "description": ...'). A call is its gist, and the agent's prose goes first.
     text = summarize(tier, AGENT, target)
     assert not JSON_BITS.search(text), text
@@ -179,7 +179,7 @@ def test_an_older_summarys_json_is_no_sentence():
 
 
 def test_a_persons_sentence_that_quotes_json_or_a_path_is_words_not_json():
-    # Review 8 (merged) #3: any unit with `":`, `\n` or `3}` scored below filler, whoever
+    # Any unit with `":`, `\n` or `3}` scored below filler, whoever
     # wrote it, so a user's decision quoting JSON or a Windows path left every tier.
     es = entries(
         ("user", 'Decision: the webhook must answer {"status": "ok"} within 5 seconds, or Stripe retries it.'),
@@ -356,12 +356,12 @@ def test_a_python_traceback_gives_its_exception_line():
     ("The migration did not work: the column is missing.", True),
 ])
 def test_a_failure_said_not_to_have_happened_or_asked_about_is_none(text, failed):
-    # Review 8 (final) F1: "ошибок нет", "no data loss", "0 failures", questions.
+    # "ошибок нет", "no data loss", "0 failures", questions.
     assert states_failure(entries(("assistant", text))[0]) is failed
 
 
 def test_a_calls_gist_shows_no_secret_that_redaction_would_catch():
-    # Review 8 (final) F2: a gist shows a command un-escaped, so a secret that redaction
+    # A gist shows a command un-escaped, so a secret that redaction
     # missed in the stored JSON (`API_KEY=\"…\"`) came out readable in a summary.
     key = "Zk9fQ2" + "xLmN8pR7sT"  # split so this file is no secret itself
     es = entries(

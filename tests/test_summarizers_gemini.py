@@ -142,7 +142,7 @@ def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sl
 
 
 def test_a_retry_is_said_only_to_a_terminal_not_to_cron(stub, sleeps, capsys):
-    """Review 9: a 503 the retry cured printed a line on stderr, and cron mails stderr; only
+    """A 503 the retry cured printed a line on stderr, and cron mails stderr; only
     a person at a terminal is told why the run sits there (a fallback is said everywhere)."""
     stub.script += [error(503, "UNAVAILABLE"), answer(["fine"])]
     texts, usage = make(stub, sleeps).summarize([group(0)])

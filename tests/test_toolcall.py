@@ -10,7 +10,7 @@ from pamd.core.toolcall import gist, is_call, prose, readable
 @pytest.mark.parametrize("call,expected", [
     ('[tool Bash] {"command": "git log --oneline -20", "description": "Recent commits"}',
      "[tool Bash] git log --oneline -20 (Recent commits)."),
-    # Review 8 (merged) #5: a search shows what it looked for, a command what it ran.
+    # A search shows what it looked for, a command what it ran.
     ('[tool Grep] {"pattern": "ConnCase|LiveViewTest", "path": "/home/USER/projects/spotter-worktrees/'
      'spotter-gqc", "output_mode": "files_with_matches"}',
      "[tool Grep] ConnCase|LiveViewTest in spotter-worktrees/spotter-gqc."),
@@ -59,7 +59,7 @@ def test_readable_drops_the_cut_note_and_keeps_a_summarys_words():
     assert readable(line, summary=True) == (
         "assistant: [tool Bash] git log (Recent commits). [tool Bash] Show commits. All green; The rates table "
         "has a GBP row.")
-    # Review 8 (merged) #4: the fragment ends at its first end that words follow; the words
+    # The fragment ends at its first end that words follow; the words
     # between it and more of its arguments stay, those arguments go to the gist.
     line = ('[tool Bash] {"command": "mix test 2>&1", 120000} All 19 tests pass. Now close the bead, '
             'commit and push. "description": "Close gqc.7 bead"}')

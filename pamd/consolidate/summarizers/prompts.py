@@ -23,8 +23,8 @@ STYLES = {
     "L2": "a short digest, about a tenth of the input: a few facts",
     "L3": "ONE line: a topic one-liner, key facts and the date range (YYYY-MM-DD)",
     "L4": "ONE line: a durable fact worth keeping for months, for a MEMORY.md bullet",
-    "lesson": "ONE line of the form 'before <action>, check <what to verify>' learned from "
-    "these failures",
+    "lesson": "ONE line: the error as it appeared in backticks, a colon, the fix as it was made; "
+    "no fact when either is missing",
 }
 
 

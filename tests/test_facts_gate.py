@@ -24,6 +24,9 @@ BAD = ["**gqc.6", "| Commit | Task | Description |. | `b9288c2` | spotter-fum.2 
        "That line is already fixed", "The epic has 4 child tasks", "All 8 tests pass", "11 of 12 pass",
        "10 of 12 pass now", "Important: You must exit with code 0 for JSON output to be processed",
        "The auto-generated migration uses `ALTER TABLE", "It uses ETS, not a GenServer callback",
+       "(Plan mode approval - implicit) spotter-fum.3:",
+       "Template Structure (lines 477-712, inline in render/1) <!-- Debug anchor (if show_debug) -->",
+       "Terminal Selection (lines 145-158) Transcript Selection (lines 160-171) Save Annotation (lines 186-217)",
        "Would you like me to skip the hook for this commit, or fix the pre-existing issues first?"]
 GOOD = ["Closed spotter-dov.2: Removed silent 5-line truncation",
         'Committed "test: add regression coverage for transcript rendering (spotter-fum.4)"',

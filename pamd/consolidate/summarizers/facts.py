@@ -376,10 +376,12 @@ def is_kept(line: str) -> bool:
 
 
 def is_debris(s: str) -> bool:
-    """Markdown cut apart: a table row, an unclosed `code` or **bold** mark, a heading."""
+    """Markdown cut apart: a table row, an unclosed `code` or **bold** mark, a heading, a
+    lead-in left without what it led to, an HTML comment, a file's outline by line ranges."""
     return bool(
         _TABLE.search(s) or s.count("`") % 2 or s.count("**") % 2 or s.startswith("#")
-        or re.match(r"^\d+[.)]?$", s))
+        or re.match(r"^\d+[.)]?$", s) or s.endswith(":") or "<!--" in s
+        or len(re.findall(r"\(lines? \d+[-–]\d+", s)) >= 2)  # a lead-in, markup, a file's outline
 
 
 def vague(s: str) -> bool:

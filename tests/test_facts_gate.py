@@ -26,6 +26,7 @@ BAD = ["**gqc.6", "| Commit | Task | Description |. | `b9288c2` | spotter-fum.2 
        "The auto-generated migration uses `ALTER TABLE", "It uses ETS, not a GenServer callback",
        "(Plan mode approval - implicit) spotter-fum.3:",
        "Template Structure (lines 477-712, inline in render/1) <!-- Debug anchor (if show_debug) -->",
+       "Error panel (lines 519-534) Rework panel (lines 536-549) Template Structure (lines 185-292",
        "Terminal Selection (lines 145-158) Transcript Selection (lines 160-171) Save Annotation (lines 186-217)",
        "Would you like me to skip the hook for this commit, or fix the pre-existing issues first?"]
 GOOD = ["Closed spotter-dov.2: Removed silent 5-line truncation",

@@ -366,6 +366,8 @@ def is_kept(line: str) -> bool:
     s = " ".join(line.split()).strip()
     if not s:
         return False
+    if _markup(s):
+        return False
     if error_line(s) or _RECORD.match(s) or _DECISION.search(s):
         return True  # an error, a record of work or a decision is never dropped
     if is_debris(s):
@@ -373,6 +375,13 @@ def is_kept(line: str) -> bool:
     if s.endswith("?") or _ADDRESSED.match(s):
         return False  # a question, or a quoted line addressed to "you"
     return not vague(s)
+
+
+def _markup(s: str) -> bool:
+    """A table row, an HTML comment, a heading or a file's outline by line ranges: never
+    an error or a record, whatever words it holds ("Error panel (lines 519-534) …")."""
+    return bool(_TABLE.search(s) or "<!--" in s or s.startswith("#")
+                or len(re.findall(r"\(lines? \d+[-–]\d+", s)) >= 2)
 
 
 def is_debris(s: str) -> bool:

@@ -22,6 +22,7 @@ from pamd.core.fmt import FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
 
 WINDOW_HOURS = 24
+_BARE_PUSH = "Pushed to the remote"
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|probably|i think|i suspect|hypothes\w*|my guess|likely|"
                     r"возможно|наверное|похоже|гипотез\w*|кажется)\b", re.I)
 
@@ -227,7 +228,10 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
 
 def _one_each(done: list[str]) -> list[str]:
     """One item per thing done ("Closed x.3" from a raw call and from a summary): the
-    longest wording, at the place of the last."""
+    longest wording, at the place of the last; a push that names nothing is left out when
+    one names what was pushed."""
+    if any(d.startswith("Pushed ") and not d.startswith(_BARE_PUSH) for d in done):
+        done = [d for d in done if not d.startswith(_BARE_PUSH)]
     head = {d: d.split(":", 1)[0] for d in done}
     best: dict[str, str] = {}
     for d in done:

@@ -109,8 +109,9 @@ def is_agent_group(entries: tuple[Entry, ...]) -> bool:
     return False
 
 
-def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
-    """(speaker, fact, bonus) of a raw message of an agent's session."""
+def _facts_of(entry: Entry, text: str, test_cmd: str = "") -> list[tuple[str, str, float]]:
+    """(speaker, fact, bonus) of a raw message of an agent's session; `test_cmd`: the test
+    command the agent ran last, which names the tests a tally counts."""
     if entry.role == "tool":
         out = []
         err = facts.error_line(text)
@@ -118,7 +119,10 @@ def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
             out.append(("tool", err, _ERROR_BONUS))
         tally = facts.test_result(text)
         if tally and not err:
-            out.append(("tool", f"Test run: {tally}", 0.5))
+            out.append(("tool", f"Test run `{test_cmd}`: {tally}" if test_cmd else f"Test run: {tally}", 0.5))
+        push = facts.pushed(text)
+        if push:
+            out.append(("tool", push, _CALL_FACT_BONUS))
         return out
     out = []
     prose = toolcall.prose(text)
@@ -128,8 +132,8 @@ def _facts_of(entry: Entry, text: str) -> list[tuple[str, str, float]]:
             sentence = facts.clauses_said(sentence)
         if not sentence or facts.is_fragment(sentence) or (entry.role != "user" and facts.is_narration(sentence)):
             continue
-        if entry.role == "user" and sentence.rstrip().endswith("?"):
-            continue  # a question is no fact ("did you push?")
+        if entry.role == "user" and (sentence.rstrip().endswith("?") or facts.is_user_order(sentence)):
+            continue  # a question is no fact ("did you push?"), an order is STATE's
         out.append((entry.role, facts.clean(sentence), 0.0))
     for call in _calls(calls):
         for fact in facts.call_facts(call):
@@ -151,8 +155,12 @@ def _units(
     units: list[_Unit] = []
     days: list[date] = []
     agent = is_agent_group(entries)
+    test_cmd = ""
     for entry in entries:
         days.append(entry.ts.date())
+        if agent and entry.role == "assistant":
+            calls = _calls(entry.text[len(toolcall.prose(entry.text)):])
+            test_cmd = next((c for c in map(facts.test_command, calls) if c), test_cmd)
         weight = (
             2.0 * entry.importance
             + 0.4 * len(entry.neuro)
@@ -161,13 +169,15 @@ def _units(
         )
         if agent and not entry.is_summary:
             opened: dict[str, int] = {}
-            for speaker, fact, bonus in _facts_of(entry, entry.text):
+            for speaker, fact, bonus in _facts_of(entry, entry.text, test_cmd):
+                body = fact.rstrip(" .") if one_line else _ended(fact)
+                if one_line:
+                    body = facts.cut_at_clause(body, _LONG_FACT)
+                    if not facts.is_kept(body):
+                        continue
                 if speaker not in opened:
                     msgs.append(_Msg(speaker=speaker, tag=""))
                     opened[speaker] = len(msgs) - 1
-                body = fact.rstrip(" .") if one_line else _ended(fact)
-                if one_line and len(body) > _LONG_FACT:
-                    body = tx.trim(body, _LONG_FACT)
                 score, words = _score(body, weight + bonus, first=True)
                 units.append(_Unit(len(units), opened[speaker], body, "", score, words))
             continue
@@ -204,7 +214,13 @@ def _units(
                 score, words = _score(body, weight, first=i == 0, data=output or in_call,
                                       call=toolcall.is_call(piece))
                 units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
+    if one_line and any(u.text.startswith("Pushed ") and not u.text.startswith(_BARE_PUSH) for u in units):
+        # A push that names nothing says less than the one its output named.
+        units = [u for u in units if not u.text.startswith(_BARE_PUSH)]
     return msgs, units, days
+
+
+_BARE_PUSH = "Pushed to the remote"
 
 
 def _ended(fact: str) -> str:
@@ -221,7 +237,8 @@ def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) 
             continue
         if in_call and toolcall.JSONISH.search(piece):
             continue
-        if speaker == "tool" and not (facts.error_line(piece) or facts.test_result(piece)):
+        if speaker == "tool" and not (facts.error_line(piece) or facts.test_result(piece)
+                                      or piece.startswith("Pushed ")):
             continue
         if strict:
             piece = facts.clauses_said(piece)
@@ -230,8 +247,10 @@ def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) 
         piece = facts.clean(piece)
         if not one_line:
             piece = _ended(piece)
-        if one_line and len(piece) > _LONG_FACT:
-            piece = tx.trim(piece, _LONG_FACT)
+        if one_line:
+            piece = facts.cut_at_clause(piece, _LONG_FACT)
+            if not facts.is_kept(piece) or (speaker == "user" and facts.is_user_order(piece)):
+                continue
         out.append((piece, False))
     return out
 
@@ -242,11 +261,22 @@ def _pieces(line: str, one_line: bool, is_summary: bool, clauses: bool = True) -
     for call in toolcall.split_calls(line):
         in_call = toolcall.is_call(call)
         for sentence in tx.split_sentences(call):
-            parts = tx.split_semicolons(sentence) if is_summary else [sentence]
+            parts = _whole_spans(tx.split_semicolons(sentence)) if is_summary else [sentence]
             for part in parts:
                 limit = _LONG_PHRASE if one_line else _LONG_SENTENCE
                 cut = clauses and len(part) > limit
                 out.extend((c, in_call) for c in (tx.split_clauses(part) if cut else [part]))
+    return out
+
+
+def _whole_spans(parts: list[str]) -> list[str]:
+    """Parts split at "; " joined back where the split fell inside a `code span`."""
+    out: list[str] = []
+    for part in parts:
+        if out and out[-1].count("`") % 2:
+            out[-1] += "; " + part
+        else:
+            out.append(part)
     return out
 
 
@@ -290,10 +320,13 @@ def _ranked(units: list[_Unit]) -> list[_Unit]:
 
 
 def _near_duplicate(unit: _Unit, kept: list[_Unit]) -> bool:
-    """True if most of unit's words already appear in one kept unit (or the reverse)."""
+    """True if most of unit's words already appear in one kept unit (or the reverse), or
+    one says what the other does."""
     words = unit.words
+    if any(facts.same_fact(unit.text, k.text) for k in kept):
+        return True
     if not words:
-        return any(k.text.lower() == unit.text.lower() for k in kept)
+        return False
     for other in kept:
         small = min(len(words), len(other.words))
         if small and len(words & other.words) >= 0.8 * small and small >= 2:
@@ -379,7 +412,9 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
         # A tiny budget filled with minor phrases says less than the best one, cut.
         prefix = f"{_speakers(msgs, [best.msg])}: " if prefix_room else ""
         room = max(budget - len(prefix) - len(suffix), 1)
-        return prefix + tx.trim(_tagged(msgs, best, True, room), room) + suffix
+        text = _tagged(msgs, best, True, room)
+        cut = facts.cut_at_clause(text, room)
+        return prefix + (cut if cut and len(cut) <= room else tx.trim(text, room)) + suffix
     kept.sort(key=lambda u: u.pos)
     phrases = []
     last_msg = -1

@@ -75,7 +75,14 @@ _CHEER_LEAD = re.compile(r"^(?:perfect|excellent|great|good|nice|awesome|ok(?:ay
 def clauses_said(sentence: str) -> str:
     """An agent's sentence without its narrating clauses ("Expected — I'll use that alias
     next" -> "Expected"); "" when nothing but narration is left."""
-    parts = re.split(r"\s+[—–]\s+|;\s+", sentence)
+    parts: list[str] = []
+    for part in re.split(r"(\s+[—–]\s+|;\s+)", sentence):
+        # a separator inside a `code span` separates nothing
+        if parts and (parts[-1].count("`") % 2 or re.fullmatch(r"\s+[—–]\s+|;\s+", part)):
+            parts[-1] += part
+        else:
+            parts.append(part)
+    parts = [re.sub(r"(?:\s+[—–]|;)\s*$", "", p) for p in parts]
     kept = [p for p in parts if not is_narration(p)]
     return " — ".join(kept) if len(kept) < len(parts) else sentence
 
@@ -278,6 +285,35 @@ def error_line(output: str) -> str:
     return ""
 
 
+_PUSHED = re.compile(r"^\s*[+*]?\s*(?:[0-9a-f]{6,}\.\.\.?[0-9a-f]{6,}|\[new branch\])\s+(\S+)\s+->\s+(\S+)",
+                     re.MULTILINE)
+_PUSH_TO = re.compile(r"^To (\S+)", re.MULTILINE)
+_TEST_CMD = re.compile(r"\b((?:mix|npm|yarn|pnpm|cargo|go|bun)\s+test|pytest|python3? -m pytest|rspec|jest|vitest)\b"
+                       r"([^|;&\n]*)")
+
+
+def pushed(output: str) -> str:
+    """What a `git push` printed it pushed ("Pushed spotter-gqc to github.com:a/b.git"; "")."""
+    m = _PUSHED.search(output)
+    if not m:
+        return ""
+    to = _PUSH_TO.search(output)
+    ref = m.group(1) if m.group(1) == m.group(2) else f"{m.group(1)} to {m.group(2)}"
+    return f"Pushed {ref}" + (f" to {to.group(1)}" if to else "")
+
+
+def test_command(call: str) -> str:
+    """The test command a Bash call runs, with its arguments (`mix test test/a_test.exs`; "")."""
+    name, args = _args(call)
+    if name != "Bash":
+        return ""
+    m = _TEST_CMD.search(str(args.get("command") or ""))
+    if not m:
+        return ""
+    words = [w for w in _words(m.group(2)) if not _REDIRECT.match(w) and w not in ("2>&1",)]
+    return " ".join([m.group(1), *words]).strip()
+
+
 def test_result(output: str) -> str:
     """A test run's tally in tool output ("76 tests, 0 failures"; "" if none)."""
     m = _TESTS.search(output)
@@ -287,3 +323,110 @@ def test_result(output: str) -> str:
 def _one(text: str, limit: int = 220) -> str:
     text = " ".join(text.split()).removeprefix("[tool error] ").removeprefix("[tool result] ")
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+# ------------------------------------------------------------------ the fact gate
+
+# A line that names what it is about: a path or dotted name, a ticket id, a code span,
+# quoted text, a CamelCase or snake_case name, an acronym.
+_ANCHOR = re.compile(
+    r"`[^`]+`|\"[^\"]{2,}\"|“[^”]{2,}”|'[^'\s][^']+'|"
+    r"\b[\w-]*[A-Za-z][\w-]*[./][\w/.-]*\w|"  # path, module.fun, file.ext, gqc.6
+    r"\b[a-z][a-z0-9]*-[a-z0-9]*\d[\w.]*|"  # ticket ids: spotter-fum, abc-12
+    r"\b[a-z][a-z0-9]*-[a-z0-9]{3,}\b(?=[.:]\d|\s|$)|"
+    r"\b[A-Z][a-z0-9]+[A-Z]\w*|\b[a-z]+_[a-z_0-9]+\b|\b[A-Z]{2,}[A-Z0-9]*\b|--?[a-z][\w-]+")
+# A subject no one can resolve out of its sentence: a pronoun, or "the/that/all N …" with
+# no name in the line ("That line is already fixed", "The epic has 4 child tasks").
+_VAGUE_SUBJECT = re.compile(
+    r"^(?:it|its|it's|they|them|this|that|these|those|there|here|he|she|everything|"
+    r"all|both|each|the|then|which|what|also)\b|^(?:all\s+)?\d+(?:\s+of\s+\d+)?\b",
+    re.IGNORECASE)
+_PRONOUN = re.compile(r"^(?:it|it's|they|this|that|these|those|he|she)\s+"
+                      r"(?:is|was|are|were|has|had|does|did|will|would|can|could|should|"
+                      r"uses?|needs?|works?|returns?|fails?|passes|looks?|seems?|means?|"
+                      r"only|already|now|just|still)\b", re.IGNORECASE)
+# Markdown that is no statement: a table row, a bold or code mark cut open, a heading or
+# list numbering left alone.
+_TABLE = re.compile(r"^\|.*\||\|\s*:?-{3,}|(?:\s\|\s.*){2,}")
+_USER_ORDER = re.compile(
+    r"^(?:please\s+)?(?:work on|start(?: with)?|begin|pick|continue(?: with)?|go on|go ahead|do|"
+    r"implement|fix|add|run|check|commit|push|close|create|make|use|try|write|update|remove|"
+    r"proceed|finish|resume|look at|take)\b", re.IGNORECASE)
+# What a person decides or prefers is kept even when said as an order ("always use…").
+_PREFERENCE = re.compile(r"\b(?:always|never|don't|do not|instead|prefer|rather|must not|"
+                         r"from now on|only|avoid|всегда|никогда|вместо)\b", re.IGNORECASE)
+_DECISION = re.compile(r"\b(?:decided|chose|chosen|switched to|instead of|because|due to|"
+                       r"fixed by|root cause|resolved by|решили|потому что)\b", re.IGNORECASE)
+_RECORD = re.compile(r"^(?:Committed|Closed|Opened|Merged|Pushed (?!to the remote)\S|Test run \S)")
+_ADDRESSED = re.compile(r"^(?:(?:important|note|warning|tip|nb)\s*:\s*)?you\b", re.IGNORECASE)
+
+
+def is_kept(line: str) -> bool:
+    """True if a candidate line of a one-line summary is a fact worth a reader's time."""
+    s = " ".join(line.split()).strip()
+    if not s:
+        return False
+    if _markup(s):
+        return False
+    if error_line(s) or _RECORD.match(s) or _DECISION.search(s):
+        return True  # an error, a record of work or a decision is never dropped
+    if is_debris(s):
+        return False
+    if s.endswith("?") or _ADDRESSED.match(s):
+        return False  # a question, or a quoted line addressed to "you"
+    return not vague(s)
+
+
+def _markup(s: str) -> bool:
+    """A table row, an HTML comment, a heading or a file's outline by line ranges: never
+    an error or a record, whatever words it holds ("Error panel (lines 519-534) …")."""
+    return bool(_TABLE.search(s) or "<!--" in s or s.startswith("#")
+                or len(re.findall(r"\(lines? \d+[-–]\d+", s)) >= 2)
+
+
+def is_debris(s: str) -> bool:
+    """Markdown cut apart: a table row, an unclosed `code` or **bold** mark, a heading, a
+    lead-in left without what it led to, an HTML comment, a file's outline by line ranges."""
+    return bool(
+        _TABLE.search(s) or s.count("`") % 2 or s.count("**") % 2 or s.startswith("#")
+        or re.match(r"^\d+[.)]?$", s) or s.endswith(":") or "<!--" in s
+        or len(re.findall(r"\(lines? \d+[-–]\d+", s)) >= 2)  # a lead-in, markup, a file's outline
+
+
+def vague(s: str) -> bool:
+    """True if the line's subject cannot be resolved out of it ("All 8 tests pass")."""
+    body = _LIST_HEAD.sub("", s).strip("*_ ")
+    if _PRONOUN.match(body):
+        return True
+    return bool(_VAGUE_SUBJECT.match(body)) and not _ANCHOR.search(body)
+
+
+def is_user_order(sentence: str) -> bool:
+    """A person's instruction to the agent ("Work on bead spotter-fum"): it belongs to
+    STATE's last instruction, not to memory, unless it states a preference or decision."""
+    s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
+    return bool(_USER_ORDER.match(s)) and not (_PREFERENCE.search(s) or _DECISION.search(s))
+
+
+def same_fact(a: str, b: str) -> bool:
+    """True if one line says what the other says (case and spaces aside, or contained)."""
+    x, y = (" ".join(re.sub(r"[^\w\s]", " ", t.lower()).split()) for t in (a, b))
+    if not x or not y:
+        return x == y
+    small, big = (x, y) if len(x) <= len(y) else (y, x)
+    return small == big or (len(small) >= 12 and f" {small} " in f" {big} ")
+
+
+def cut_at_clause(text: str, limit: int) -> str:
+    """`text` no longer than `limit`, cut at the last clause boundary outside a code span;
+    whole when no boundary leaves a statement ("" when it is far too long for that)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    best = -1
+    for m in re.finditer(r"[,;:]\s|\s[—–-]\s|\s\(", text[: limit + 1]):
+        if text[: m.start()].count("`") % 2 == 0 and m.start() >= limit // 3:
+            best = m.start()
+    if best > 0:
+        return text[:best].rstrip(" ,;:—–-")
+    return text if len(text) <= 2 * limit else ""

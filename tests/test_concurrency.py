@@ -270,14 +270,16 @@ def person_git(root: Path, *args: str) -> None:
 
 def test_person_edits_memory_and_dna_while_the_daemon_runs(brain, tmp_path):
     root = brain.cwd
-    # Old messages for the daemon's real-clock compactions to work on, with failures
-    # (cortisol lessons go to DNA.md) so its commits touch the files the person edits.
+    # Old messages for the daemon's real-clock compactions to work on, failures each with its
+    # fix (lessons go to DNA.md) so its commits touch the files the person edits.
     f = tmp_path / "old.jsonl"
     t0 = datetime.now(UTC) - timedelta(days=2)
+    said = [(f"The deploy {n} failed with error {500 + n}.", "user") if i % 2 == 0 else
+            (f"Fixed the deploy {n} error {500 + n} by restarting worker-{n}; the deploy {n} works now.",
+             "assistant") for i in range(24) for n in [i // 2]]
     f.write_text("".join(json.dumps({"ts": (t0 + timedelta(minutes=7 * i)).isoformat(),
-                                     "role": "user", "session": f"s{i % 3}",
-                                     "text": f"The deploy {i} failed with error {500 + i}."}) + "\n"
-                         for i in range(24)))
+                                     "role": role, "session": f"s{(i // 2) % 3}", "text": text}) + "\n"
+                         for i, (text, role) in enumerate(said)))
     assert brain("ingest", str(f), now=None)[0] == 0
     head0 = git(root, "rev-parse", "HEAD").strip()
     daemon = start(root, "daemon", "--compact-every", "0.02")

@@ -32,7 +32,8 @@ def test_demo_builds_a_brain_that_recalls_with_file_and_lines(tmp_path):
         assert lines[0].startswith("### ") and lines[-1].startswith(">")
     out = r.stdout.splitlines()
     ru = next(i for i, line in enumerate(out) if line.startswith("$ pamd recall дедлайн"))
-    assert re.search("[А-Яа-я]", out[ru + 1].split("  ", 2)[2])  # the Russian query's top hit is Russian memory
+    # the Russian query's top hit is Russian memory: its snippet, on the lines under its header
+    assert re.search("[А-Яа-я]", out[ru + 2]), out[ru:ru + 4]
     assert _pamd("check", "--brain", str(brain), cwd=tmp_path).returncode == 0
     assert subprocess.run(["git", "status", "--porcelain"], cwd=brain, capture_output=True, text=True,
                           check=True).stdout.strip() in ("", "?? .pamd/")  # nothing left uncommitted

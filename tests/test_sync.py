@@ -363,7 +363,7 @@ def test_sync_refuses_uncommitted_edits_and_a_detached_head(clones, tmp_path):
     git(b.cwd, "checkout", "-q", "MEMORY.md")
     git(b.cwd, "checkout", "-q", "--detach")
     code, _, err = b("sync")
-    assert code == 1 and "HEAD is detached" in err, err
+    assert code == 1 and "detached HEAD" in err, err
     git(b.cwd, "checkout", "-q", "main")
     code, _, err = b("sync", "nowhere")
     assert code == 1 and err.startswith("pamd: error: git fetch nowhere main failed"), err

@@ -200,3 +200,19 @@ def test_any_two_lives_of_one_brain_merge_with_every_message_once(n, ours_ops, t
     written = [e.id for path, text in m.files.items() if text for e in parse_doc(text, path, path.split("/")[1]
                                                                                    if "/" in path else "L4").entries]
     assert sorted(written) == sorted(m.entries)
+
+
+def test_sync_takes_every_key_pamd_remakes_in_state_whole_from_the_newer_side():
+    """A STATE.md key pamd writes but sync did not know (a string like last_instruction)
+    was taken for a person's text, and every sync after two compactions stopped on it."""
+    from datetime import UTC, datetime
+
+    from pamd.myelin.snapshot import SNAPSHOT_KEYS, snapshot
+    from pamd.ops.fmmerge import merge_doc
+
+    assert set(snapshot([], datetime(2026, 12, 1, tzinfo=UTC))) == set(SNAPSHOT_KEYS)
+    base = "---\nlast_instruction: a\ndone: []\nupdated: '2026-12-01T10:00:00Z'\n---\n"
+    ours = "---\nlast_instruction: b\ndone:\n- Closed x\nupdated: '2026-12-01T11:00:00Z'\n---\n"
+    theirs = "---\nlast_instruction: c\ndone:\n- Closed y\nupdated: '2026-12-01T12:00:00Z'\n---\n"
+    merged = merge_doc("STATE.md", base, ours, theirs, lambda b, o, t: o)
+    assert merged is not None and "last_instruction: c" in merged and "Closed y" in merged and "Closed x" not in merged

@@ -558,7 +558,8 @@ def _no_space(exc: git.GitCommandError, root: Path) -> bool:
     text = " ".join(_lines(exc))
     if "No space left on device" in text or "Disk quota exceeded" in text:
         return True
-    if not re.search(r"unable to write|short write|failed to write|could not write|unable to create", text):
+    if not re.search(r"unable to write|short write|failed to write|could not write|couldn't write|cannot write|"
+                     r"unable to create", text):
         return False
     try:
         return shutil.disk_usage(root).free < (1 << 20)

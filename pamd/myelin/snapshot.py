@@ -22,6 +22,10 @@ from pamd.core.fmt import FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
 
 WINDOW_HOURS = 24
+# The STATE.md keys pamd remakes from the entries at every compaction (a person's pinned_*
+# keys are not among them): `pamd sync` takes these whole from the side that wrote last.
+SNAPSHOT_KEYS = ("updated", "last_instruction", "active_goals", "done", "current_focus", "hypotheses",
+                 "emotional_context")
 _BARE_PUSH = "Pushed to the remote"
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|probably|i think|i suspect|hypothes\w*|my guess|likely|"
                     r"возможно|наверное|похоже|гипотез\w*|кажется)\b", re.I)

@@ -13,9 +13,8 @@ keeps the lines of both sides (the next compaction rewrites it).
 from __future__ import annotations
 
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
+from pamd.myelin.snapshot import SNAPSHOT_KEYS as SNAPSHOT
 from pamd.ops.union import Text3
-
-SNAPSHOT = ("active_goals", "current_focus", "hypotheses", "emotional_context", "updated")
 _BEGIN, _END = "<!-- pamd:begin", "<!-- pamd:end"
 _HOLE = "<!-- pamd:sync-block-placeholder -->"
 

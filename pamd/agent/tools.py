@@ -159,24 +159,14 @@ def boot(root: Path, max_chars: int | None = None, budget: int | None = None,
 
 
 def touch(root: Path, refs: list[str], now: datetime | None = None) -> Reply:
-    from pamd.consolidate.provenance import held_by, pulled, pulled_from, resolve_ref
-    from pamd.myelin import recall_log
+    from pamd.consolidate.provenance import resolve_ref
+    from pamd.myelin.touch import touch as count
 
     if not refs:
         raise PamdError("name an entry id (or path:line) to touch")
     brain = open_brain(root)
     ids = [resolve_ref(brain, r, "touch") for r in refs]
-    holder = held_by(brain, set(ids))
-    missing = sorted(set(ids) - set(holder))
-    if missing:
-        if name := pulled_from(brain, missing[0]):
-            raise pulled(name, f"entry {missing[0]}", "touch")
-        raise PamdError(f"no entry {missing[0]} in the brain's tiers, nor behind a summary in them",
-                        "check the id with recall")
-    leaves = [(holder[i], i) for i in dict.fromkeys(ids) if holder[i] != i and i.startswith("e-")]
-    recall_log.append(brain.state_dir, [holder[i] for i in ids], "(touch)", now_or_clock(now),
-                      source="touch", leaves=leaves)
-    counted = {i: holder[i] for i in dict.fromkeys(ids)}
+    counted = count(brain, ids, now_or_clock(now), "check the id with recall")
     moved = [f"{i} counted for {h}, the summary that holds it now" for i, h in counted.items() if h != i]
     text = "; ".join([f"Noted {len(ids)} recall{'s' if len(ids) != 1 else ''}", *moved]) + "."
     return Reply(text, {"counted": counted})

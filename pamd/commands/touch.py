@@ -13,28 +13,17 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.commands.expand import cwd_ref
-    from pamd.consolidate.provenance import held_by, pulled, pulled_from, resolve_ref
+    from pamd.consolidate.provenance import resolve_ref
     from pamd.core.words import plural
     from pamd.edge.brain import Brain
-    from pamd.errors import PamdError
-    from pamd.myelin import recall_log
+    from pamd.myelin.touch import touch
 
     brain = Brain.find(args.brain)
     ids = [resolve_ref(brain, cwd_ref(brain.root.resolve(), r), "touch") for r in args.refs]
-    holder = held_by(brain, set(ids))
-    missing = sorted(set(ids) - set(holder))
-    if missing:
-        if name := pulled_from(brain, missing[0]):
-            raise pulled(name, f"entry {missing[0]}", "touch")
-        raise PamdError(f"no entry {missing[0]} in the brain's tiers, nor behind a summary in them",
-                        "check the id with pamd recall --json; pamd expand ID shows an entry that left the tree")
-    # A raw message a summary stands for was the words used: the fold credits it to the
-    # summary's via= (what PRELOAD shows for it), as a recall that matched it would.
-    leaves = [(holder[i], i) for i in dict.fromkeys(ids) if holder[i] != i and i.startswith("e-")]
-    recall_log.append(brain.state_dir, [holder[i] for i in ids], "(touch)", args.now, source="touch",
-                      leaves=leaves)
-    for eid in dict.fromkeys(ids):
-        if holder[eid] != eid:
-            print(f"counted {eid} for {holder[eid]}, the summary that holds it now")
+    counted = touch(brain, ids, args.now,
+                    "check the id with pamd recall --json; pamd expand ID shows an entry that left the tree")
+    for eid, holder in counted.items():
+        if holder != eid:
+            print(f"counted {eid} for {holder}, the summary that holds it now")
     print(f"noted {plural(len(ids), 'recall')}; the next compaction folds {'it' if len(ids) == 1 else 'them'} in")
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.myelin.snapshot import SNAPSHOT_KEYS as SNAPSHOT
 from pamd.ops.union import Text3
+
 _BEGIN, _END = "<!-- pamd:begin", "<!-- pamd:end"
 _HOLE = "<!-- pamd:sync-block-placeholder -->"
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage, section
@@ -25,6 +24,7 @@ from pamd.consolidate.summarizers.llm import (
     LLMSummarizer,
     Transient,
     common_options,
+    http_url,
 )
 from pamd.errors import PamdError
 
@@ -52,12 +52,8 @@ class AnthropicSummarizer(LLMSummarizer):
                 'export ANTHROPIC_API_KEY=..., or set backend = "claude-cli" (a logged-in Claude Code) '
                 'or "extractive" in pamd.toml',
             )
-        parts = urlsplit(base_url)
-        if base_url and (parts.scheme not in ("http", "https") or not parts.hostname):
-            raise PamdError(
-                f"[summarizer] base_url {base_url!r} is not an http(s) URL",
-                'e.g. base_url = "http://127.0.0.1:8080" for a proxy, or leave it empty',
-            )
+        if base_url:
+            http_url(base_url, 'e.g. base_url = "http://127.0.0.1:8080" for a proxy, or leave it empty')
         super().__init__(model=model, **kw)
         self.api_key = api_key
         self.base_url = base_url

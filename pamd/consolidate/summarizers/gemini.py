@@ -14,7 +14,6 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage, section
@@ -24,6 +23,7 @@ from pamd.consolidate.summarizers.llm import (
     LLMSummarizer,
     Transient,
     common_options,
+    http_url,
 )
 from pamd.errors import PamdError
 
@@ -48,14 +48,8 @@ class GeminiSummarizer(LLMSummarizer):
                 "GEMINI_API_KEY is not set but [summarizer] backend is \"gemini\"",
                 'export GEMINI_API_KEY=..., or set backend = "extractive" in pamd.toml',
             )
-        parts = urlsplit(base_url)
-        if base_url and (parts.scheme not in ("http", "https") or not parts.hostname):
-            # httpx would call it an UnsupportedProtocol, a transport error: retried and
-            # fallen back on every run, for a mistake no retry can mend
-            raise PamdError(
-                f"[summarizer] base_url {base_url!r} is not an http(s) URL",
-                'e.g. base_url = "http://127.0.0.1:8080" for a proxy, or leave it empty',
-            )
+        if base_url:
+            http_url(base_url, 'e.g. base_url = "http://127.0.0.1:8080" for a proxy, or leave it empty')
         super().__init__(model=model, **kw)
         self.api_key = api_key
         self.base_url = base_url

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage
@@ -244,3 +245,13 @@ def common_options(s: Mapping[str, Any]) -> dict[str, Any]:
         "prices": s.get("prices") or {},
         "fallback": str(s.get("fallback") or "extractive"),
     }
+
+
+def http_url(base_url: str, example: str) -> str:
+    """`base_url` when it is an http(s) URL with a host; else a PamdError. httpx would call
+    another scheme an UnsupportedProtocol, a transport error: retried and fallen back on
+    every run, for a mistake no retry can mend."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PamdError(f"[summarizer] base_url {base_url!r} is not an http(s) URL", example)
+    return base_url

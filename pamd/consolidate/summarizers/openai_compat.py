@@ -37,6 +37,7 @@ from pamd.consolidate.summarizers.llm import (
     LLMSummarizer,
     Transient,
     common_options,
+    http_url,
 )
 from pamd.errors import PamdError
 
@@ -58,12 +59,7 @@ class OpenAISummarizer(LLMSummarizer):
         **kw: Any,
     ) -> None:
         base_url = (base_url or OPENAI_URL).rstrip("/")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise PamdError(
-                f"[summarizer] base_url {base_url!r} is not an http(s) URL",
-                'e.g. base_url = "http://127.0.0.1:11434/v1" (Ollama)',
-            )
+        parts = urlsplit(http_url(base_url, 'e.g. base_url = "http://127.0.0.1:11434/v1" (Ollama)'))
         if not api_key and parts.hostname == urlsplit(OPENAI_URL).hostname:
             raise PamdError(
                 f"{key_env} is not set but [summarizer] backend \"openai\" uses api.openai.com",

@@ -192,6 +192,8 @@ def test_boot_within_chars_keeps_the_most_useful_and_says_what_it_left_out(aged)
         assert len(out) <= n, (n, len(out))
         if n >= 400:
             assert "## Left out" in out and "pamd recall" in out and "pamd expand" in out, out
+        if n >= len(full) // 2:  # the header says so too (a tighter bound keeps the closing note alone)
+            assert f"parts left out to fit {n:,} characters" in out.split("\n")[1], out[:300]
     small = _boot(aged, "--chars", str(len(full) * 3 // 4))
     assert small.index("## State (STATE.md)") < small.index("## Left out")
     assert "Deploy billing to staging" in small  # the last instruction survives the cut

@@ -129,10 +129,12 @@ class Boot:
 
     def _head(self, tokens: int) -> list[str]:
         # The token count in the header is padded, so it does not change the length it counts.
+        cut = (f"; cut {plural(self.cut_entries, 'entry')} ({self.cut_tokens:,} tokens) of retention "
+               f"≤ {self.cut_below:.2f}" if self.cut_entries else "")
+        if self.left_out:  # the closing section says what, and how to reach it
+            cut += f"; parts left out to fit {self.max_chars:,} characters (the last section)"
         head = [f"# Boot context: {self.name} at {fmt_time(self.now)}",
-                f"<!-- pamd boot: {tokens:>9,} of {self.budget:,} tokens"
-                + (f"; cut {plural(self.cut_entries, 'entry')} ({self.cut_tokens:,} tokens) of retention "
-                   f"≤ {self.cut_below:.2f}" if self.cut_entries else "; nothing cut") + " -->", "",
+                f"<!-- pamd boot: {tokens:>9,} of {self.budget:,} tokens{cut or '; nothing cut'} -->", "",
                 LEGEND, "", ""]
         if self.conflicted:
             head[2:2] = [f"<!-- {self.conflicted_note()} -->"]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-HELP = "print what an agent reads at session start: DNA, PRELOAD, STATE, MEMORY, tiers, within a budget"
+HELP = "print what an agent reads at session start: STATE, DNA, PRELOAD, MEMORY, tiers, within a budget"
 EXAMPLE = """pamd boot > context.md
 pamd boot --budget 200000 --json
 pamd boot --at HEAD~5          # the context the agent had five commits ago

@@ -1,7 +1,9 @@
 """`pamd boot`: the context an agent reads at session start, fitted to a token budget.
 
-Order: DNA, PRELOAD, STATE, MEMORY.md, then L3, L2, L1, L0 — newest detail
-last. Each section names the files it came from. Over budget, the entries of
+Order, most useful first: STATE (the last instruction, open work, done), DNA,
+PRELOAD, MEMORY.md by day, then L3, L2, L1, L0 — newest detail last. Stored text
+is quoted (`> ` lines) under a legend, so it cannot pass for boot's structure.
+Each section names the files it came from. Over budget, the entries of
 lowest retention are cut first and the cut is reported. DNA, PRELOAD, STATE and
 MEMORY.md's notes are never cut: when they alone pass the budget the context is
 over it, and `over_budget_note` says by how much and why (the CLI warns on stderr).

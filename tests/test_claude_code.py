@@ -109,7 +109,7 @@ def test_stop_ingests_the_transcript_in_the_background(brain, project, tmp_path)
         if event == "Stop":
             assert head_count(brain.cwd) == before + 1, log
             assert "zircon migration timed out" in git(brain.cwd, "show", "HEAD")
-            wait_for_the_brief(brain.cwd)  # and the next session's brief is built after it
+            wait_for_the_brief(brain.cwd)  # and the brief for the agent's next start is built after it
         else:  # the same transcript again: nothing new, no commit
             deadline = time.monotonic() + 120
             while "nothing new" not in (brain.cwd / ".pamd" / "hooks.log").read_text():

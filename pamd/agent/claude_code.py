@@ -14,7 +14,7 @@ answer in under one. So the brief is kept in .pamd/brief.json under a signature 
 was built from (pamd's version, the size, the sizes and times of the brain's Markdown files,
 the branch's head), which costs a few stats to check. A matching brief is printed as it is;
 one that no longer matches is printed too, and a fresh one is built in the background for
-the next session; only a brain with no brief yet builds it while the hook waits.
+the agent's next Claude Code session; only a brain with no brief yet builds it while the hook waits.
 
 Memory must never break a session: every error here is one `pamd: note:` line on stderr
 and exit 0, and stdin is read for at most STDIN_WAIT seconds (on a resumed session it may

@@ -185,6 +185,7 @@ def check_after_kill(sc: Scenario, root: Path, label: str) -> str:
     gitdir = root / ".git"
     locks = [p.name for p in [*gitdir.glob("*.lock"), *gitdir.glob("refs/heads/*.lock")]]
     assert not locks, f"{label}: git lock files left: {locks}"
+    assert not list(gitdir.glob("pamd-index-*")), f"{label}: a commit index left in .git"
     assert not (root / ".pamd" / "txn.json").exists()
     head = git(root, "rev-parse", "HEAD").strip()
     if head == sc.head0:

@@ -96,7 +96,7 @@ def test_recovery_of_a_killed_run_never_takes_a_live_persons_lock(brain, tmp_pat
     fact = "Remember the cache host is c-3."
     assert start(scratch, "remember", fact, env={"PAMD_FAULT_LOG": str(log)}).wait(timeout=60) == 0
     names = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
-    at = names.index("git:add") + 1
+    at = names.index("txn:journal") + 1
     assert start(root, "remember", fact, env={"PAMD_FAULT_AT": str(at)}).wait(timeout=60) == -9
     assert (root / ".pamd" / "txn.json").exists()
     marker = slow_person_hook(root, 2.5)
@@ -116,3 +116,118 @@ def test_recovery_of_a_killed_run_never_takes_a_live_persons_lock(brain, tmp_pat
     assert not (root / ".pamd" / "txn.json").exists()
     assert git(root, "status", "--porcelain") == ""
     assert subprocess.run(["git", "grep", "-q", "cache host", "HEAD", "--", "memory"], cwd=root).returncode == 1
+
+
+def test_a_persons_plain_commit_while_pamd_commits_never_takes_pamds_files(brain, monkeypatch):
+    """A person's `git commit` (of what they staged) tried while pamd writes and commits
+    is refused by git itself (pamd holds git's index lock); it never takes pamd's files
+    with it, and the person's staged file is still staged, then committed alone."""
+    import pamd.edge.git as pgit
+
+    root = brain.cwd
+    (root / "notes").mkdir()
+    (root / "notes" / "p.md").write_text("# The person's note\n")
+    git(root, "add", "notes/p.md")
+    real = pgit.checkpoint
+    tried = []
+
+    def person_commits_now(name: str) -> None:
+        if name == "git:commit":
+            tried.append(subprocess.run(["git", "commit", "-qm", "person"], cwd=root, capture_output=True,
+                                        text=True))
+        real(name)
+
+    monkeypatch.setattr(pgit, "checkpoint", person_commits_now)
+    code, _, err = brain("remember", "The staging database is db-7.")
+    assert code == 0, err
+    assert tried and tried[0].returncode != 0 and "index.lock" in tried[0].stderr
+    assert "notes/p.md" not in git(root, "show", "--format=", "--name-only", "HEAD").split()
+    assert "db-7" in git(root, "grep", "-h", "db-7", "HEAD", "--", "memory")
+    assert git(root, "status", "--porcelain") == "A  notes/p.md\n"
+    git(root, "commit", "-qm", "person")
+    assert git(root, "show", "--format=", "--name-only", "HEAD").split() == ["notes/p.md"]
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_commit_that_lands_while_pamds_commit_runs_does_not_cost_the_run(brain):
+    """A person's commit that was already in its hooks when pamd's began moves HEAD
+    under pamd's `git commit` ("cannot lock ref 'HEAD': is at … but expected …"). It
+    touched none of pamd's files, so pamd commits on top of it: one commit, a clean tree."""
+    root = brain.cwd
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    # Inside pamd's commit (its hooks run before git moves HEAD), once: a commit of the
+    # person's moves HEAD, as one that finished its own hooks at that moment would.
+    hook.write_text('#!/bin/sh\n[ -z "$PAMD_COMMIT" ] && exit 0\n[ -e .git/moved ] && exit 0\n'
+                    'touch .git/moved\nunset GIT_INDEX_FILE\n'
+                    'c=$(git commit-tree "HEAD^{tree}" -p HEAD -m person) && git update-ref HEAD "$c"\n')
+    hook.chmod(0o755)
+    before = int(git(root, "rev-list", "--count", "HEAD"))
+    code, _, err = brain("remember", "The staging database is db-7.")
+    assert code == 0, err
+    assert (root / ".git" / "moved").exists()
+    assert int(git(root, "rev-list", "--count", "HEAD")) == before + 2
+    assert git(root, "log", "-2", "--format=%s").splitlines()[1] == "person"
+    assert "db-7" in git(root, "grep", "-h", "db-7", "HEAD", "--", "memory")
+    assert git(root, "status", "--porcelain") == ""
+    assert not (root / ".pamd" / "txn.json").exists()
+
+
+def test_a_run_killed_while_it_holds_the_index_blocks_git_only_until_the_next_pamd_command(brain, tmp_path):
+    """pamd holds git's index lock from its first write to its commit. Killed there, it
+    leaves that lock: a person's `git commit` is refused by git (as after any killed git),
+    and the next pamd command, even `pamd status`, rolls the run back and frees git."""
+    import shutil
+
+    root = brain.cwd
+    log = tmp_path / "checkpoints"
+    scratch = tmp_path / "scratch"
+    shutil.copytree(root, scratch, symlinks=True)
+    fact = "Remember the cache host is c-3."
+    assert start(scratch, "remember", fact, env={"PAMD_FAULT_LOG": str(log)}).wait(timeout=60) == 0
+    names = [ln.split(" ", 1)[1] for ln in log.read_text().splitlines()]
+    at = names.index("git:add") + 1
+    assert start(root, "remember", fact, env={"PAMD_FAULT_AT": str(at)}).wait(timeout=60) == -9
+    assert (root / ".git" / "index.lock").exists()
+    (root / "notes.md").write_text("A person's note.\n")
+    refused = subprocess.run(["git", "add", "notes.md"], cwd=root, capture_output=True, text=True)
+    assert refused.returncode != 0 and "index.lock" in refused.stderr
+    assert subprocess.run([sys.executable, "-m", "pamd", "status"], cwd=root, capture_output=True).returncode == 0
+    assert not (root / ".git" / "index.lock").exists() and not (root / ".pamd" / "txn.json").exists()
+    git(root, "add", "notes.md")
+    git(root, "commit", "-qm", "note")
+    assert git(root, "show", "--format=", "--name-only", "HEAD").split() == ["notes.md"]
+    assert git(root, "status", "--porcelain") == ""
+    assert subprocess.run(["git", "grep", "-q", "cache host", "HEAD", "--", "memory"], cwd=root).returncode == 1
+
+
+def test_a_commit_that_lands_as_pamd_builds_its_commit_is_never_undone(brain, monkeypatch):
+    """A person's commit past the index (in its hooks) can land after pamd read HEAD for
+    its commit and before `git commit` reads HEAD again: pamd's tree, made from the older
+    HEAD, would delete the person's new file. pamd sees the commit's parent is not the HEAD
+    it built on, takes its commit back and makes it again on top of the person's."""
+    import pamd.edge.git as pgit
+
+    root = brain.cwd
+    real = pgit.checkpoint
+
+    def person_lands_now(name: str) -> None:
+        if name == "git:commit" and not (root / "notes.md").exists():
+            (root / "notes.md").write_text("A person's note.\n")
+            env = {**os.environ, "GIT_INDEX_FILE": str(root / ".git" / "person-index")}
+            subprocess.run(["git", "read-tree", "HEAD"], cwd=root, env=env, check=True)
+            subprocess.run(["git", "update-index", "--add", "notes.md"], cwd=root, env=env, check=True)
+            tree = subprocess.run(["git", "write-tree"], cwd=root, env=env, check=True, capture_output=True,
+                                  text=True).stdout.strip()
+            sha = git(root, "commit-tree", tree, "-p", "HEAD", "-m", "person").strip()
+            git(root, "update-ref", "HEAD", sha)  # (its own index is brought up to it below)
+        real(name)
+
+    monkeypatch.setattr(pgit, "checkpoint", person_lands_now)
+    code, _, err = brain("remember", "The staging database is db-7.")
+    assert code == 0, err
+    assert git(root, "log", "-2", "--format=%s").splitlines()[1] == "person"
+    assert "notes.md" in git(root, "ls-tree", "--name-only", "HEAD").split()
+    assert "db-7" in git(root, "grep", "-h", "db-7", "HEAD", "--", "memory")
+    git(root, "reset", "-q", "--", "notes.md")
+    assert git(root, "status", "--porcelain") == ""

@@ -97,15 +97,16 @@ class Person:
         self.push_other(k)
         how = ["--rebase", "--autostash"] if rebase else ["--no-rebase", "--no-edit", "--autostash"]
         gitdir = self.root / ".git"
+        went_on = None
         for _ in range(20):
             r = self.retry("pull", "-q", *how, "origin", "main")
             for _ in range(200):
                 # git stopped midway (pamd's git held the index at that moment): go on, as a
                 # person would, until the pull is done
                 if (gitdir / "rebase-merge").exists() or (gitdir / "rebase-apply").exists():
-                    sh(self.root, "-c", "core.editor=true", "rebase", "--continue")
+                    went_on = sh(self.root, "-c", "core.editor=true", "rebase", "--continue")
                 elif (gitdir / "MERGE_HEAD").exists():
-                    sh(self.root, "-c", "core.editor=true", "commit", "-q", "--no-edit")
+                    went_on = sh(self.root, "-c", "core.editor=true", "commit", "-q", "--no-edit")
                 else:
                     break
                 time.sleep(0.05)
@@ -115,7 +116,10 @@ class Person:
                 break
             time.sleep(0.1)
         self.log.append(f"pull {k} {'rebase' if rebase else 'merge'}: {r.returncode} {r.stderr.strip()[:300]}")
-        assert not (gitdir / "rebase-merge").exists() and not (gitdir / "MERGE_HEAD").exists(), r.stderr
+        if went_on is not None:
+            self.log.append(f"  went on: {went_on.returncode} {(went_on.stdout + went_on.stderr).strip()[:600]}")
+        assert not (gitdir / "rebase-merge").exists() and not (gitdir / "MERGE_HEAD").exists(), \
+            (r.stderr, self.log[-2:], sh(self.root, "status").stdout)
         assert sh(self.root, "merge-base", "--is-ancestor", "origin/main", "HEAD").returncode == 0, r.stderr
 
     def gc(self, k: int) -> None:

@@ -18,12 +18,16 @@ def ignored_scratch(brain):
     git(root, "commit", "-qam", "ignore scratch.md")
     scratch = root / "scratch.md"
     scratch.write_text("a person's private notes\n")
+    hook = root / ".git" / "hooks" / "pre-commit"  # and a commit of it fails
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho refused >&2\nexit 1\n")
+    hook.chmod(0o755)
     return root, scratch
 
 
 def test_a_failed_commit_puts_back_a_file_head_lacks_never_deletes_it(ignored_scratch, monkeypatch):
-    """Without the ignored-file check, `git add` fails on scratch.md and the run rolls
-    back: the file must get its bytes from before the run, not vanish like at HEAD."""
+    """Without the ignored-file check pamd writes scratch.md, its commit fails and the run
+    rolls back: the file must get its bytes from before the run, not vanish like at HEAD."""
     root, scratch = ignored_scratch
     monkeypatch.setattr(brain_mod.Repo, "ignored", lambda self, paths: [])
     b = Brain(root)

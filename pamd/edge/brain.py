@@ -29,7 +29,7 @@ from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, Doc, FormatError, Problem, parse_doc
 from pamd.edge.fault import checkpoint
 from pamd.edge.files import read_text, temp_files, write_atomic
-from pamd.edge.git import Repo
+from pamd.edge.git import HeadMoved, Repo
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
 
@@ -313,6 +313,7 @@ class Brain:
             tmp.unlink(missing_ok=True)
         if not journal.exists():
             return None
+        self.repo.remove_own_indexes()
         try:
             j = json.loads(journal.read_text("utf-8"))
             run_id, head, paths = j["run"], j["head"], [str(p) for p in j["paths"]]
@@ -333,6 +334,9 @@ class Brain:
         _clear_git_locks(self, j.get("git"))
         now_head = self.repo.head()
         if _landed(self.repo, run_id, head):
+            # git moves HEAD before it writes the index: a kill between leaves the run's
+            # paths in the index as they were before the commit (the tree holds the commit's)
+            self.repo.reset_paths(paths)
             journal.unlink()
             return "committed"
         _restore(self, now_head, paths, written if "new" in j else None, before)
@@ -400,7 +404,7 @@ class Transaction:
         # and a person may have started a rebase or checked out another branch since the
         # run began: its commit would land there
         b.check_writable()
-        head = b.repo.head()
+        head, branch = b.repo.head(), b.repo.branch()
         if head != self.start_head and (self.start_head is None or b.repo.run(
                 "diff", "--name-only", self.start_head, head or "HEAD", "--", *paths)):
             # Someone committed to these files while the run worked: writing the
@@ -417,46 +421,68 @@ class Transaction:
         # A file HEAD does not hold is put back as it was, not deleted, by a rollback.
         before = {rel: was[rel] for rel in b.repo.untracked_at_head(
             [rel for rel in paths if was[rel] is not None])}
-        record = {"run": run_id, "head": head, "paths": paths, "new": written, "before": before}
+        # "git": from when git lock files may be this run's, so that a recovery can tell
+        # them from a person's (which are older, or have a live git)
+        record = {"run": run_id, "head": head, "paths": paths, "new": written, "before": before,
+                  "git": time.time()}
         write_atomic(journal, json.dumps(record))
         checkpoint("txn:journal")
         try:
-            for rel in paths:
-                # A person's editor does not take pamd's lock: re-check each file
-                # right before replacing it, so an edit saved since the check above
-                # is refused, not overwritten.
-                if _file_digest(b.root / rel) != seen[rel]:
-                    raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
-                                    "run again")
-                if real[rel] is None:
-                    (b.root / rel).unlink(missing_ok=True)
-                    checkpoint("txn:unlink")
-                else:
-                    # and once more after the temp file's fsync, right before the rename
-                    write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
-            # From here on git lock files may be this run's: say since when, so that a
-            # recovery can tell them from a person's (which are older, or have a live git).
-            record["git"] = time.time()
-            write_atomic(journal, json.dumps(record))
-            checkpoint("txn:git")
-            sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
-            swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
-            if swept:
-                # An edit saved between pamd's write and git reading the file went
-                # into pamd's commit: take the commit back (we hold the lock, nobody
-                # has built on it) and leave the edit in the tree, uncommitted.
-                why = "pamd: undo a commit that took a person's edit"
-                if head:
-                    b.repo.run("update-ref", "-m", why, "HEAD", head, sha)
-                else:
-                    b.repo.run("update-ref", "-m", why, "-d", "HEAD", sha)
-                raise PamdError(f"{swept[0]} changed while pamd was committing; "
-                                "nothing was committed", "run again")
+            # Writing and committing hold git's own index lock: a person's git that would
+            # start a commit, rebase, stash or checkout now is refused by git ("index.lock
+            # exists") rather than meeting pamd's files half-way to their commit.
+            with b.repo.index_held():
+                checkpoint("txn:git")
+                if b.repo.operation() or b.repo.branch() != branch or b.repo.head() != head:
+                    # a person's git got in before the lock: check again as the run began
+                    b.check_writable()
+                    raise PamdError("the brain's git moved while pamd was about to commit; "
+                                    "nothing was committed", "run again", exit_code=75)
+                for rel in paths:
+                    # A person's editor does not take pamd's lock: re-check each file
+                    # right before replacing it, so an edit saved since the check above
+                    # is refused, not overwritten.
+                    if _file_digest(b.root / rel) != seen[rel]:
+                        raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
+                                        "run again")
+                    if real[rel] is None:
+                        (b.root / rel).unlink(missing_ok=True)
+                        checkpoint("txn:unlink")
+                    else:
+                        # and once more after the temp file's fsync, right before the rename
+                        write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
+                for attempt in range(5):
+                    try:
+                        sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
+                        break
+                    except HeadMoved:
+                        # A person's commit got to HEAD first (it was in its hooks, past the
+                        # index, when this one began). If it left this run's files as they
+                        # were, commit on top of it.
+                        moved = b.repo.head()
+                        if attempt == 4 or b.repo.operation() or b.repo.branch() != branch or (
+                                head and b.repo.run("diff", "--name-only", head, moved or "HEAD", "--", *paths)):
+                            raise
+                        head = record["head"] = moved
+                        write_atomic(journal, json.dumps(record))
+                swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
+                if swept:
+                    # An edit saved between pamd's write and git reading the file went
+                    # into pamd's commit: take the commit back (we hold the lock, nobody
+                    # has built on it) and leave the edit in the tree, uncommitted.
+                    why = "pamd: undo a commit that took a person's edit"
+                    if head:
+                        b.repo.run("update-ref", "-m", why, "HEAD", head, sha)
+                    else:
+                        b.repo.run("update-ref", "-m", why, "-d", "HEAD", sha)
+                    raise PamdError(f"{swept[0]} changed while pamd was committing; "
+                                    "nothing was committed", "run again")
         except BaseException as exc:
             if _landed(b.repo, run_id, head):
                 # git was killed after it recorded the commit (before it renamed its
                 # index.lock): the commit is whole, only git's lock files are left.
                 _clear_git_locks(b, record.get("git"))
+                b.repo.reset_paths(paths)
                 journal.unlink(missing_ok=True)
                 if not isinstance(exc, Exception):
                     raise

@@ -1,12 +1,15 @@
 """The one module that talks to git. GitPython errors become PamdErrors with a next step.
 
-Commits go through `git commit` itself so a brain's own hooks run, and name
-only the paths pamd wrote (`git commit --only -- PATHS`), so a person's other
-staged or unstaged edits are never swept into a pamd commit.
+Commits go through `git commit` itself so a brain's own hooks run, from an index
+of their own holding HEAD and the paths pamd wrote, so a person's other staged or
+unstaged edits are never swept into a pamd commit; meanwhile pamd holds git's lock
+on the shared index, so no person's git works on the tree half-way through.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -14,6 +17,7 @@ import shutil
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import git
@@ -118,6 +122,8 @@ class Repo:
         # How long a write waits for a person's git to release its lock files (a commit
         # sitting in its hooks) before giving up with a clear error.
         self.lock_wait = 60.0
+        # git's index.lock while this process holds it (index_held)
+        self._index_lock: Path | None = None
 
     @staticmethod
     def init(root: Path) -> Repo:
@@ -404,37 +410,110 @@ class Repo:
         run = _RUN.search(message)
         if run:  # and which run it is (a hook sees no message): the pamd-probe hook passes ingests
             env["PAMD_RUN"] = run.group(1)
-        existing = [p for p in paths if (self.root / p).exists()]
         sign = [] if self.signs() else ["--no-gpg-sign"]
+        held = self._index_lock is not None
+        with contextlib.ExitStack() as stack:
+            if not held:
+                stack.enter_context(self.index_held())
+            try:
+                self._commit(paths, message, env, sign)
+            except git.GitCommandError as exc:
+                raise self._commit_error(exc, sign) from None
+        return self.head() or ""
+
+    def _commit(self, paths: list[str], message: str, env: dict[str, str], sign: list[str]) -> None:
+        # The commit is made from an index of its own (HEAD plus the run's paths as the tree
+        # holds them), while pamd holds git's lock on the shared index: a person's commit,
+        # rebase or stash meanwhile is refused by git itself ("index.lock exists") instead of
+        # taking pamd's files along or meeting them half-written. Then the shared index is
+        # brought to the commit for those paths only, keeping whatever a person staged.
+        assert self._index_lock is not None
+        index = self._index_lock.with_suffix("")
+        own = str(index.parent / f"{INDEX_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")  # git makes it
+        own_env = {**env, "GIT_INDEX_FILE": own}
         try:
             checkpoint("git:add")
-            if existing:
-                self._locking(["add", "--", *existing], env=env)
-            gone = [p for p in paths if p not in existing and self.tracked(p)]
-            checkpoint("git:rm")
-            if gone:
-                self._locking(["rm", "--cached", "--quiet", "--", *gone], env=env)
+            base = self.head()
+            self._exec(["read-tree", base] if base else ["read-tree", "--empty"], env=own_env)
+            with _stdin(paths) as names:
+                self._exec(["update-index", "--add", "--remove", "-z", "--stdin"], istream=names, env=own_env)
             checkpoint("git:commit")
             with tempfile.TemporaryFile() as msg:  # GitPython takes stdin as a file
                 msg.write(message.encode("utf-8"))
                 msg.seek(0)
-                self._locking(["commit", "--only", "-q", *sign, "-F", "-", "--", *paths], env=env, istream=msg)
+                self._exec(["commit", "-q", *sign, "-F", "-"], env=own_env, istream=msg)
             checkpoint("git:committed")
-        except git.GitCommandError as exc:
-            lock = _lock_refusal(exc)
-            if lock:
-                raise busy_error(self.root, lock) from None
-            if _no_space(exc, self.root):
-                raise disk_full(self.gitdir) from None
-            said = _refusal(exc)
-            if sign or not re.search(r"failed to sign|gpg failed|signing failed", said):
-                raise PamdError(f"git commit failed: {said}",
-                                "a hook of this brain may have refused it; nothing was committed") from None
-            raise PamdError(f"git commit failed: {said}",
-                            "this brain's git config signs commits (commit.gpgsign) and signing failed: make "
-                            "the key usable without a prompt, or `git config --local commit.gpgsign false`; "
-                            "nothing was committed") from None
-        return self.head() or ""
+            # `git commit` takes HEAD as it finds it: a person's commit that was past the index
+            # (in its hooks) when this one began can land between reading `base` and that, and
+            # this tree would undo it. No other git could have built on this commit yet (the
+            # index is held), so take it back and let the caller try again on the new HEAD.
+            ours, *parents = self._run("rev-list", "--parents", "-n", "1", "HEAD").split()
+            if parents[:1] != ([base] if base else []):
+                self._exec(["update-ref", "-m", "pamd: undo a commit made on a HEAD that moved",
+                            *(["HEAD", parents[0], ours] if parents else ["-d", "HEAD", ours])])
+                raise HeadMoved()
+            # the shared index, as it is (a person's staged edits stay), with the run's paths at HEAD
+            if index.exists():
+                shutil.copyfile(index, own)
+            else:
+                Path(own).unlink()
+            self._exec(["reset", "-q", "HEAD", "--", *paths], env={"GIT_INDEX_FILE": own})
+            os.replace(own, index)
+            checkpoint("git:index")
+        finally:
+            Path(own).unlink(missing_ok=True)
+
+    def _commit_error(self, exc: git.GitCommandError, sign: list[str]) -> PamdError:
+        lock = _lock_refusal(exc)
+        if lock:
+            return busy_error(self.root, lock)
+        if _no_space(exc, self.root):
+            return disk_full(self.gitdir)
+        if _HEAD_MOVED.search(" ".join(_lines(exc))):
+            return HeadMoved()
+        said = _refusal(exc)
+        if sign or not re.search(r"failed to sign|gpg failed|signing failed", said):
+            return PamdError(f"git commit failed: {said}",
+                             "a hook of this brain may have refused it; nothing was committed")
+        return PamdError(f"git commit failed: {said}",
+                         "this brain's git config signs commits (commit.gpgsign) and signing failed: make "
+                         "the key usable without a prompt, or `git config --local commit.gpgsign false`; "
+                         "nothing was committed")
+
+    def index_path(self) -> Path:
+        """The shared index file (a linked worktree has its own)."""
+        return Path(self._run("rev-parse", "--path-format=absolute", "--git-path", "index"))
+
+    def remove_own_indexes(self) -> None:
+        """Remove the commit indexes a killed pamd run left (call under the brain's lock)."""
+        for p in self.index_path().parent.glob(f"{INDEX_PREFIX}*"):
+            p.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def index_held(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold git's own lock on the shared index (`index.lock`, taken as git takes it),
+        waiting while another git holds it: every git that would write the index or the
+        tree from it (commit, add, checkout, stash, merge, rebase) refuses meanwhile."""
+        lock = Path(f"{self.index_path()}.lock")
+        deadline = time.monotonic() + (self.lock_wait if timeout is None else timeout)
+        while True:
+            try:
+                os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise busy_error(self.root, lock) from None
+                time.sleep(0.05)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise disk_full(self.gitdir) from None
+                raise PamdError(f"cannot take git's index lock: {exc.strerror}") from None
+        self._index_lock = lock
+        try:
+            yield
+        finally:
+            self._index_lock = None
+            lock.unlink(missing_ok=True)
 
     def signs(self) -> bool:
         """Whether the brain's own git config asks to sign commits (`commit.gpgsign` set in its
@@ -489,15 +568,25 @@ class Repo:
                     raise disk_full(self.gitdir) from None
                 raise PamdError(f"git reset failed: {_first(exc)}") from None
 
-    def staged(self, paths: list[str]) -> list[str]:
-        """Those of `paths` whose index entry differs from HEAD's (read without a lock)."""
+    def unknown(self, paths: list[str]) -> list[str]:
+        """Those of `paths` the index does not hold (git does not track them)."""
         if not paths:
             return []
+        known = set(self._run("ls-files", "-z", "--", *paths, strip=False).split("\0"))
+        return [p for p in paths if p not in known]
+
+    def staged(self, paths: list[str]) -> list[str]:
+        """Those of `paths` whose index entry differs from HEAD's (read without a lock),
+        with those HEAD lacks that the index holds only as an intent to add (`git add -N`,
+        which `diff --cached` does not list)."""
+        if not paths:
+            return []
+        indexed = [p for p in self._run("ls-files", "-z", "--", *paths, strip=False).split("\0") if p]
         if not self.head():
-            return [p for p in self._run("ls-files", "-z", "--", *paths, strip=False).split("\0") if p]
+            return indexed
         out = self._run("diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD", "--", *paths,
                         strip=False)
-        return [p for p in out.split("\0") if p]
+        return list(dict.fromkeys([*(p for p in out.split("\0") if p), *self.untracked_at_head(indexed)]))
 
     def create_branch(self, name: str, start: str = "HEAD") -> None:
         self._run("branch", name, start)
@@ -575,6 +664,21 @@ def _parent(entry: Path) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state letter
 
 
+# the commit's own index files, in the git dir; a killed run's are removed by its recovery
+INDEX_PREFIX = "pamd-index-"
+
+
+class HeadMoved(PamdError):
+    """Another git's commit moved HEAD while pamd's `git commit` ran (git refuses to
+    move it from a value it no longer has); pamd's commit was not recorded."""
+
+    def __init__(self) -> None:
+        super().__init__("another git command committed while pamd was committing; nothing was committed",
+                         "run again", exit_code=75)
+
+
+# git's compare-and-swap on HEAD at the end of a commit, when another commit got there first
+_HEAD_MOVED = re.compile(r"cannot lock ref '(?:HEAD|refs/heads/[^']+)': is at [0-9a-f]+ but expected [0-9a-f]+")
 _LOCKED = re.compile(r"Unable to create '([^']+\.lock)': File exists|cannot lock ref '[^']+': "
                      r"Unable to create '([^']+\.lock)': File exists")
 

@@ -18,8 +18,9 @@ from pamd.consolidate.summarizers.lesson import LESSON_TOKENS
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.core.message import one_line
+from pamd.core.paths import DNA, MEMORY, PRELOAD, STATE, tier_of, tier_path
 from pamd.core.words import plural
-from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_of, tier_path
+from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 from pamd.myelin import myelin, preload, recall_log, snapshot
 
@@ -463,9 +464,9 @@ def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dic
                       if leaf in missing})
     # Words from history come back into the tree: a secret a person redacted from the tree
     # since stays out of PRELOAD.md and DNA.md (and the pamd-secrets hook's way).
-    from pamd.edge.redaction import redactor
+    from pamd.core.redact import Redactor
 
-    r = redactor(cfg)
+    r = Redactor.from_config(cfg)
     return {eid: r.redact(text)[0] for eid, text in texts.items()}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pamd.core.entry import NEURO, TIERS, count_tokens
 from pamd.edge.brain import Brain
-from pamd.edge.spend import summarizer_spend
+from pamd.ops.spend import summarizer_spend
 
 # The files every boot context holds whole (docs/format.md): DNA.md, PRELOAD.md and
 # STATE.md are never cut; MEMORY.md's entries are, lowest retention first, its notes not.

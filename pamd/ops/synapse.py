@@ -25,8 +25,9 @@ from typing import Any
 
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.core.message import one_line
+from pamd.core.paths import CONFIG, DNA, MEMORY, SYNAPSE_DIR
 from pamd.core.words import plural
-from pamd.edge.brain import CONFIG, DNA, MEMORY, SYNAPSE_DIR, Brain
+from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 # No ".": the name is a bare TOML key in [synapse.NAME], where a dot nests tables.
@@ -105,7 +106,7 @@ def check_credentials(brain: Brain, url: str, name: str | None = None) -> str:
         hint = ("let a git credential helper give the token (a user name too: git config "
                 "credential.https://host.username NAME), or use an ssh URL: git@host:owner/brain.git")
         if name is not None:
-            from pamd.edge.check import key_line
+            from pamd.ops.check import key_line
 
             line = key_line(brain.read(CONFIG) or "", f"synapse.{name}.url")
             raise PamdError(
@@ -128,7 +129,7 @@ def shown(url: str) -> str:
 
 
 def _secrets_in(brain: Brain, text: str) -> bool:
-    from pamd.edge.redaction import redactor
+    from pamd.ops.redaction import redactor
 
     return bool(redactor(brain.config).find(text))
 
@@ -138,7 +139,7 @@ def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
     written by hand: `uri = …`, `url = 5`, `url = ""`) or with a `ref` that is no string is
     refused, naming its line: left out, pull said "no synapse remotes" and add "already
     registered"."""
-    from pamd.edge.check import key_line
+    from pamd.ops.check import key_line
 
     out = {}
     tables = brain.config.get("synapse")
@@ -308,7 +309,7 @@ def attributed(text: str, meta: dict[str, Any]) -> str:
 def plan_pull(
     brain: Brain, name: str, url: str, sha: str, files: dict[str, str], origin: str
 ) -> Pulled:
-    from pamd.edge.redaction import redactor
+    from pamd.ops.redaction import redactor
 
     out = Pulled(name, url, sha, published_from=origin)
     meta: dict[str, Any] = {"synapse": name, "source": url, "commit": sha}
@@ -533,7 +534,7 @@ def shared_paths(brain: Brain, rev: str = "HEAD") -> list[str]:
 
 def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, list[str]]:
     """Commit what this agent shares to `branch`: (new sha, or None if unchanged; branch; paths)."""
-    from pamd.edge.redaction import scan
+    from pamd.ops.redaction import scan
 
     branch = branch or str(
         (brain.config.get("synapse") or {}).get("publish_branch", PUBLISH_BRANCH)

@@ -70,7 +70,9 @@ def run(args) -> int:
         if options:
             print(f"summarizer: extractive; found {options[0].what}: to use it, set "
                   f"{options[0].config.splitlines()[0]} in pamd.toml (commented suggestions are there)")
-    if args.ci and str(brain.config.get("schedule", {}).get("defrag_at", "")).lower() != "off":
+    from pamd.core.config import is_off, settings
+
+    if args.ci and not is_off(settings(brain.config).schedule.defrag_at):
         # not set here: until the workflow runs on GitHub, nothing else would defrag the brain
         print('once the nightly workflow runs on GitHub, set [schedule] defrag_at = "off" in pamd.toml, '
               "so that run-due and the daemon leave the defrag to its pull requests (docs/hooks.md)")

@@ -15,6 +15,7 @@ from typing import Any
 from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.consolidate.summarizers.lesson import LESSON_TOKENS
+from pamd.core.config import settings
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.core.message import one_line
@@ -367,7 +368,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                          "so they are not asked for again.")
         merged = [d.entry.id for d in plan.moving if d.entry.tier == d.target == "L4"]
         if merged:
-            budget = int(cfg["tiers"]["budgets"].get("L4", 0))
+            budget = int(settings(cfg).tiers.budgets["L4"])
             into = [s.id for s in summaries if s.tier == "L4" and set(s.sources) & set(merged)]
             notes.append(f"MEMORY.md was over its {budget:,}-token budget ([tiers.budgets] L4): merged "
                          f"{plural(len(merged), 'summary', 'summaries')} (lowest retention, oldest first; "

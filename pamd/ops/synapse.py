@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pamd.core.config import SynapseSettings, settings
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.core.message import one_line
 from pamd.core.paths import CONFIG, DNA, MEMORY, SYNAPSE_DIR
@@ -36,7 +37,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 L3_DIR = "memory/L3"
 MARKER = "synapse.toml"  # what `publish` adds, so a published branch counts as a brain
-PUBLISH_BRANCH = "pamd/publish"
+PUBLISH_BRANCH = SynapseSettings().publish_branch
 MAX_FILE = 4 * 1024 * 1024
 MAX_FILES = 5000
 L3_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.md$")
@@ -536,9 +537,7 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
     """Commit what this agent shares to `branch`: (new sha, or None if unchanged; branch; paths)."""
     from pamd.ops.redaction import scan
 
-    branch = branch or str(
-        (brain.config.get("synapse") or {}).get("publish_branch", PUBLISH_BRANCH)
-    )
+    branch = branch or str(settings(brain.config).synapse.publish_branch)
     if (
         not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", branch)
         or ".." in branch
@@ -562,7 +561,7 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
     tmp = Path(tempfile.mkdtemp(prefix="pamd-publish-"))
     try:
         marker = tmp / MARKER
-        me = _toml_str(str(brain.config["brain"].get("name", "")))
+        me = _toml_str(str(settings(brain.config).brain.name))
         marker.write_text(
             f'# published by `pamd synapse publish`\nname = "{me}"\nsource_commit = "{head}"\n',
             "utf-8",

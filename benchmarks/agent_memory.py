@@ -186,9 +186,9 @@ def schedule(root: Path) -> list[Feed]:
 
 def build(brain_dir: Path, work: Path, log: dict) -> datetime:
     from pamd.consolidate.schedule import run_due
-    from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest
     from pamd.errors import PamdError
+    from pamd.ops.layout import init_brain
 
     brain, _ = init_brain(brain_dir)
     feeds = schedule(CLAUDE)

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pamd.core.entry import count_tokens
-from pamd.edge.layout import init_brain
 from pamd.encode.ingest import ingest
+from pamd.ops.layout import init_brain
 
 SHARED = Path(__file__).resolve().parents[2] / "shared/bench/data/claude-code"
 # Narration, recognised here independently of the tagger: a message whose first words

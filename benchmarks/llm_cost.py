@@ -41,10 +41,10 @@ from pamd.consolidate.summarizers import Group  # noqa: E402
 from pamd.consolidate.summarizers.anthropic import AnthropicSummarizer  # noqa: E402
 from pamd.core.entry import Entry, count_tokens  # noqa: E402
 from pamd.edge.brain import Brain  # noqa: E402
-from pamd.edge.layout import init_brain  # noqa: E402
-from pamd.edge.spend import FORMAT, parse_runs  # noqa: E402
 from pamd.encode.ingest import ingest_entries, make_entries, redactor  # noqa: E402
 from pamd.encode.neurotag import Tagger  # noqa: E402
+from pamd.ops.layout import init_brain  # noqa: E402
+from pamd.ops.spend import FORMAT, parse_runs  # noqa: E402
 
 SEED_USD_PER_DAY = 1.09
 HAIKU = {"input": 1.00, "output": 5.00, "cache_write": 1.25, "cache_read": 0.10}

@@ -21,8 +21,8 @@ from collections import Counter
 from pathlib import Path
 
 from pamd.core.config import defaults
+from pamd.core.redact import Redactor
 from pamd.encode.neurotag import Tagger
-from pamd.encode.redact import Redactor
 
 DATA = Path(__file__).resolve().parents[1] / "../shared/bench/data/claude-code"
 FALLBACK_DATA = Path("/work/shared/bench/data/claude-code")

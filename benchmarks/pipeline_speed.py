@@ -25,9 +25,9 @@ from _workload import START, replay  # noqa: E402
 from pamd.consolidate.compaction import run as run_compaction  # noqa: E402
 from pamd.core.entry import TIERS, count_tokens  # noqa: E402
 from pamd.edge.brain import Brain  # noqa: E402
-from pamd.edge.layout import init_brain  # noqa: E402
 from pamd.encode.ingest import ingest_entries, make_entries, redactor  # noqa: E402
 from pamd.encode.neurotag import Tagger  # noqa: E402
+from pamd.ops.layout import init_brain  # noqa: E402
 
 
 def new_brain(tmp: Path, name: str) -> Brain:

@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "data" / "secrets"))
 import corpus  # noqa: E402
 
-from pamd.encode.redact import Redactor  # noqa: E402
+from pamd.core.redact import Redactor  # noqa: E402
 
 
 def forms(text: str) -> list[tuple[str, str, callable]]:

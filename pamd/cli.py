@@ -13,7 +13,6 @@ import os
 import sys
 import tempfile
 import traceback
-from datetime import UTC, datetime
 
 from pamd import __version__
 from pamd.core.visible import human_streams
@@ -29,20 +28,6 @@ COMMANDS = [
 
 def _module(name: str):
     return importlib.import_module(f"pamd.commands.{name.replace('-', '_')}")
-
-
-def now_arg(value: str | None) -> datetime:
-    """--now, else PAMD_NOW, else the real clock (aware UTC)."""
-    from pamd.core.entry import parse_time
-
-    # An empty PAMD_NOW is unset, as for any variable; an empty --now was typed and is a bad time.
-    raw = value if value is not None else (os.environ.get("PAMD_NOW") or None)
-    if raw is None:
-        return datetime.now(UTC).replace(microsecond=0)
-    try:
-        return parse_time(raw)
-    except ValueError:
-        raise PamdError(f"bad time {raw!r} for --now/PAMD_NOW", "use ISO 8601, e.g. 2026-11-30T14:00:00Z") from None
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -128,6 +113,8 @@ def _main(argv: list[str] | None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         args.now_given = bool(args.now or os.environ.get("PAMD_NOW"))
+        from pamd.edge.clock import now_arg
+
         args.now = now_arg(args.now)
         return int(args._run(args) or 0)
     except PamdError as exc:

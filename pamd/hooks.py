@@ -73,7 +73,7 @@ def pamd_is_committing(brain) -> bool:
 # ---------------------------------------------------------------- workers
 def check(brain, rels: list[str] | None) -> list[Problem]:
     """Format problems in `rels` (None: the whole brain), plus duplicate ids anywhere."""
-    from pamd.edge.check import check_brain
+    from pamd.ops.check import check_brain
 
     problems = check_brain(brain)
     if rels is None:
@@ -87,11 +87,11 @@ def check(brain, rels: list[str] | None) -> list[Problem]:
 def budget(brain) -> list[Problem]:
     """Tiers over their token budget, reported at the budget's line of pamd.toml (a folder
     has no line an editor could open)."""
-    from pamd.edge.brain import CONFIG, MEMORY, TIER_DIRS
-    from pamd.edge.check import key_line
+    from pamd.core.paths import CONFIG, MEMORY, TIER_DIRS
+    from pamd.ops.check import key_line
 
     budgets = brain.config.get("tiers", {}).get("budgets", {})
-    from pamd.edge.brain import tier_of
+    from pamd.core.paths import tier_of
 
     used: dict[str, int] = {}
     for rel in brain.entry_files():
@@ -119,7 +119,7 @@ def budget(brain) -> list[Problem]:
 
 def secrets(brain, rels: list[str], read: Callable[[str], str | None]) -> list[Problem]:
     """Secrets found in `rels`, one problem per secret at its line."""
-    from pamd.edge.redaction import scan
+    from pamd.ops.redaction import scan
 
     return [
         Problem(
@@ -134,7 +134,7 @@ def secrets(brain, rels: list[str], read: Callable[[str], str | None]) -> list[P
 
 def synapse_readonly(brain, rels: list[str]) -> list[Problem]:
     """A person's change under synapse/ (only `pamd synapse pull` writes there)."""
-    from pamd.edge.brain import SYNAPSE_DIR
+    from pamd.core.paths import SYNAPSE_DIR
 
     if pamd_is_committing(brain):
         return []
@@ -329,7 +329,7 @@ def _run(args: argparse.Namespace) -> int:
     if hook == "probe":
         return probe(brain)
     if hook == "install":
-        from pamd.edge.githooks import install_hooks
+        from pamd.ops.githooks import install_hooks
 
         for name in install_hooks(brain, force=args.force):
             print(f"installed hook {name}")
@@ -368,8 +368,8 @@ def check_staged(brain, rels: list[str]) -> list[Problem]:
     """`pamd check` of what is about to be committed: the staged version of each of `rels`,
     and an entry id held by two entry files of the index (`pamd check` and the pamd-check
     hook report those too; a file-by-file check cannot see them)."""
-    from pamd.edge.brain import MEMORY, TIER_DIRS
-    from pamd.edge.check import check_texts, checked
+    from pamd.core.paths import MEMORY, TIER_DIRS
+    from pamd.ops.check import check_texts, checked
 
     # as the framework's pamd-check hook, which runs only when one of its files is staged
     mine = [r for r in rels if checked(r)]

@@ -149,7 +149,7 @@ def test_check_file_names_a_file_of_this_brain(brain, tmp_path):
 
 def test_check_brain_reports_a_named_file_that_is_gone(brain):
     from pamd.edge.brain import Brain
-    from pamd.edge.check import check_brain
+    from pamd.ops.check import check_brain
 
     got = check_brain(Brain(brain.cwd), ["memory/L0/2026-11-30.md", "PRELOAD.md"])
     assert [(p.path, p.message) for p in got] == [("memory/L0/2026-11-30.md", "no such file")]

@@ -176,7 +176,7 @@ def test_defrag_branch_does_not_index_its_throwaway_worktree(week, tmp_path):
     """pamd's post-checkout hook fires in the worktree `defrag --branch` makes; it must not
     embed the whole brain there (under the brain's lock) for a folder deleted a moment later."""
     from pamd.edge.brain import Brain
-    from pamd.edge.githooks import hooks_dir, install_hooks
+    from pamd.ops.githooks import hooks_dir, install_hooks
 
     root = week.cwd
     install_hooks(Brain(root))

@@ -246,8 +246,8 @@ def test_eval_of_a_compacted_brain_counts_its_raw_input_from_history(brain, tmp_
 ])
 def test_eval_sets_the_scratch_brains_search_whatever_its_config_holds(tmp_path, config):
     from pamd.edge.brain import Brain
-    from pamd.edge.layout import init_brain
     from pamd.fidelity.evaluate import _set_index
+    from pamd.ops.layout import init_brain
 
     brain, _ = init_brain(tmp_path / "b")
     (brain.root / "pamd.toml").write_text(config, "utf-8")
@@ -261,9 +261,9 @@ def test_eval_sets_the_scratch_brains_search_whatever_its_config_holds(tmp_path,
 
 
 def test_eval_refuses_a_config_it_cannot_edit_in_one_line(tmp_path):
-    from pamd.edge.layout import init_brain
     from pamd.errors import PamdError
     from pamd.fidelity.evaluate import _set_index
+    from pamd.ops.layout import init_brain
 
     brain, _ = init_brain(tmp_path / "b")
     (brain.root / "pamd.toml").write_text('index.rerank = 5\n', "utf-8")

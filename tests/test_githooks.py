@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import REPO, git, head_count
 
-from pamd.edge.githooks import HOOKS
+from pamd.ops.githooks import HOOKS
 
 BIN = Path(sys.executable).parent
 HOOK_IDS = ("pamd-check", "pamd-budget", "pamd-secrets", "pamd-synapse-readonly", "pamd-probe",
@@ -41,7 +41,7 @@ def with_path(env: dict | None = None) -> dict:
 def hooked(brain):
     root = brain.cwd
     from pamd.edge.brain import Brain
-    from pamd.edge.githooks import install_hooks
+    from pamd.ops.githooks import install_hooks
 
     assert install_hooks(Brain(root)) == list(HOOKS)
     return brain
@@ -503,7 +503,7 @@ def test_the_init_ci_config_selects_the_same_files_as_pamds_hook_manifest():
     """The `repo: local` hooks `pamd init --ci` lays down are the manifest's, run by the
     installed pamd: a hook that reads other files there lets through what the manifest's
     blocks (the template's secret scan skipped notes.MD, a key committed)."""
-    from pamd.edge.layout import ci_files
+    from pamd.core.templates import ci_files
 
     manifest = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
     cfg = yaml.safe_load(ci_files()[".pre-commit-config.yaml"])
@@ -531,7 +531,7 @@ def test_init_ci_on_an_existing_brain_adds_only_the_missing_ci_files_in_one_comm
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [
         ".github/workflows/pamd-nightly.yml"]
     assert "Pamd-Run: init-ci" in git(root, "log", "-1", "--format=%B")
-    from pamd.edge.layout import ci_files
+    from pamd.core.templates import ci_files
 
     assert (root / ".github/workflows/pamd-nightly.yml").read_text() == ci_files()[
         ".github/workflows/pamd-nightly.yml"]
@@ -875,8 +875,8 @@ def test_the_secret_scan_reads_files_with_a_stray_byte_and_any_suffix_case(brain
     """A Latin-1 "café" made the scan skip the whole file (it was not UTF-8), and
     `notes.MD` was not scanned at all: a key beside either went into history."""
     from pamd.edge.brain import Brain
-    from pamd.edge.redaction import scan
     from pamd.hooks import all_files
+    from pamd.ops.redaction import scan
 
     root = brain.cwd
     key = "AKIA" + "Q7R4M2XK9ZP3W8HT"  # split: no scanner flags this test file

@@ -359,8 +359,8 @@ def test_openai_tool_output_and_call_arguments_are_cut_before_a_secret():
 
 
 def test_a_brains_own_patterns_guard_the_cut_too():
+    from pamd.core.redact import Redactor
     from pamd.encode import sources
-    from pamd.encode.redact import Redactor
 
     own = Redactor.from_config({"redact": {"patterns": [{"name": "acme", "regex": r"acme_[0-9a-f]{24}"}]}})
     data = _claude_code([_result("c" * 1980 + " acme_" + "ab12" * 6, 0)]).encode()
@@ -371,8 +371,8 @@ def test_a_brains_own_patterns_guard_the_cut_too():
 @given(st.integers(1930, 2010), st.sampled_from(SECRETS), st.sampled_from([" ", "\n", '"', "'", "(", "`"]))
 @settings(max_examples=200, deadline=None)
 def test_no_cut_leaves_a_piece_of_a_known_secret(at, secret, sep):
+    from pamd.core.redact import redact
     from pamd.encode import sources
-    from pamd.encode.redact import redact
 
     text, value = secret
     body = "y" * (at - len("[tool result] ")) + sep + text + sep + " and more output" * 20

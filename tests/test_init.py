@@ -378,7 +378,7 @@ def test_init_on_a_machine_with_nothing_adds_no_suggestion(brain, tmp_path, monk
 
 
 def test_detect_tells_a_logged_in_codex_from_one_that_is_not(tmp_path):
-    from pamd.edge.detect import detect
+    from pamd.ops.detect import detect
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pamd.core.config import defaults
-from pamd.encode.redact import Redactor, redact
+from pamd.core.redact import Redactor, redact
 from pamd.errors import PamdError
 
 # Built at run time so no literal secret-shaped string sits in the repository
@@ -575,7 +575,7 @@ def test_a_command_line_rule_reads_a_bounded_span_so_a_long_line_stays_linear() 
     The span between the command and its flag is bounded (240 characters)."""
     import re as _re
 
-    from pamd.encode.redact import BUILTIN
+    from pamd.core.redact import BUILTIN
 
     for pattern in BUILTIN:
         assert not _re.search(r"\][*+]\?", pattern.regex.pattern), pattern.regex.pattern

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from pamd.encode.redact import redact
+from pamd.core.redact import redact
 
 sys.path.insert(0, str(DATA / "secrets"))
 import corpus  # noqa: E402

@@ -115,7 +115,7 @@ def test_status_names_the_summarizer(brain):
 def test_the_daily_rate_spans_at_least_a_day_and_at_most_a_week():
     from datetime import UTC, datetime, timedelta
 
-    from pamd.edge.spend import Run, daily_rate
+    from pamd.ops.spend import Run, daily_rate
 
     now = datetime(2026, 1, 10, tzinfo=UTC)
     one = [Run(now - timedelta(hours=1), "anthropic", 0.5, 1000, 100)]

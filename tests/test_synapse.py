@@ -102,7 +102,7 @@ def test_two_brains_share_through_synapse(alice, bob):
     assert "memory/L0" not in git(root, "ls-files", "synapse")  # raw tiers never travel
     # never mixed into bob's own tiers
     from pamd.edge.brain import Brain
-    from pamd.edge.synapse import synapse_files
+    from pamd.ops.synapse import synapse_files
 
     b = Brain(root)
     assert not any(r.startswith("synapse/") for r in b.entry_files())
@@ -563,7 +563,7 @@ def test_an_scp_like_url_with_a_password_is_never_shown(bob):
 
 def test_a_user_name_alone_in_a_synapse_url_is_no_credential(bob, alice):
     from pamd.edge.brain import Brain
-    from pamd.edge.synapse import check_credentials
+    from pamd.ops.synapse import check_credentials
 
     for url in ("ssh://git@github.com/bob/brain.git", "git@github.com:bob/brain.git",
                 "https://github.com/bob/brain.git", str(alice.cwd)):

@@ -172,10 +172,8 @@ def _job(argv: list[str]) -> int:
     `refresh ROOT` (the next brief)."""
     job, root = argv[0], Path(argv[1])
     code = 0
-    if job == "ingest":
-        from pamd.cli import main as pamd_main
-
-        code = pamd_main(["--brain", str(root), "ingest", "-"])
+    if job == "ingest":  # the command itself, on this job's stdin, stdout and stderr
+        code = subprocess.run([sys.executable, "-m", "pamd", "--brain", str(root), "ingest", "-"]).returncode
     try:
         kept = cached(root)
         if kept is None or kept.get("signature") != signature(root):  # nothing new: it stands

@@ -37,7 +37,7 @@ def open_brain(root: Path):
 
 
 def now_or_clock(now: datetime | None) -> datetime:
-    from pamd.cli import now_arg
+    from pamd.edge.clock import now_arg
 
     return now if now is not None else now_arg(None)
 
@@ -173,7 +173,7 @@ def touch(root: Path, refs: list[str], now: datetime | None = None) -> Reply:
 
 
 def status(root: Path, now: datetime | None = None) -> Reply:
-    from pamd.edge.status import status as brain_status
+    from pamd.ops.status import status as brain_status
 
     brain = open_brain(root)
     st = brain_status(brain, now_or_clock(now))

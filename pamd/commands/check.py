@@ -34,7 +34,7 @@ def brain_rel(root, name: str, dir_hint: str = "name its files, or run `pamd che
 
 def run(args) -> int:
     from pamd.edge.brain import Brain
-    from pamd.edge.check import check_brain, problems_json
+    from pamd.ops.check import check_brain, problems_json
 
     brain = Brain.find(args.brain)
     only = [brain_rel(brain.root.resolve(), f) for f in args.files] if args.files else None

@@ -30,7 +30,7 @@ def run(args, mode: str = "compact") -> int:
             print("\nThe summaries this run would write (extractive; an LLM backend writes its own):")
             print("\n".join(preview))
         if mode == "defrag":
-            from pamd.edge.brain import DNA
+            from pamd.core.paths import DNA
             from pamd.myelin import myelin
 
             _, retired = myelin.bound_dna(brain.read(DNA) or "", brain.config, [])

@@ -29,7 +29,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from pamd.core.words import plural
     from pamd.edge.brain import Brain
-    from pamd.edge.fsck import fsck
+    from pamd.ops.fsck import fsck
 
     brain = Brain.find(args.brain)
     _prune_worktrees(brain)

@@ -28,8 +28,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from pamd.edge.brain import CONFIG
-    from pamd.edge.layout import init_brain
+    from pamd.core.paths import CONFIG
+    from pamd.ops.layout import init_brain
 
     where = target(args.dir, args.brain)
     if (args.ci or args.hooks) and args.dir is None and args.brain is None:
@@ -45,8 +45,9 @@ def run(args) -> int:
     if (args.ci or args.hooks) and (where.expanduser() / CONFIG).is_file():
         # an existing brain (about to be pushed to GitHub, or a fresh clone: git does not
         # clone .git/hooks): add the CI files it lacks, install the hooks
+        from pamd.core.templates import ci_files
         from pamd.edge.brain import Brain
-        from pamd.edge.layout import add_ci, ci_files
+        from pamd.ops.layout import add_ci
 
         if args.name is not None:
             raise PamdError(f"{where} is already a pamd brain; --name only names a new one",
@@ -61,7 +62,7 @@ def run(args) -> int:
                 print(f"kept {rel} as it is (an existing file is never overwritten)")
             print(f"added {', '.join(added)} to the brain in {brain.root} ({(sha or '')[:8]})")
     else:
-        from pamd.edge.detect import detect, suggestion
+        from pamd.ops.detect import detect, suggestion
 
         options = detect()
         brain, sha = init_brain(where, args.name, ci=args.ci, summarizer_note=suggestion(options))
@@ -69,12 +70,14 @@ def run(args) -> int:
         if options:
             print(f"summarizer: extractive; found {options[0].what}: to use it, set "
                   f"{options[0].config.splitlines()[0]} in pamd.toml (commented suggestions are there)")
-    if args.ci and str(brain.config.get("schedule", {}).get("defrag_at", "")).lower() != "off":
+    from pamd.core.config import is_off, settings
+
+    if args.ci and not is_off(settings(brain.config).schedule.defrag_at):
         # not set here: until the workflow runs on GitHub, nothing else would defrag the brain
         print('once the nightly workflow runs on GitHub, set [schedule] defrag_at = "off" in pamd.toml, '
               "so that run-due and the daemon leave the defrag to its pull requests (docs/hooks.md)")
     if args.hooks:
-        from pamd.edge.githooks import install_hooks
+        from pamd.ops.githooks import install_hooks
 
         written = install_hooks(brain)
         for name in written:
@@ -101,7 +104,7 @@ def target(folder: str | None, brain: str | None) -> Path:
 
 def brain_above(here: Path) -> Path | None:
     """The brain whose folder holds `here`, if any."""
-    from pamd.edge.brain import CONFIG
+    from pamd.core.paths import CONFIG
 
     here = here.resolve()
     return next((d for d in (here, *here.parents) if (d / CONFIG).is_file() and (d / ".git").exists()), None)

@@ -37,9 +37,9 @@ def run(args) -> int:
     from pamd.commands.check import brain_rel
     from pamd.edge.brain import Brain
     from pamd.edge.files import write_atomic
-    from pamd.edge.redaction import clean, commit_message, scan
     from pamd.errors import PamdError
     from pamd.hooks import all_files
+    from pamd.ops.redaction import clean, commit_message, scan
 
     brain = Brain.find(args.brain)
     # Each FILE as `pamd check` takes it: a missing one (a typo) is an error, not "no secrets".

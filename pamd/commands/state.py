@@ -16,7 +16,8 @@ def run(args) -> int:
     import json
 
     from pamd.core.fmt import FormatError, split_frontmatter
-    from pamd.edge.brain import STATE, Brain
+    from pamd.core.paths import STATE
+    from pamd.edge.brain import Brain
     from pamd.edge.history import TreeView
     from pamd.errors import PamdError
     from pamd.myelin.boot import STATE_KEYS, _yaml_lists

@@ -13,7 +13,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.edge.brain import Brain
-    from pamd.edge.status import status
+    from pamd.ops.status import status
 
     brain = Brain.find(args.brain)
     brain.recover_for_reading()

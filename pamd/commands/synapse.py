@@ -48,8 +48,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.core.words import plural
-    from pamd.edge import synapse
     from pamd.edge.brain import Brain
+    from pamd.ops import synapse
 
     brain = Brain.find(args.brain)
     if args.verb == "add":

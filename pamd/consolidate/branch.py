@@ -13,7 +13,8 @@ from datetime import datetime
 from pathlib import Path
 
 from pamd.consolidate.compaction import Outcome, run
-from pamd.edge.brain import CONFIG, Brain
+from pamd.core.paths import CONFIG
+from pamd.edge.brain import Brain
 from pamd.edge.lock import Lock
 from pamd.edge.worktrees import OWNER, PREFIX
 from pamd.errors import PamdError

@@ -15,11 +15,13 @@ from typing import Any
 from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.consolidate.summarizers.lesson import LESSON_TOKENS
+from pamd.core.config import settings
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.core.message import one_line
+from pamd.core.paths import DNA, MEMORY, PRELOAD, STATE, tier_of, tier_path
 from pamd.core.words import plural
-from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_of, tier_path
+from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 from pamd.myelin import myelin, preload, recall_log, snapshot
 
@@ -366,7 +368,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                          "so they are not asked for again.")
         merged = [d.entry.id for d in plan.moving if d.entry.tier == d.target == "L4"]
         if merged:
-            budget = int(cfg["tiers"]["budgets"].get("L4", 0))
+            budget = int(settings(cfg).tiers.budgets["L4"])
             into = [s.id for s in summaries if s.tier == "L4" and set(s.sources) & set(merged)]
             notes.append(f"MEMORY.md was over its {budget:,}-token budget ([tiers.budgets] L4): merged "
                          f"{plural(len(merged), 'summary', 'summaries')} (lowest retention, oldest first; "
@@ -463,9 +465,9 @@ def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dic
                       if leaf in missing})
     # Words from history come back into the tree: a secret a person redacted from the tree
     # since stays out of PRELOAD.md and DNA.md (and the pamd-secrets hook's way).
-    from pamd.edge.redaction import redactor
+    from pamd.core.redact import Redactor
 
-    r = redactor(cfg)
+    r = Redactor.from_config(cfg)
     return {eid: r.redact(text)[0] for eid, text in texts.items()}
 
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import Doc
+from pamd.core.paths import DAILY_DIR, tier_path
 from pamd.core.words import plural
-from pamd.edge.brain import DAILY_DIR, Brain, tier_path
+from pamd.edge.brain import Brain
 
 # Daily notes an agent writes next to the tiers, e.g. memory/2026-11-29.md.
 DAILY_NOTE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")

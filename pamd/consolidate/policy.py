@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pamd.core.config import settings
 from pamd.core.entry import TIERS, TYPES, Entry, add_via, entry_id
 from pamd.encode.hippocampus import COMPRESS, DROP, KEEP, decide, retention
 
@@ -228,7 +229,7 @@ def _enforce_budgets(by_id: dict[str, Decision], config: dict[str, Any], ceiling
 
 def _bound_memory(by_id: dict[str, Decision], l4: list[Entry], config: dict[str, Any], now: datetime) -> None:
     """MEMORY.md over its budget: merge its lowest-retention, oldest summaries (see module doc)."""
-    budget = int(config["tiers"]["budgets"].get("L4", 0) or 0)
+    budget = int(settings(config).tiers.budgets["L4"] or 0)
     if budget <= 0:
         return
     size = sum(e.tokens for e in l4)

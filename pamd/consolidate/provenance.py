@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from pamd.core.entry import Entry
 from pamd.core.fmt import FormatError, parse_doc
-from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
+from pamd.core.paths import SYNAPSE_DIR, tier_of
+from pamd.edge.brain import Brain
 from pamd.edge.lineage import added_entry
 from pamd.errors import PamdError
 

@@ -1,22 +1,237 @@
-"""pamd.toml: the packaged template is the defaults; a brain's file overrides it."""
+"""pamd.toml: one typed set of defaults (the dataclasses here); a brain's file overrides it.
+
+The packaged template (templates/brain/pamd.toml) says the same defaults to people, with
+comments; tests/test_config.py checks that it holds exactly these values. Code reads a
+setting through `settings(config)`, which fills in what a partial dict lacks; a read that
+still takes a value from the dict with a default of its own must give the one here.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 import tomllib
+import typing
+from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from pamd.errors import PamdError
 
 
+@dataclass
+class BrainSettings:
+    name: str = "agent"
+
+
+@dataclass
+class GitSettings:
+    author_name: str = "pamd"
+    author_email: str = "pamd@localhost"
+    on_lock: str = "wait"  # "wait" (up to lock_timeout seconds) or "fail"
+    lock_timeout: float = 60
+    branch: str | None = None  # None: origin's HEAD, else main or master
+
+
+@dataclass
+class NeurotagSettings:
+    rules_file: str = ""
+    languages: list[str] = field(default_factory=list)
+    trash_below: float = 0.15
+
+
+@dataclass
+class TypeSettings:
+    """A type of entry: its importance, its decay (λ per hour) and the floor retention keeps."""
+
+    importance: float = 0.5
+    decay: float = 0.12
+    floor: float = 0.0
+
+
+@dataclass
+class RetentionSettings:
+    keep_hot: float = 0.65
+    drop_below: float = 0.25
+
+
+def _types() -> dict[str, TypeSettings]:
+    return {"decision": TypeSettings(0.90, 0.03, 0.50), "user_intent": TypeSettings(0.80, 0.05, 0.35),
+            "context": TypeSettings(0.50, 0.12, 0.0), "tool_result": TypeSettings(0.30, 0.20, 0.0),
+            "ephemeral": TypeSettings(0.10, 0.35, 0.0)}
+
+
+@dataclass
+class HippocampusSettings:
+    types: dict[str, TypeSettings] = field(default_factory=_types)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
+
+
+@dataclass
+class ClockStep:
+    below: float
+    hours: float
+
+
+@dataclass
+class TiersSettings:
+    l0_hours: float = 4
+    l1_hours: float = 12
+    l2_hours: float = 72
+    l3_hours: float = 168
+    clock: list[ClockStep] = field(default_factory=lambda: [ClockStep(0.3, 0.5), ClockStep(0.6, 4),
+                                                            ClockStep(0.8, 24)])
+    critical_hours: float = 168
+    l4_merge_ratio: float = 3
+    budgets: dict[str, int] = field(default_factory=lambda: {"L0": 200000, "L1": 150000, "L2": 100000,
+                                                             "L3": 50000, "L4": 100000})
+    group_tokens: dict[str, int] = field(default_factory=lambda: {"L1": 1200, "L2": 4000, "L3": 4000,
+                                                                  "L4": 8000})
+    ratios: dict[str, float] = field(default_factory=lambda: {"L1": 3, "L2": 10, "L3": 50})
+
+
+@dataclass
+class Price:
+    """USD per million tokens (cache_*: anthropic's prompt cache)."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_write: float | None = None
+    cache_read: float | None = None
+
+
+def _prices() -> dict[str, Price]:
+    return {"claude-haiku-4-5": Price(1.00, 5.00, 1.25, 0.10), "claude-sonnet-4-5": Price(3.00, 15.00, 3.75, 0.30),
+            "gemini-2.5-flash": Price(0.30, 2.50), "gemini-2.5-flash-lite": Price(0.10, 0.40)}
+
+
+@dataclass
+class SummarizerSettings:
+    backend: str = "extractive"
+    model: str = ""
+    batch_size: int = 8
+    max_retries: int = 3
+    fallback: str = "extractive"
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    json_mode: bool = True
+    api_version: str = "v1beta"
+    timeout: float = 120
+    retry_base_delay: float = 1.0
+    retry_max_delay: float = 30.0
+    temperature: float = 0.2
+    thinking_budget: int = 0
+    max_output_tokens: int = 4096
+    prices: dict[str, Price] = field(default_factory=_prices)
+
+
+@dataclass
+class SynapseSettings:
+    publish_branch: str = "pamd/publish"  # each peer is a table of its own beside this: [synapse.alice]
+
+
+@dataclass
+class IndexSettings:
+    embedder: str = "auto"
+    model: str = ""
+    refresh_after_pipeline: bool = True
+    fusion: str = "learned"
+    rerank: int = 0
+    fusion_k: float = 10
+    dense_weight: float = 0.7
+    lexical_weight: float = 1.0
+    neighbour_weight: float = 0.6
+    file_weight: float = 0.3
+    role_boost: float = 0.5
+    hit_lines: float = 4
+    dense_context: int = 1
+    max_chars: int = 800
+    deep: bool = True
+    recency_boost: float = 0.0
+    recency_half_life_days: float = 30
+    importance_boost: float = 0.0
+
+
+@dataclass
+class MyelinSettings:
+    lesson_min_importance: float = 0.5
+    max_lessons_per_run: int = 5
+    thin: int = 3
+    thick: int = 5
+    reflex: int = 10
+    dna_budget: int = 5000
+    thin_decay_factor: float = 0.5
+    demote_after_days: float = 30
+
+
+@dataclass
+class ScheduleSettings:
+    compact_every_minutes: float = 30
+    defrag_at: str = "02:30"  # "HH:MM" UTC, or "off"
+
+
+@dataclass
+class BootSettings:
+    budget: int = 500000
+
+
+@dataclass
+class Settings:
+    """Every setting of pamd.toml, with its default."""
+
+    brain: BrainSettings = field(default_factory=BrainSettings)
+    git: GitSettings = field(default_factory=GitSettings)
+    neurotag: NeurotagSettings = field(default_factory=NeurotagSettings)
+    hippocampus: HippocampusSettings = field(default_factory=HippocampusSettings)
+    tiers: TiersSettings = field(default_factory=TiersSettings)
+    summarizer: SummarizerSettings = field(default_factory=SummarizerSettings)
+    synapse: SynapseSettings = field(default_factory=SynapseSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    myelin: MyelinSettings = field(default_factory=MyelinSettings)
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    boot: BootSettings = field(default_factory=BootSettings)
+
+
+def as_dict(value: Any) -> Any:
+    """A settings object as pamd.toml's tables hold it (a setting with no value is left out)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: as_dict(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) is not None}
+    if isinstance(value, dict):
+        return {k: as_dict(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_dict(v) for v in value]
+    return value
+
+
 @lru_cache(maxsize=1)
 def defaults() -> dict[str, Any]:
-    text = resources.files("pamd.templates").joinpath("brain/pamd.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return as_dict(Settings())
+
+
+def settings(config: dict[str, Any] | None) -> Settings:
+    """The typed settings of a config dict (a brain's, or any part of one: what it lacks is the
+    default). Keys it does not know (a synapse's table) are left to the code that reads them."""
+    return _build(Settings, merge(defaults(), config or {}))
+
+
+def _build(kind: Any, value: Any) -> Any:
+    origin = typing.get_origin(kind)
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        if not isinstance(value, dict):
+            return value
+        hints = typing.get_type_hints(kind)
+        return kind(**{f.name: _build(hints[f.name], value[f.name])
+                       for f in dataclasses.fields(kind) if f.name in value})
+    if origin is dict and isinstance(value, dict):
+        inner = typing.get_args(kind)[1]
+        return {k: _build(inner, v) for k, v in value.items()}
+    if origin is list and isinstance(value, list):
+        inner = typing.get_args(kind)[0]
+        return [_build(inner, v) for v in value]
+    return value
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

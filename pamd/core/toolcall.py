@@ -188,7 +188,7 @@ def _safe(text: str) -> str:
     """The text with what redaction catches redacted. A gist shows a call's arguments
     un-escaped (`API_KEY="…"`, stored as `API_KEY=\\"…\\"`), and a summary or STATE.md
     must never show a secret that ingest's redaction missed in the stored form."""
-    from pamd.encode.redact import redact
+    from pamd.core.redact import redact
 
     return redact(text)[0] if text else text
 

@@ -27,34 +27,15 @@ from git import GitCommandError
 from pamd.core import config as config_mod
 from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, Doc, FormatError, Problem, parse_doc
+from pamd.core.paths import CONFIG, MEMORY, STATE_DIR, SYNAPSE_DIR, TIER_DIRS, tier_of
 from pamd.edge.fault import checkpoint
 from pamd.edge.files import read_text, temp_files, write_atomic
 from pamd.edge.git import HeadMoved, Repo
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
 
-CONFIG = "pamd.toml"
-MEMORY, DNA, STATE, PRELOAD = "MEMORY.md", "DNA.md", "STATE.md", "PRELOAD.md"
-TIER_DIRS = {"L0": "memory/L0", "L1": "memory/L1", "L2": "memory/L2", "L3": "memory/L3"}
-DAILY_DIR = "memory/daily"
-SYNAPSE_DIR = "synapse"
-STATE_DIR = ".pamd"
 JOURNAL = "txn.json"
 MAX_FILE = 64 * 1024 * 1024
-
-
-def tier_of(path: str) -> str | None:
-    """Which tier a brain-relative path holds entries of (None: not an entry file)."""
-    if path == MEMORY:
-        return "L4"
-    for tier, d in TIER_DIRS.items():
-        if path.startswith(d + "/") and path.endswith(".md"):
-            return tier
-    return None
-
-
-def tier_path(tier: str, day: str) -> str:
-    return f"{TIER_DIRS[tier]}/{day}.md"
 
 
 @dataclass

@@ -9,7 +9,8 @@ from typing import Any
 
 from pamd.core import config as config_mod
 from pamd.core.entry import fmt_time, parse_time
-from pamd.edge.brain import CONFIG, Brain
+from pamd.core.paths import CONFIG
+from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from pamd.core.entry import Entry, count_tokens
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc
-from pamd.edge.brain import MEMORY, TIER_DIRS, Brain
+from pamd.core.paths import MEMORY, TIER_DIRS
+from pamd.edge.brain import Brain
 
 LEDGER_DIR = "memory/ledger"
 ID_RE = re.compile(r"\b[es]-[0-9a-f]{12}\b")

@@ -23,11 +23,12 @@ from typing import Any
 from pamd.core.entry import NEURO, Entry, entry_id, fmt_time
 from pamd.core.fmt import render_doc
 from pamd.core.message import one_line
+from pamd.core.paths import tier_path
+from pamd.core.redact import Redactor
 from pamd.core.words import plural
-from pamd.edge.brain import Brain, tier_path
+from pamd.edge.brain import Brain
 from pamd.encode import sources
 from pamd.encode.neurotag import Tagger
-from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"

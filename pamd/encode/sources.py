@@ -46,9 +46,9 @@ from pathlib import PurePath
 
 from pamd.core import toolcall
 from pamd.core.entry import clean_token, fmt_time, parse_time
+from pamd.core.redact import Redactor
 from pamd.core.toolcall import is_call
 from pamd.core.words import plural
-from pamd.encode.redact import Redactor
 from pamd.errors import PamdError
 
 FORMATS = ("pamd", "openai", "claude-code", "codex", "markdown")

@@ -219,7 +219,7 @@ def _set_config(brain, settings: dict[str, dict[str, str | int]]) -> None:
     (`{"tiers.ratios": {"L3": 25}}`), keeping everything else as it is; one commit."""
     import tomllib
 
-    from pamd.edge.brain import CONFIG
+    from pamd.core.paths import CONFIG
 
     text = brain.read(CONFIG) or ""
     for name, values in settings.items():
@@ -304,10 +304,10 @@ def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
                         summarizer: str | None = None,
                         settings: dict[str, dict[str, str | int]] | None = None) -> Report:
     from pamd.consolidate.compaction import run as compaction
-    from pamd.edge.layout import init_brain
     from pamd.encode.ingest import ingest_entries, make_entries
     from pamd.encode.neurotag import Tagger
     from pamd.encode.sources import Message
+    from pamd.ops.layout import init_brain
     from pamd.recall import api
 
     accs = {age: _Acc() for age, _ in ages}

@@ -29,8 +29,8 @@ from typing import Any
 
 from pamd.core.entry import Entry, count_tokens, fmt_time
 from pamd.core.fmt import FormatError, conflict_region, item_text, parse_doc, split_frontmatter
+from pamd.core.paths import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.core.words import plural
-from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, tier_of
 from pamd.encode.hippocampus import retention
 from pamd.myelin import preload
 
@@ -254,7 +254,7 @@ def _body(text: str, rel: str) -> tuple[dict[str, Any], str]:
 @functools.cache
 def _template_paragraphs() -> frozenset[str]:
     """Paragraphs of the guidance `pamd init` writes into the brain files: no memory."""
-    from pamd.edge.layout import template_files
+    from pamd.core.templates import template_files
 
     out: set[str] = set()
     for rel in (DNA, STATE, PRELOAD, MEMORY):

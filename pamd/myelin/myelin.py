@@ -29,6 +29,7 @@ from pamd.consolidate.summarizers.lesson import (
     signature,
     states_failure,
 )
+from pamd.core.config import settings
 from pamd.core.entry import Entry, add_via, count_tokens
 from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
@@ -243,7 +244,7 @@ def _recorded_recalls(item: dict[str, Any]) -> int:
 
 def dna_over(text: str, cfg: dict[str, Any]) -> bool:
     """Whether pamd's reflexes in DNA.md pass `[myelin] dna_budget` (0: no bound)."""
-    budget = int(cfg["myelin"].get("dna_budget", 0) or 0)
+    budget = int(settings(cfg).myelin.dna_budget or 0)
     if budget <= 0 or not text:
         return False
     try:

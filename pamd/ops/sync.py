@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 from pamd.core.entry import Entry
 from pamd.core.fmt import FormatError, parse_doc, render_doc
+from pamd.core.paths import DNA, MEMORY, PRELOAD, STATE, TIER_DIRS, tier_of
 from pamd.core.words import plural
 from pamd.edge import lineage
-from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, TIER_DIRS, Brain, tier_of
+from pamd.edge.brain import Brain
 from pamd.edge.files import write_atomic
 from pamd.errors import PamdError
 from pamd.ops import fmmerge, union

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pamd.consolidate.compaction import only_pamds
 from pamd.core.entry import Entry, add_via
 from pamd.core.fmt import Doc, parse_doc, render_doc
-from pamd.edge.brain import MEMORY, tier_of
+from pamd.core.paths import MEMORY, tier_of
 
 Head = tuple[dict, str] | None  # (frontmatter, text above the entries); None: no such file
 # Three-way merge of text (base, ours, theirs) -> the merge, or None on a conflict.

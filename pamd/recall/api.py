@@ -36,8 +36,10 @@ class Hits(list):
 
 
 def embedder_for(config: dict) -> Embedder:
-    ix = config.get("index", {})
-    return load(str(ix.get("embedder", "auto")), str(ix.get("model", "")))
+    from pamd.core.config import settings
+
+    ix = settings(config).index
+    return load(str(ix.embedder), str(ix.model))
 
 
 def index(brain, force: bool = False, embedder: Embedder | None = None,
@@ -102,7 +104,9 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     emb = embedder or embedder_for(brain.config)
     # The query's vector does not depend on the index: embed it while the index is checked
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
-    dense = float(brain.config.get("index", {}).get("dense_weight", 1.0)) > 0
+    from pamd.core.config import settings
+
+    dense = float(settings(brain.config).index.dense_weight) > 0
     qvec = Background(query_pass, emb, query) if dense and mode != "exact" and getattr(emb, "concurrent", False) \
         else None
     try:

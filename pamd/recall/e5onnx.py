@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from pamd.recall import onnxpb
-from pamd.recall.embed import x86_flags
+from pamd.recall.cpu import x86_flags
 
 VERSION = 3  # of the graph and the tokenizer: part of the vectors' identity
 QK = 32  # weights per Q4_0 block

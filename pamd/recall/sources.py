@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pamd.edge.brain import DAILY_DIR, DNA, MEMORY, SYNAPSE_DIR, TIER_DIRS
+from pamd.core.paths import DAILY_DIR, DNA, MEMORY, SYNAPSE_DIR, TIER_DIRS
 from pamd.edge.files import inside
 
 # Tiers a user can name in --tier, besides L0-L4.

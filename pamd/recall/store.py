@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pamd.core.config import settings
 from pamd.core.fmt import conflict_region
 from pamd.core.words import plural
 from pamd.edge.lock import Lock
@@ -532,8 +533,8 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                     STABLE_COL: np.zeros(0, np.int64)}
         rep.rebuilt = True
     db = idx.db
-    max_chars = int(config.get("index", {}).get("max_chars", 800))
-    context = int(config.get("index", {}).get("dense_context", 0))
+    ix = settings(config).index
+    max_chars, context = int(ix.max_chars), int(ix.dense_context)
 
     # 1. which files changed (stat first; bytes only when the stat moved)
     rows = db.execute("SELECT path, size, mtime_ns, sha FROM files")
@@ -597,7 +598,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     # 2. which chunks appear and disappear
     new_chunks: list[Chunk] = []
     dead: list[int] = []
-    deep = Lookup(root, state_dir, again=force) if config.get("index", {}).get("deep", True) else None
+    deep = Lookup(root, state_dir, again=force) if ix.deep else None
     try:
         for n_file, (rel, tier, text) in enumerate(changed):
             # a clone reads its summaries' leaves from history here (a progress(done, total,

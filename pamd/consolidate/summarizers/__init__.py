@@ -8,6 +8,7 @@ or "openai" (any OpenAI-compatible chat-completions endpoint, such as a local Ol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pamd.consolidate.summarizers.base import (
@@ -19,7 +20,8 @@ from pamd.consolidate.summarizers.base import (
     section,
 )
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
-from pamd.consolidate.summarizers.lesson import extract_lesson, lesson
+from pamd.consolidate.summarizers.lesson import LESSON_TOKENS, extract_lesson
+from pamd.core.entry import Entry
 from pamd.errors import PamdError
 
 __all__ = [
@@ -65,3 +67,12 @@ def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
 
         return OpenAISummarizer.from_config(config or {})
     raise AssertionError(backend)  # backend_name checked it
+
+
+def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> str:
+    """A one-line lesson; written by the configured backend (extractive by default)."""
+    if not entries:
+        return ""
+    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=LESSON_TOKENS)
+    texts, _ = get_summarizer(config or {}).summarize([group])
+    return texts[0]

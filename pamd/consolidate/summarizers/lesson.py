@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from pamd.consolidate.summarizers import text as tx
 from pamd.core import toolcall
@@ -362,15 +361,3 @@ def signature(text: str) -> str:
 
 # Cells of a Markdown table row: "| `af81c43` | spotter-fum.4 | Added … |".
 _TABLE_ROW = re.compile(r"(?:^|\s)\|\s.*\s\|(?:\s|$)")
-
-
-def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> str:
-    """A one-line lesson; written by the configured backend (extractive by default)."""
-    from pamd.consolidate.summarizers import get_summarizer
-    from pamd.consolidate.summarizers.base import Group
-
-    if not entries:
-        return ""
-    group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=LESSON_TOKENS)
-    texts, _ = get_summarizer(config or {}).summarize([group])
-    return texts[0]

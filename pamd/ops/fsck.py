@@ -36,9 +36,10 @@ from collections.abc import Callable
 
 from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, HEADER_RE, Problem, conflict_marker, parse_doc, split_frontmatter
+from pamd.core.paths import SYNAPSE_DIR, tier_of
 from pamd.core.words import plural
 from pamd.edge import lineage
-from pamd.edge.brain import SYNAPSE_DIR, Brain, tier_of
+from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 LEDGER_DIR = "memory/ledger"
@@ -63,7 +64,7 @@ def conflicts(brain: Brain) -> list[Problem]:
 
 
 def format_(brain: Brain) -> list[Problem]:
-    from pamd.edge.check import check_brain
+    from pamd.ops.check import check_brain
 
     return check_brain(brain)
 

@@ -6,9 +6,10 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from pamd.core.config import settings
 from pamd.core.entry import NEURO, TIERS, count_tokens
 from pamd.edge.brain import Brain
-from pamd.edge.spend import summarizer_spend
+from pamd.ops.spend import summarizer_spend
 
 # The files every boot context holds whole (docs/format.md): DNA.md, PRELOAD.md and
 # STATE.md are never cut; MEMORY.md's entries are, lowest retention first, its notes not.
@@ -41,7 +42,7 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
     for line in log.splitlines():
         sha, date, subject = line.split("\x1f", 2)
         commits.append({"sha": sha, "date": date, "subject": subject})
-    return {"brain": str(brain.root), "name": brain.config["brain"].get("name", ""),
+    return {"brain": str(brain.root), "name": settings(brain.config).brain.name,
             "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain),
             "schedule": schedule(brain, now), "boot": boot_files(brain),
             "summarizer": summarizer_spend(brain, now)}

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pamd.core.config import SynapseSettings, settings
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.core.message import one_line
+from pamd.core.paths import CONFIG, DNA, MEMORY, SYNAPSE_DIR
 from pamd.core.words import plural
-from pamd.edge.brain import CONFIG, DNA, MEMORY, SYNAPSE_DIR, Brain
+from pamd.edge.brain import Brain
 from pamd.errors import PamdError
 
 # No ".": the name is a bare TOML key in [synapse.NAME], where a dot nests tables.
@@ -35,7 +37,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 L3_DIR = "memory/L3"
 MARKER = "synapse.toml"  # what `publish` adds, so a published branch counts as a brain
-PUBLISH_BRANCH = "pamd/publish"
+PUBLISH_BRANCH = SynapseSettings().publish_branch
 MAX_FILE = 4 * 1024 * 1024
 MAX_FILES = 5000
 L3_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.md$")
@@ -105,7 +107,7 @@ def check_credentials(brain: Brain, url: str, name: str | None = None) -> str:
         hint = ("let a git credential helper give the token (a user name too: git config "
                 "credential.https://host.username NAME), or use an ssh URL: git@host:owner/brain.git")
         if name is not None:
-            from pamd.edge.check import key_line
+            from pamd.ops.check import key_line
 
             line = key_line(brain.read(CONFIG) or "", f"synapse.{name}.url")
             raise PamdError(
@@ -128,7 +130,7 @@ def shown(url: str) -> str:
 
 
 def _secrets_in(brain: Brain, text: str) -> bool:
-    from pamd.edge.redaction import redactor
+    from pamd.ops.redaction import redactor
 
     return bool(redactor(brain.config).find(text))
 
@@ -138,7 +140,7 @@ def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
     written by hand: `uri = …`, `url = 5`, `url = ""`) or with a `ref` that is no string is
     refused, naming its line: left out, pull said "no synapse remotes" and add "already
     registered"."""
-    from pamd.edge.check import key_line
+    from pamd.ops.check import key_line
 
     out = {}
     tables = brain.config.get("synapse")
@@ -308,7 +310,7 @@ def attributed(text: str, meta: dict[str, Any]) -> str:
 def plan_pull(
     brain: Brain, name: str, url: str, sha: str, files: dict[str, str], origin: str
 ) -> Pulled:
-    from pamd.edge.redaction import redactor
+    from pamd.ops.redaction import redactor
 
     out = Pulled(name, url, sha, published_from=origin)
     meta: dict[str, Any] = {"synapse": name, "source": url, "commit": sha}
@@ -533,11 +535,9 @@ def shared_paths(brain: Brain, rev: str = "HEAD") -> list[str]:
 
 def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, list[str]]:
     """Commit what this agent shares to `branch`: (new sha, or None if unchanged; branch; paths)."""
-    from pamd.edge.redaction import scan
+    from pamd.ops.redaction import scan
 
-    branch = branch or str(
-        (brain.config.get("synapse") or {}).get("publish_branch", PUBLISH_BRANCH)
-    )
+    branch = branch or str(settings(brain.config).synapse.publish_branch)
     if (
         not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", branch)
         or ".." in branch
@@ -561,7 +561,7 @@ def publish(brain: Brain, branch: str | None = None) -> tuple[str | None, str, l
     tmp = Path(tempfile.mkdtemp(prefix="pamd-publish-"))
     try:
         marker = tmp / MARKER
-        me = _toml_str(str(brain.config["brain"].get("name", "")))
+        me = _toml_str(str(settings(brain.config).brain.name))
         marker.write_text(
             f'# published by `pamd synapse publish`\nname = "{me}"\nsource_commit = "{head}"\n',
             "utf-8",

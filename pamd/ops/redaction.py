@@ -1,6 +1,6 @@
 """Secrets in a brain's files: find them (the pamd-secrets hook) and clean them (`pamd redact`).
 
-The patterns and placeholders live in pamd.encode.redact (pure); this edge reads
+The patterns and placeholders live in pamd.core.redact (pure); this edge reads
 files, turns spans into path:line, and writes the cleaned text. Cleaning a file
 that is already committed fixes the tree from now on; the older commits still
 hold the secret until history is rewritten (git filter-repo), so the hook's
@@ -26,10 +26,10 @@ class Finding:
 
 def redactor(config: dict):
     try:
-        from pamd.encode.redact import Redactor
+        from pamd.core.redact import Redactor
     except ImportError:
         raise PamdError(
-            "this pamd has no secret scanner (pamd.encode.redact is missing)", "upgrade pamd"
+            "this pamd has no secret scanner (pamd.core.redact is missing)", "upgrade pamd"
         ) from None
     return Redactor.from_config(config)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pamd.encode import secret_commands
+from pamd.core import secret_commands
 from pamd.errors import PamdError
 
 PLACEHOLDER = "[REDACTED:{}]"

@@ -8,7 +8,8 @@ from typing import Any
 
 from pamd.core import config as config_mod
 from pamd.core.fmt import FormatError, Problem, conflict_marker, item_text, parse_doc, split_frontmatter
-from pamd.edge.brain import CONFIG, DNA, PRELOAD, STATE, TIER_DIRS, Brain, tier_of
+from pamd.core.paths import CONFIG, DNA, PRELOAD, STATE, TIER_DIRS, tier_of
+from pamd.edge.brain import Brain
 from pamd.myelin import preload
 
 # Frontmatter fields a person may edit, and the shape each must have.

@@ -5,50 +5,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from importlib import resources
 from pathlib import Path
 
-from pamd.edge.brain import CONFIG, Brain
+from pamd.core.paths import CONFIG
+from pamd.core.templates import ci_files, template_files
+from pamd.edge.brain import Brain
 from pamd.edge.files import write_atomic
 from pamd.edge.git import Repo
 from pamd.errors import PamdError
 
-# Template names that git or packaging would not keep as they are.
-RENAMES = {"gitignore": ".gitignore", "gitattributes": ".gitattributes"}
 # Files a repository adopted by `pamd init` may have already: pamd's lines are added to
 # them unless the line that shows they are there (the value) is.
 SHARED_FILES = {".gitignore": ".pamd/", ".gitattributes": "memory/ledger/*.txt merge=union"}
-
-
-def template_files() -> dict[str, str]:
-    """Brain-relative path -> text of everything under templates/brain/."""
-    root = resources.files("pamd.templates").joinpath("brain")
-    out: dict[str, str] = {}
-
-    def walk(node, prefix: str) -> None:
-        for child in node.iterdir():
-            name = child.name
-            if name.startswith("__") or name.endswith(".pyc"):
-                continue
-            rel = f"{prefix}{RENAMES.get(name, name)}"
-            if child.is_dir():
-                walk(child, rel + "/")
-            else:
-                out[rel] = child.read_text("utf-8")
-
-    walk(root, "")
-    return out
-
-
-# templates/ci/ -> where `pamd init --ci` puts each file in the brain.
-CI_FILES = {"pamd-nightly.yml": ".github/workflows/pamd-nightly.yml",
-            "pre-commit-config.yaml": ".pre-commit-config.yaml"}
-
-
-def ci_files() -> dict[str, str]:
-    """Brain-relative path -> text of the CI workflow and the pre-commit config."""
-    root = resources.files("pamd.templates").joinpath("ci")
-    return {dest: root.joinpath(src).read_text("utf-8") for src, dest in CI_FILES.items()}
 
 
 # Control characters (tab and line breaks too) and lone surrogates (argv bytes that are not UTF-8).

@@ -8,6 +8,7 @@ with the same 4-characters-per-token rule as `pamd.core.entry.count_tokens`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -109,11 +110,19 @@ def is_agent_group(entries: tuple[Entry, ...]) -> bool:
     return False
 
 
-def _facts_of(entry: Entry, text: str, test_cmd: str = "") -> list[tuple[str, str, float]]:
+def _facts_of(entry: Entry, text: str, test_cmd: str = "", command: str = "") -> list[tuple[str, str, float]]:
     """(speaker, fact, bonus) of a raw message of an agent's session; `test_cmd`: the test
-    command the agent ran last, which names the tests a tally counts."""
+    command the agent ran last, which names the tests a tally counts; `command`: the
+    command whose output a tool message is, when known."""
     if entry.role == "tool":
         out = []
+        head = _LISTED.match(text)
+        command = head.group(1) if head else command
+        if command and toolcall.kind("Bash", {"command": command}) == toolcall.LISTING:
+            found = facts.listing(command, text)
+            if found:
+                out.append(("tool", found, _CALL_FACT_BONUS))
+            return out
         err = facts.error_line(text)
         if err:
             out.append(("tool", err, _ERROR_BONUS))
@@ -136,9 +145,28 @@ def _facts_of(entry: Entry, text: str, test_cmd: str = "") -> list[tuple[str, st
             continue  # a question is no fact ("did you push?"), an order is STATE's
         out.append((entry.role, facts.clean(sentence), 0.0))
     for call in _calls(calls):
+        found = facts.settings_facts(call)
+        for fact in found:
+            out.append((entry.role, fact, _CALL_FACT_BONUS))
         for fact in facts.call_facts(call):
-            bonus = -1.5 if fact.startswith(("Edited ", "Wrote ")) else _CALL_FACT_BONUS
-            out.append((entry.role, fact, bonus))
+            if fact.startswith(("Edited ", "Wrote ")):
+                if found:
+                    continue  # the file's settings name it and say more
+                out.append((entry.role, fact, -1.5))
+            else:
+                out.append((entry.role, fact, _CALL_FACT_BONUS))
+    return out
+
+
+_LISTED = re.compile(r"\A\[tool result\] " + re.escape(toolcall.LISTING_HEAD) + r"(.+)")
+
+
+def _commands(text: str) -> list[str]:
+    """The shell commands of a message's calls, in order ("" for a call that runs none)."""
+    out = []
+    for call in _calls(text[len(toolcall.prose(text)):]):
+        name, args = facts._args(call)
+        out.append(toolcall.command(name, args) if name else "")
     return out
 
 
@@ -156,11 +184,16 @@ def _units(
     days: list[date] = []
     agent = is_agent_group(entries)
     test_cmd = ""
+    pending: list[str] = []  # commands of calls whose output has not come yet, oldest first
     for entry in entries:
         days.append(entry.ts.date())
-        if agent and entry.role == "assistant":
+        command = ""
+        if agent and entry.role == "assistant" and not entry.is_summary and "[tool " in entry.text:
             calls = _calls(entry.text[len(toolcall.prose(entry.text)):])
             test_cmd = next((c for c in map(facts.test_command, calls) if c), test_cmd)
+            pending.extend(_commands(entry.text))
+        elif agent and entry.role == "tool" and pending:
+            command = pending.pop(0)
         weight = (
             2.0 * entry.importance
             + 0.4 * len(entry.neuro)
@@ -169,7 +202,7 @@ def _units(
         )
         if agent and not entry.is_summary:
             opened: dict[str, int] = {}
-            for speaker, fact, bonus in _facts_of(entry, entry.text, test_cmd):
+            for speaker, fact, bonus in _facts_of(entry, entry.text, test_cmd, command):
                 body = fact.rstrip(" .") if one_line else _ended(fact)
                 if one_line:
                     body = facts.cut_at_clause(body, _LONG_FACT)
@@ -211,7 +244,8 @@ def _units(
                     body = body.rstrip(" .")
                 if not body:
                     continue
-                score, words = _score(body, weight, first=i == 0, data=output or in_call,
+                bonus = _record_bonus(body) if agent else 0.0
+                score, words = _score(body, weight + bonus, first=i == 0, data=output or in_call,
                                       call=toolcall.is_call(piece))
                 units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
     if one_line and any(u.text.startswith("Pushed ") and not u.text.startswith(_BARE_PUSH) for u in units):
@@ -221,6 +255,17 @@ def _units(
 
 
 _BARE_PUSH = "Pushed to the remote"
+# What a summary's line of an agent's session is worth beyond its words, carried up the
+# tiers: a file's settings and what was open are what a week later no one can re-derive.
+_SETTINGS_BONUS, _LISTING_BONUS = 2.0, 1.0
+
+
+def _record_bonus(line: str) -> float:
+    if re.match(facts.SETTINGS_FACT, line):
+        return _SETTINGS_BONUS
+    if line.startswith(("Listed by ", "Uncommitted")):
+        return _LISTING_BONUS
+    return 0.0
 
 
 def _ended(fact: str) -> str:
@@ -238,7 +283,7 @@ def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) 
         if in_call and toolcall.JSONISH.search(piece):
             continue
         if speaker == "tool" and not (facts.error_line(piece) or facts.test_result(piece)
-                                      or piece.startswith("Pushed ")):
+                                      or facts.is_record(piece)):
             continue
         if strict:
             piece = facts.clauses_said(piece)

@@ -257,7 +257,7 @@ def _units(
 _BARE_PUSH = "Pushed to the remote"
 # What a summary's line of an agent's session is worth beyond its words, carried up the
 # tiers: a file's settings and what was open are what a week later no one can re-derive.
-_SETTINGS_BONUS, _LISTING_BONUS = 2.0, 1.0
+_SETTINGS_BONUS, _LISTING_BONUS = 3.0, 1.5
 
 
 def _record_bonus(line: str) -> float:

@@ -389,7 +389,7 @@ def is_kept(line: str) -> bool:
         return False
     if error_line(s) or _RECORD.match(s) or _DECISION.search(s):
         return True  # an error, a record of work or a decision is never dropped
-    if _STATUS_ONLY.match(s) or s.rstrip(".") == "Pushed to the remote":
+    if _STATUS_ONLY.match(s) or s.rstrip(".") == "Pushed to the remote" or _PATH_ONLY.match(s):
         return False  # a status, or a push naming nothing: the record of it says more
     if is_debris(s):
         return False
@@ -398,6 +398,7 @@ def is_kept(line: str) -> bool:
     return not vague(s)
 
 
+_PATH_ONLY = re.compile(r"^`?~?[\w.-]*(?:/[\w.-]+)+/?`?\.?$")  # a path with nothing said of it
 _OUTLINE = re.compile(r"\(lines? \d+[-–]\d+(?:,\s*\d+[-–]\d+)+\)")  # "(lines 2-3, 14-40)"
 
 

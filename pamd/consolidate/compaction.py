@@ -21,7 +21,7 @@ from pamd.core.message import one_line
 from pamd.core.words import plural
 from pamd.edge.brain import DNA, MEMORY, PRELOAD, STATE, Brain, tier_of, tier_path
 from pamd.errors import PamdError
-from pamd.myelin import myelin, preload, recall_log, snapshot
+from pamd.myelin import myelin, preload, recall_log, settings_index, snapshot
 
 
 @dataclass
@@ -352,7 +352,8 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             if retired:
                 notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
-            snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text))
+            snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text),
+                                     int(cfg["myelin"].get("settings_budget", settings_index.DEFAULT_BUDGET)))
             changes[STATE], state_notes = refreshed_state(state_text, snap, *pamds_state(brain, state_text))
             notes += state_notes
         if waiting:

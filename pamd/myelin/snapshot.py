@@ -20,12 +20,14 @@ from pamd.core import toolcall
 from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
+from pamd.myelin import settings_index
 
 WINDOW_HOURS = 24
 # The STATE.md keys pamd remakes from the entries at every compaction (a person's pinned_*
-# keys are not among them): `pamd sync` takes these whole from the side that wrote last.
+# keys are not among them): `pamd sync` takes these whole from the side that wrote last, but
+# `settings`, which it merges subject by subject (pamd.ops.fmmerge).
 SNAPSHOT_KEYS = ("updated", "last_instruction", "active_goals", "done", "current_focus", "hypotheses",
-                 "emotional_context")
+                 "emotional_context", "settings")
 _BARE_PUSH = "Pushed to the remote"
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|probably|i think|i suspect|hypothes\w*|my guess|likely|"
                     r"возможно|наверное|похоже|гипотез\w*|кажется)\b", re.I)
@@ -161,10 +163,12 @@ def _recent(entries: list[Entry]) -> list[Entry]:
     return sorted((e for e in entries if e.ts >= last - timedelta(hours=WINDOW_HOURS)), key=lambda e: e.ts)
 
 
-def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | None = None,
+             settings_budget: int = settings_index.DEFAULT_BUDGET) -> dict[str, Any]:
     """What the agent was doing: the user's last standing instruction, work finished
     (commits, closed items, pushes), work open (a todo or tracker item not finished, an
-    instruction nothing was delivered after), and what it was on last.
+    instruction nothing was delivered after), what it was on last, and the settings and
+    names the work set (`settings`, pamd.myelin.settings_index, within `settings_budget`).
 
     Raw messages say most; once they are summarised, the facts their summaries kept do,
     and what neither holds any more is carried over from `previous` (STATE.md's values)."""
@@ -227,6 +231,8 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         "current_focus": _clip(focus, 300),
         "hypotheses": hyps[:3],
         "emotional_context": _mood(recent, last_done_at),
+        "settings": settings_index.index([e for e in entries if e.ts <= now], previous.get("settings"),
+                                         settings_budget),
     }
 
 

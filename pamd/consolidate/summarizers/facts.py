@@ -685,3 +685,43 @@ _LISTING_CMD = re.compile(r"(?:\b(?:bd|beads|br)\s+(?:ready|list|blocked)|\bgh\s
 def _listing_name(command: str) -> str:
     names = list(dict.fromkeys(m.group(0) for m in _LISTING_CMD.finditer(command)))
     return ", ".join(f"`{n}`" for n in names[:3]) or f"`{command.split('|')[0].strip()[:40]}`"
+
+
+# ------------------------------------------------------------------ what a tracker item is called
+
+# An item's line as a tracker shows or lists it: its id, then a separator, then its title
+# (`○ abc-4 · Add the export   [● P2 · OPEN]`, `abc-4: Add the export`, `1. [● P2] [task] abc-4: …`,
+# `○ abc-4 [● P1] - Add the export`, `123<TAB>Add the export`). "abc-4 is now unblocked" has none.
+_TITLED = re.compile(r"^[^\w\[#]*(?:\d+[.)]\s+)?(?:\[[^\]\n]*\]\s*)*#?"
+                     r"([A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]+(?:\.\d+)*|\d+(?=\t))"
+                     r"(?:\s*\[[^\]\n]*\])*(?:\s*[·:|–—]\s*|\s+-\s+|\t)(.+)$")
+_STATUS_TAIL = re.compile(r"\s*(?:\[[^\]\n]*\]|\((?:blocked|blocks|parent|deps?)\b[^)]*\)?)\s*$")
+
+
+def item_titles(output: str) -> dict[str, str]:
+    """{id: title} of the items a tracker's `show` or listing printed (the first line of each id)."""
+    out: dict[str, str] = {}
+    for line in _OUTPUT_HEAD.sub("", output).split("\n")[:400]:
+        m = _TITLED.match(line.strip("\r"))
+        if not m or m.group(1) in out:
+            continue
+        title = m.group(2).split("\t")[0].strip()
+        while _STATUS_TAIL.search(title):
+            title = _STATUS_TAIL.sub("", title).strip()
+        title = re.sub(r"^(?:\[[^\]\n]*\]\s*)+", "", title).strip(" :-–—·")
+        if len(_LETTERS.findall(title)) >= 2 and not _NARRATION.match(title):
+            out[m.group(1)] = title if len(title) <= 120 else title[:119].rsplit(" ", 1)[0] + "…"
+    return out
+
+
+def listed_titles(line: str) -> dict[str, str]:
+    """{id: title} of a summary's "Listed by `…`: abc-1 Title, abc-2 (P1) Title" statement."""
+    m = re.match(r"^Listed by [^:]*`: (.+?)(?:, and \d+ more)?$", line.strip())
+    if not m:
+        return {}
+    out = {}
+    for item in re.split(r", (?=#?[A-Za-z0-9][\w.-]*[ ])", m.group(1)):
+        parts = re.match(r"^#?([A-Za-z0-9][\w.-]*)(?: \(P\d\))? (.+)$", item.strip())
+        if parts and not parts.group(2).endswith("…"):
+            out[parts.group(1)] = parts.group(2)
+    return out

@@ -91,6 +91,7 @@ _ERROR_BONUS = 0.5
 # A sentence of an agent kept whole in a one-liner is cut to this (never into clauses,
 # which read as fragments out of their sentence).
 _LONG_FACT = 240
+_USER_LINE = 120  # a person's statement a one-line summary keeps whole, at most
 
 
 def _agentish(speaker: str) -> bool:
@@ -143,7 +144,8 @@ def _facts_of(entry: Entry, text: str, test_cmd: str = "", command: str = "") ->
             continue
         if entry.role == "user" and (sentence.rstrip().endswith("?") or facts.is_user_order(sentence)):
             continue  # a question is no fact ("did you push?"), an order is STATE's
-        out.append((entry.role, facts.clean(sentence), 0.0))
+        bonus = _USER_BONUS if entry.role == "user" and facts.is_user_statement(sentence) else 0.0
+        out.append((entry.role, facts.clean(sentence), bonus))
     for call in _calls(calls):
         found = facts.settings_facts(call)
         for fact in found:
@@ -244,7 +246,7 @@ def _units(
                     body = body.rstrip(" .")
                 if not body:
                     continue
-                bonus = _record_bonus(body) if agent else 0.0
+                bonus = _record_bonus(body, speaker) if agent else 0.0
                 score, words = _score(body, weight + bonus, first=i == 0, data=output or in_call,
                                       call=toolcall.is_call(piece))
                 units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
@@ -257,10 +259,14 @@ def _units(
 _BARE_PUSH = "Pushed to the remote"
 # What a summary's line of an agent's session is worth beyond its words, carried up the
 # tiers: a file's settings and what was open are what a week later no one can re-derive.
-_SETTINGS_BONUS, _LISTING_BONUS = 3.0, 1.5
+# What the person said of their project (a decision, a preference, a fact: "we use X") weighs
+# more: nothing else holds it, while STATE.md's settings list keeps every file's settings.
+_SETTINGS_BONUS, _LISTING_BONUS, _USER_BONUS = 3.0, 1.5, 5.0
 
 
-def _record_bonus(line: str) -> float:
+def _record_bonus(line: str, speaker: str = "") -> float:
+    if speaker == "user" and facts.is_user_statement(line):
+        return _USER_BONUS
     if re.match(facts.SETTINGS_FACT, line):
         return _SETTINGS_BONUS
     if line.startswith(("Listed by ", "Uncommitted")):
@@ -447,6 +453,11 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
         cost = unit.size + 2
         if unit.msg not in opened and msgs[unit.msg].tag:
             cost += len(msgs[unit.msg].tag) + 1
+        if used + cost > room and not kept and msgs[unit.msg].speaker == "user" and facts.is_user_statement(unit.text):
+            # The person's own statement ranks first and does not fit: it is the line, whole
+            # (up to a clause past the budget), rather than a lesser phrase that fits.
+            text = facts.cut_at_clause(unit.text, max(room, _USER_LINE)) or unit.text[:_USER_LINE]
+            return f"user: {text}" + (suffix if len(text) + len(suffix) <= _USER_LINE + 20 else "")
         if used + cost > room or _near_duplicate(unit, kept):
             continue
         kept.append(unit)

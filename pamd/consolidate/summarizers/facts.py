@@ -359,7 +359,18 @@ _USER_ORDER = re.compile(
     r"proceed|finish|resume|look at|take)\b", re.IGNORECASE)
 # What a person decides or prefers is kept even when said as an order ("always use…").
 _PREFERENCE = re.compile(r"\b(?:always|never|don't|do not|instead|prefer|rather|must not|"
-                         r"from now on|only|avoid|всегда|никогда|вместо)\b", re.IGNORECASE)
+                         r"from now on|only|avoid|всегда|никогда|вместо)\b|, not\b", re.IGNORECASE)
+# What a person states of their project or team, not asked of the agent: "we use X", "our API
+# runs on Y", "I prefer Z", "the staging DB is W" ("мы используем X").
+_PROJECT_FACT = re.compile(
+    r"^(?:(?:so|also|btw|fyi|note|ok(?:ay)?|and|but)[,:]?\s+|[^,.;:?!]{1,30}[,:]\s+)*"
+    r"(?:(?:we|our team|i)(?:[’']re| are|[’']ve| have)?\s+(?:always\s+|never\s+|usually\s+|already\s+)?"
+    r"(?:use|using|run|running|deploy|deploying|host|target|support|ship|prefer|like|keep|store|build|"
+    r"moved|switched|migrated|pin|rely|standardi[sz]ed|don[’']t|do not|never|always)\b"
+    r"|our\s+[\w./-]+(?:\s+[\w./-]+)?\s+(?:is|are|runs?|uses?|lives?|sits?|needs?|has|must|should)\b"
+    r"|i(?:[’']d| would) rather\b"
+    r"|(?:мы|у нас)\s+(?:используем|держим|деплоим|храним|предпочитаем|не используем)\b)",
+    re.IGNORECASE)
 _DECISION = re.compile(r"\b(?:decided|chose|chosen|switched to|instead of|because|due to|"
                        r"fixed by|root cause|resolved by|решили|потому что)\b", re.IGNORECASE)
 _RECORD = re.compile(r"^(?:Committed|Closed|Opened|Merged|Pushed (?!to the remote)\S|Test run \S"
@@ -431,6 +442,17 @@ def is_user_order(sentence: str) -> bool:
     STATE's last instruction, not to memory, unless it states a preference or decision."""
     s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
     return bool(_USER_ORDER.match(s)) and not (_PREFERENCE.search(s) or _DECISION.search(s))
+
+
+def is_user_statement(sentence: str) -> bool:
+    """A person's decision, preference or fact about their project ("we use X", "I prefer Y",
+    "don't do Z", "we decided…"): worth keeping up the tiers; never a question."""
+    s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
+    if not s or s.endswith("?") or len(_LETTERS.findall(s)) < 3:
+        return False
+    if _PROJECT_FACT.match(s) or _DECISION.search(s):
+        return True
+    return bool(_PREFERENCE.search(s)) and not _NARRATION.match(s)
 
 
 def same_fact(a: str, b: str) -> bool:

@@ -72,7 +72,9 @@ def summarize_group(group: Group) -> str:
         speakers = _speakers(msgs, range(len(msgs))) or "memory"
         return tx.trim(f"{speakers}: (no text)", budget)
     if group.one_line:
-        return _one_line(msgs, units, days, budget)
+        # MEMORY.md's own summaries merged smaller (its budget) keep to theirs: no stretch.
+        stretch = not all(e.tier == "L4" for e in group.entries)
+        return _one_line(msgs, units, days, budget, stretch)
     return _lines(msgs, units, budget, each=agent)
 
 
@@ -436,7 +438,7 @@ def _render_lines(msgs: list[_Msg], kept: list[_Unit], each: bool = False) -> st
 # ----------------------------------------------------------------- L3 / L4: one line
 
 
-def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int) -> str:
+def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int, stretch: bool = True) -> str:
     """"speakers: phrase; phrase (dates)", dropping speakers/dates when the budget is tiny."""
     suffix = f" ({tx.date_range(min(days), max(days))})" if days else ""
     all_speakers = _speakers(msgs, range(len(msgs)))
@@ -453,7 +455,8 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
         cost = unit.size + 2
         if unit.msg not in opened and msgs[unit.msg].tag:
             cost += len(msgs[unit.msg].tag) + 1
-        if used + cost > room and not kept and msgs[unit.msg].speaker == "user" and facts.is_user_statement(unit.text):
+        if (stretch and used + cost > room and not kept and msgs[unit.msg].speaker == "user"
+                and facts.is_user_statement(unit.text)):
             # The person's own statement ranks first and does not fit: it is the line, whole
             # (up to a clause past the budget), rather than a lesser phrase that fits.
             text = facts.cut_at_clause(unit.text, max(room, _USER_LINE)) or unit.text[:_USER_LINE]

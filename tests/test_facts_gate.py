@@ -28,12 +28,16 @@ BAD = ["**gqc.6", "| Commit | Task | Description |. | `b9288c2` | spotter-fum.2 
        "Template Structure (lines 477-712, inline in render/1) <!-- Debug anchor (if show_debug) -->",
        "Error panel (lines 519-534) Rework panel (lines 536-549) Template Structure (lines 185-292",
        "Terminal Selection (lines 145-158) Transcript Selection (lines 160-171) Save Annotation (lines 186-217)",
-       "Would you like me to skip the hook for this commit, or fix the pre-existing issues first?"]
+       "Would you like me to skip the hook for this commit, or fix the pre-existing issues first?",
+       "spotter-fum.2 is now unblocked", "lib/spotter/services/tmux.ex", "Pushed to the remote",
+       "gqc.6 done and pushed",
+       "Task `spotter-dov.1` is done and unblocked `spotter-dov.2`"]
 GOOD = ["Closed spotter-dov.2: Removed silent 5-line truncation",
         'Committed "test: add regression coverage for transcript rendering (spotter-fum.4)"',
         "fatal: The current branch spotter-gqc has no upstream branch",
         "Fixed by using `Sandbox.mode(Repo, {:shared, self()})` instead of just `Sandbox.checkout`",
-        "All 12 LiveView tests pass", "spotter-fum.2 is now unblocked",
+        "All 12 LiveView tests pass", "services/review_token_store.ex: `@default_ttl_seconds 120`",
+        "Uncommitted on main: .mcp.json (modified)", "Listed by `bd ready`: abc-a0y (P1) Fix the pane filter",
         "The `live/2` helper needs `Phoenix.ConnTest.get/2` imported",
         "Tmux errors are safe, so LiveView tests should work", "Pushed spotter-gqc to github.com:ann/spotter.git"]
 

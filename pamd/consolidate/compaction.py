@@ -354,7 +354,8 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             if retired:
                 notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
-            snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text))
+            snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text),
+                                     int(settings(cfg).myelin.settings_budget))
             changes[STATE], state_notes = refreshed_state(state_text, snap, *pamds_state(brain, state_text))
             notes += state_notes
         if waiting:

@@ -162,6 +162,7 @@ class MyelinSettings:
     thick: int = 5
     reflex: int = 10
     dna_budget: int = 5000
+    settings_budget: int = 1500
     thin_decay_factor: float = 0.5
     demote_after_days: float = 30
 

@@ -240,6 +240,9 @@ def _short(text: str, limit: int) -> str:
 
 # Kinds of call whose arguments or output cannot be found again, so ingest keeps more of them.
 COMMIT, CLOSE, SPEC, TEST, WRITE, EDIT, AGENT = "commit", "close", "spec", "test", "write", "edit", "agent"
+LISTING = "listing"
+# How ingest heads a listing's output with its command: `[tool result] $ git status`.
+LISTING_HEAD = "$ "
 _SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_command",
                           "terminal", "execute_command", "run_terminal_cmd"})
 _COMMIT = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?)*\s+commit\b")
@@ -253,6 +256,11 @@ _CLOSE = re.compile(
 _SPEC = re.compile(
     r"\b(?:bd|beads)\s+show\b|\bgh\s+(?:issue|pr)\s+view\b|\bglab\s+(?:issue|mr)\s+view\b"
     r"|\bjira\s+(?:issue\s+)?view\b|\blinear\s+issue\s+view\b|\bacli\s+jira\s+workitem\s+view\b")
+# What was open or uncommitted then: `git status`, a tracker's list of open or ready work.
+# A week later the tracker and the tree have moved on, so the output cannot be read again.
+_LISTING = re.compile(
+    r"\bgit\s+status\b|\b(?:bd|beads|br)\s+(?:ready|list|blocked)\b|\bgh\s+(?:issue|pr)\s+(?:list|status)\b"
+    r"|\bglab\s+(?:issue|mr)\s+list\b|\bjira\s+(?:issue\s+)?list\b|\blinear\s+issue\s+list\b")
 _TEST = re.compile(
     r"\b(?:pytest|py\.test|mix\s+test|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|go\s+test|cargo\s+test|jest|vitest"
     r"|rspec|phpunit|ctest|make\s+(?:test|check)|tox|nox|gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test"
@@ -293,6 +301,8 @@ def kind(name: str, args) -> str | None:
         return SPEC
     if _TEST.search(cmd):
         return TEST
+    if _LISTING.search(cmd):
+        return LISTING
     return None
 
 

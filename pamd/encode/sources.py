@@ -58,13 +58,15 @@ CALL_CHARS = 600  # an ordinary tool call's arguments
 KEPT_CALL_CHARS = 6000  # a commit message, a close reason, a file written or edited
 SPEC_CHARS = 8000  # a ticket or spec a tool showed, a subagent's report
 FAILURE_CHARS = 6000  # a failing output: its head, the lines naming errors, its tail
+LISTING_COMMAND_CHARS = 200  # the command that heads a `git status` or tracker listing kept
 REPORT_CHARS = 120  # the last message of a turn this long is the agent's report
 # What a message carries, beyond its words: the neurotag [facts] table gives each an
 # importance floor. commit/close: a commit message, a task-close reason, a PR body, in a
 # call that succeeded; spec: a ticket shown by a tool; failure: a failing output's
 # error lines; report: the agent's last message of a turn, a subagent's result;
-# compaction: the agent host's own summary of the session so far.
-FACTS = ("commit", "close", "spec", "failure", "report", "compaction")
+# compaction: the agent host's own summary of the session so far; listing: what `git
+# status` or a tracker's list of open work printed (what was open then).
+FACTS = ("commit", "close", "spec", "failure", "report", "compaction", "listing")
 COMPACTION_HEAD = "[compaction summary]"
 # How far past a cut to look for a secret the cut would split.
 SECRET_REACH = 1 << 16
@@ -744,6 +746,12 @@ def _result_message(body: str, error: bool, call: tuple[str, object] | None, ts,
     elif error:
         view = toolcall.failure_view(body, cut=_safe_cut(redactor))
         kept, fact = _truncate(prefix + view, FAILURE_CHARS, redactor), "failure"
+    elif what == toolcall.LISTING and not error:
+        # Not trash: a week later it is what was open then. Its command heads it (a
+        # summary of it later meets the output without the call), cut as other output is.
+        cmd = " ".join(toolcall.command(*call).split())
+        cmd = cmd[:_cut(cmd, LISTING_COMMAND_CHARS, redactor)]
+        kept, fact = _truncate(f"{prefix}{toolcall.LISTING_HEAD}{cmd}\n{body}", TOOL_RESULT_CHARS, redactor), "listing"
     else:
         return Message("tool", plain, ts, sess, seq)
     was = Message("tool", plain, ts, sess, seq) if legacy and kept != plain else None

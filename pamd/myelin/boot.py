@@ -1,9 +1,9 @@
 """`pamd boot`: the context an agent reads at session start, fitted to a token budget.
 
 Order, most useful first: STATE (the last instruction, open work, done), DNA,
-PRELOAD, MEMORY.md by day, then L3, L2, L1, L0 — newest detail last. Stored text
-is quoted (`> ` lines) under a legend, so it cannot pass for boot's structure.
-Each section names the files it came from. Over budget, the entries of
+PRELOAD, STATE's settings and names (newest first), MEMORY.md by day, then L3,
+L2, L1, L0 — newest detail last. Stored text is quoted (`> ` lines) under a
+legend, so it cannot pass for boot's structure. Each section names the files it came from. Over budget, the entries of
 lowest retention are cut first and the cut is reported. DNA, PRELOAD, STATE and
 MEMORY.md's notes are never cut: when they alone pass the budget the context is
 over it, and `over_budget_note` says by how much and why (the CLI warns on stderr).
@@ -336,6 +336,7 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
     budget = int(budget or config.get("boot", {}).get("budget", 500_000))
     boot = Boot(name=str(config["brain"].get("name", "agent")), now=now, budget=budget)
     fixed: list[Section] = []
+    settings: list[str] = []
     # Most useful first: what is open and what the user last asked, then the lessons.
     for rel, title, keys in ((STATE, "State", STATE_KEYS), (DNA, "DNA", DNA_KEYS),
                              (PRELOAD, "Preloaded memories", ())):
@@ -346,6 +347,9 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
             boot.conflicted.append(rel)
             continue
         meta, body = _body(text, rel)
+        if rel == STATE and isinstance(meta.get("settings"), list):
+            settings = [q for i in meta["settings"] if item_text(i) is not None or i
+                        for q in quote("- " + " ".join(str(i if item_text(i) is None else item_text(i)).split()))]
         if rel == PRELOAD:
             body = preload.without_markers(body)
         blocks = _yaml_blocks(meta, keys, quoted=True) if keys else []
@@ -355,6 +359,8 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
         if blocks:
             fixed.append(_section(title, [rel], "", blocks, drop="last",
                                   noun="part" if keys else "line"))
+    if settings:  # STATE.md's settings and names, newest first: after what is always read
+        fixed.append(_section("Settings and names", [STATE], "", settings, drop="last", noun="setting"))
     memory_pre = ""
     by_tier: dict[str, list[tuple[Entry, str]]] = {t: [] for t in ("L4", "L3", "L2", "L1", "L0")}
     for rel in sorted(f for f in files if tier_of(f)):

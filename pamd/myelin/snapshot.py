@@ -20,12 +20,14 @@ from pamd.core import toolcall
 from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
+from pamd.myelin import settings_index
 
 WINDOW_HOURS = 24
 # The STATE.md keys pamd remakes from the entries at every compaction (a person's pinned_*
-# keys are not among them): `pamd sync` takes these whole from the side that wrote last.
+# keys are not among them): `pamd sync` takes these whole from the side that wrote last, but
+# `settings`, which it merges subject by subject (pamd.ops.fmmerge).
 SNAPSHOT_KEYS = ("updated", "last_instruction", "active_goals", "done", "current_focus", "hypotheses",
-                 "emotional_context")
+                 "emotional_context", "settings")
 _BARE_PUSH = "Pushed to the remote"
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|probably|i think|i suspect|hypothes\w*|my guess|likely|"
                     r"возможно|наверное|похоже|гипотез\w*|кажется)\b", re.I)
@@ -137,6 +139,36 @@ def _tracker(e: Entry) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=65536)
+def _titles(e: Entry) -> tuple[tuple[str, str], ...]:
+    """(id, title) of the tracker items an entry shows: a raw tool output's `show` or listing
+    lines, a summary's "Listed by" statements."""
+    from pamd.consolidate.summarizers import facts
+
+    if not e.is_summary:
+        return tuple(facts.item_titles(e.text).items()) if e.role == "tool" else ()
+    return tuple((i, t) for _, line in _said_lines(e) for part in line.split("; ")
+                 for i, t in facts.listed_titles(part).items())
+
+
+_BARE_CLOSE = re.compile(r"^Closed ((?:[A-Za-z][\w.-]*)(?:, [A-Za-z][\w.-]*)*)$")
+
+
+def _titled(done: list[str], titles: dict[str, str]) -> list[str]:
+    """A close without a reason says what was closed: "Closed abc-4: Add the export"."""
+    out = []
+    for d in done:
+        m = _BARE_CLOSE.match(d)
+        ids = m.group(1).split(", ") if m else []
+        named = [(i, titles[i]) for i in ids if titles.get(i)]
+        if named and len(ids) == 1:
+            d = f"{d}: {named[0][1]}"
+        elif named:
+            d = f"{d}: " + "; ".join(f"{i} {t}" for i, t in named)
+        out.append(d)
+    return out
+
+
 def _instruction(e: Entry) -> str:
     """What the user asked in `e`, when it is a standing instruction ("" for a question, a
     one-word answer, the harness's markup)."""
@@ -161,10 +193,12 @@ def _recent(entries: list[Entry]) -> list[Entry]:
     return sorted((e for e in entries if e.ts >= last - timedelta(hours=WINDOW_HOURS)), key=lambda e: e.ts)
 
 
-def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | None = None,
+             settings_budget: int = settings_index.DEFAULT_BUDGET) -> dict[str, Any]:
     """What the agent was doing: the user's last standing instruction, work finished
     (commits, closed items, pushes), work open (a todo or tracker item not finished, an
-    instruction nothing was delivered after), and what it was on last.
+    instruction nothing was delivered after), what it was on last, and the settings and
+    names the work set (`settings`, pamd.myelin.settings_index, within `settings_budget`).
 
     Raw messages say most; once they are summarised, the facts their summaries kept do,
     and what neither holds any more is carried over from `previous` (STATE.md's values)."""
@@ -177,6 +211,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     todos: dict[str, str] = {}
     taken: dict[str, str] = {}
     created_title = ""
+    titles: dict[str, str] = {}
     # Work done and open from everything the tree holds (an import of last month's sessions
     # finds what live runs carried over); the instruction and the mood from the last day.
     for e in sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts) or recent:
@@ -189,6 +224,8 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
             instruction, instruction_at = said, e.ts
         for content, status in _todos(e):
             todos[content] = status
+        for item, title in _titles(e):
+            titles.setdefault(item, title)
         for kind, item, what in _tracker(e):
             if kind == "taken":
                 taken[item] = what
@@ -196,6 +233,8 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
                 created_title = what
             else:  # a tracker item filed and not delivered yet
                 taken.setdefault(item, f"open: {created_title}" if created_title else "open")
+                if created_title:
+                    titles.setdefault(item, created_title)
                 created_title = ""
     # the ids a "Closed a, b: reason" names before its reason (not those the reason mentions)
     closed = " ".join(d.split(":", 1)[0] for d in [*done, *map(str, previous.get("done") or [])]
@@ -210,6 +249,11 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     # What raw messages said and their summaries no longer hold: carried over from the last
     # snapshot, a done item while there is room, an open one until it is closed.
     done = [i for i in map(str, previous.get("done") or []) if i not in done] + done
+    for item in map(str, previous.get("active_goals") or []):
+        m = re.match(r"^(\S+) \(open: (.+)\)$", item)
+        if m:
+            titles.setdefault(m.group(1), m.group(2))
+    done = _titled(done, titles)
     for item in map(str, previous.get("active_goals") or []):
         m = _ITEM.match(item)
         if m and item not in open_items and not re.search(
@@ -227,6 +271,8 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         "current_focus": _clip(focus, 300),
         "hypotheses": hyps[:3],
         "emotional_context": _mood(recent, last_done_at),
+        "settings": settings_index.index([e for e in entries if e.ts <= now], previous.get("settings"),
+                                         settings_budget),
     }
 
 

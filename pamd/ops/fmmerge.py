@@ -3,16 +3,18 @@
 Each is YAML frontmatter and a body. A key one side changed takes that side's
 value. A key both changed: STATE.md's snapshot (what pamd remakes from the
 entries at every compaction) comes whole from the side that made it last
-(`updated`); a list (DNA's reflexes and lessons, which pamd only adds to, a
-person's pinned goals) keeps every item of both sides but those one side
-removed; anything else is the person's to resolve. The body merges as text,
-except PRELOAD's block between `pamd:begin` and `pamd:end`, which is pamd's and
+(`updated`), but for its `settings`, which keeps every subject of both sides, the
+newer value where both set one (pamd.myelin.settings_index.merge); a list (DNA's
+reflexes and lessons, which pamd only adds to, a person's pinned goals) keeps every
+item of both sides but those one side removed; anything else is the person's to
+resolve. The body merges as text, except PRELOAD's block between `pamd:begin` and `pamd:end`, which is pamd's and
 keeps the lines of both sides (the next compaction rewrites it).
 """
 
 from __future__ import annotations
 
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
+from pamd.myelin import settings_index
 from pamd.myelin.snapshot import SNAPSHOT_KEYS as SNAPSHOT
 from pamd.ops.union import Text3
 
@@ -34,6 +36,8 @@ def merge_doc(path: str, base: str, ours: str, theirs: str, text3: Text3) -> str
             continue
         if o == b:
             value = t
+        elif key == "settings" and path.endswith("STATE.md"):
+            value = settings_index.merge(b, o, t)
         elif key in SNAPSHOT and path.endswith("STATE.md"):
             value = t if newer else o
         elif isinstance(o, list) and isinstance(t, list):

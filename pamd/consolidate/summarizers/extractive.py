@@ -8,6 +8,7 @@ with the same 4-characters-per-token rule as `pamd.core.entry.count_tokens`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -71,7 +72,9 @@ def summarize_group(group: Group) -> str:
         speakers = _speakers(msgs, range(len(msgs))) or "memory"
         return tx.trim(f"{speakers}: (no text)", budget)
     if group.one_line:
-        return _one_line(msgs, units, days, budget)
+        # MEMORY.md's own summaries merged smaller (its budget) keep to theirs: no stretch.
+        stretch = not all(e.tier == "L4" for e in group.entries)
+        return _one_line(msgs, units, days, budget, stretch)
     return _lines(msgs, units, budget, each=agent)
 
 
@@ -90,6 +93,7 @@ _ERROR_BONUS = 0.5
 # A sentence of an agent kept whole in a one-liner is cut to this (never into clauses,
 # which read as fragments out of their sentence).
 _LONG_FACT = 240
+_USER_LINE = 120  # a person's statement a one-line summary keeps whole, at most
 
 
 def _agentish(speaker: str) -> bool:
@@ -109,11 +113,19 @@ def is_agent_group(entries: tuple[Entry, ...]) -> bool:
     return False
 
 
-def _facts_of(entry: Entry, text: str, test_cmd: str = "") -> list[tuple[str, str, float]]:
+def _facts_of(entry: Entry, text: str, test_cmd: str = "", command: str = "") -> list[tuple[str, str, float]]:
     """(speaker, fact, bonus) of a raw message of an agent's session; `test_cmd`: the test
-    command the agent ran last, which names the tests a tally counts."""
+    command the agent ran last, which names the tests a tally counts; `command`: the
+    command whose output a tool message is, when known."""
     if entry.role == "tool":
         out = []
+        head = _LISTED.match(text)
+        command = head.group(1) if head else command
+        if command and toolcall.kind("Bash", {"command": command}) == toolcall.LISTING:
+            found = facts.listing(command, text)
+            if found:
+                out.append(("tool", found, _CALL_FACT_BONUS))
+            return out
         err = facts.error_line(text)
         if err:
             out.append(("tool", err, _ERROR_BONUS))
@@ -134,11 +146,31 @@ def _facts_of(entry: Entry, text: str, test_cmd: str = "") -> list[tuple[str, st
             continue
         if entry.role == "user" and (sentence.rstrip().endswith("?") or facts.is_user_order(sentence)):
             continue  # a question is no fact ("did you push?"), an order is STATE's
-        out.append((entry.role, facts.clean(sentence), 0.0))
+        bonus = _USER_BONUS if entry.role == "user" and facts.is_user_statement(sentence) else 0.0
+        out.append((entry.role, facts.clean(sentence), bonus))
     for call in _calls(calls):
+        settings = facts.settings_facts(call)
+        for fact in settings:
+            out.append((entry.role, fact, _CALL_FACT_BONUS))
         for fact in facts.call_facts(call):
-            bonus = -1.5 if fact.startswith(("Edited ", "Wrote ")) else _CALL_FACT_BONUS
-            out.append((entry.role, fact, bonus))
+            if fact.startswith(("Edited ", "Wrote ")):
+                if settings:
+                    continue  # the file's settings name it and say more
+                out.append((entry.role, fact, -1.5))
+            else:
+                out.append((entry.role, fact, _CALL_FACT_BONUS))
+    return out
+
+
+_LISTED = re.compile(r"\A\[tool result\] " + re.escape(toolcall.LISTING_HEAD) + r"(.+)")
+
+
+def _commands(text: str) -> list[str]:
+    """The shell commands of a message's calls, in order ("" for a call that runs none)."""
+    out = []
+    for call in _calls(text[len(toolcall.prose(text)):]):
+        name, args = facts._args(call)
+        out.append(toolcall.command(name, args) if name else "")
     return out
 
 
@@ -156,11 +188,16 @@ def _units(
     days: list[date] = []
     agent = is_agent_group(entries)
     test_cmd = ""
+    pending: list[str] = []  # commands of calls whose output has not come yet, oldest first
     for entry in entries:
         days.append(entry.ts.date())
-        if agent and entry.role == "assistant":
+        command = ""
+        if agent and entry.role == "assistant" and not entry.is_summary and "[tool " in entry.text:
             calls = _calls(entry.text[len(toolcall.prose(entry.text)):])
             test_cmd = next((c for c in map(facts.test_command, calls) if c), test_cmd)
+            pending.extend(_commands(entry.text))
+        elif agent and entry.role == "tool" and pending:
+            command = pending.pop(0)
         weight = (
             2.0 * entry.importance
             + 0.4 * len(entry.neuro)
@@ -169,7 +206,7 @@ def _units(
         )
         if agent and not entry.is_summary:
             opened: dict[str, int] = {}
-            for speaker, fact, bonus in _facts_of(entry, entry.text, test_cmd):
+            for speaker, fact, bonus in _facts_of(entry, entry.text, test_cmd, command):
                 body = fact.rstrip(" .") if one_line else _ended(fact)
                 if one_line:
                     body = facts.cut_at_clause(body, _LONG_FACT)
@@ -211,7 +248,8 @@ def _units(
                     body = body.rstrip(" .")
                 if not body:
                     continue
-                score, words = _score(body, weight, first=i == 0, data=output or in_call,
+                bonus = _record_bonus(body, speaker) if agent else 0.0
+                score, words = _score(body, weight + bonus, first=i == 0, data=output or in_call,
                                       call=toolcall.is_call(piece))
                 units.append(_Unit(len(units), len(msgs) - 1, body, tag, score, words))
     if one_line and any(u.text.startswith("Pushed ") and not u.text.startswith(_BARE_PUSH) for u in units):
@@ -221,6 +259,21 @@ def _units(
 
 
 _BARE_PUSH = "Pushed to the remote"
+# What a summary's line of an agent's session is worth beyond its words, carried up the
+# tiers: a file's settings and what was open are what a week later no one can re-derive.
+# What the person said of their project (a decision, a preference, a fact: "we use X") weighs
+# more: nothing else holds it, while STATE.md's settings list keeps every file's settings.
+_SETTINGS_BONUS, _LISTING_BONUS, _USER_BONUS = 3.0, 1.5, 5.0
+
+
+def _record_bonus(line: str, speaker: str = "") -> float:
+    if speaker == "user" and facts.is_user_statement(line):
+        return _USER_BONUS
+    if re.match(facts.SETTINGS_FACT, line):
+        return _SETTINGS_BONUS
+    if line.startswith(("Listed by ", "Uncommitted")):
+        return _LISTING_BONUS
+    return 0.0
 
 
 def _ended(fact: str) -> str:
@@ -238,7 +291,7 @@ def _agent_pieces(pieces: list[tuple[str, bool]], speaker: str, one_line: bool) 
         if in_call and toolcall.JSONISH.search(piece):
             continue
         if speaker == "tool" and not (facts.error_line(piece) or facts.test_result(piece)
-                                      or piece.startswith("Pushed ")):
+                                      or facts.is_record(piece)):
             continue
         if strict:
             piece = facts.clauses_said(piece)
@@ -385,7 +438,7 @@ def _render_lines(msgs: list[_Msg], kept: list[_Unit], each: bool = False) -> st
 # ----------------------------------------------------------------- L3 / L4: one line
 
 
-def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int) -> str:
+def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int, stretch: bool = True) -> str:
     """"speakers: phrase; phrase (dates)", dropping speakers/dates when the budget is tiny."""
     suffix = f" ({tx.date_range(min(days), max(days))})" if days else ""
     all_speakers = _speakers(msgs, range(len(msgs)))
@@ -402,6 +455,12 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
         cost = unit.size + 2
         if unit.msg not in opened and msgs[unit.msg].tag:
             cost += len(msgs[unit.msg].tag) + 1
+        if (stretch and used + cost > room and not kept and msgs[unit.msg].speaker == "user"
+                and facts.is_user_statement(unit.text)):
+            # The person's own statement ranks first and does not fit: it is the line, whole
+            # (up to a clause past the budget), rather than a lesser phrase that fits.
+            text = facts.cut_at_clause(unit.text, max(room, _USER_LINE)) or unit.text[:_USER_LINE]
+            return f"user: {text}" + (suffix if len(text) + len(suffix) <= _USER_LINE + 20 else "")
         if used + cost > room or _near_duplicate(unit, kept):
             continue
         kept.append(unit)

@@ -23,7 +23,7 @@ _LEAD = (r"^(?:(?:now|next|first|then|so|ok(?:ay)?|good|great|perfect|excellent|
 _NARRATION = re.compile(
     _LEAD
     + r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|i'm gonna|i need to|"
-    r"i should|i want to|i'd like to|i can see|i see|i notice|i understand|i have|i've got|"
+    r"(?:also\s+)?needs?(?: to)?|i should|i want to|i'd like to|i can see|i see|i notice|i understand|i have|i've got|"
     r"i'm now|i am now|i think i|we need to|we'll|we should|now i|time to|looking at|"
     r"checking|reading|running|searching|exploring|waiting|continuing|moving on|proceeding|working on|"
     r"i've (?:already |now |just )?(?:done|read|looked|checked|explored|reviewed|seen|got|gathered)|"
@@ -52,6 +52,8 @@ _MARKUP_ONLY = re.compile(r"^[\s>#*\-+|`~=_.:;,()\[\]\d]*$")
 _LIST_HEAD = re.compile(r"^\s*(?:[>#]+\s*|[-*+]\s+|\d+[.)]\s+)+")
 _CODE_LINE = re.compile(r"\s=\s|[{};]\s*$|^\w+\.\w+\(|^[A-Za-z_]\w*=\S")
 _IDENT = re.compile(r"\d|[\w-]+[._/][\w/.-]+|`[^`]+`|\w+-\w+")
+# The head of a file's settings as `settings_facts` writes them: "dir/file.ext: `…`", "…: route …".
+SETTINGS_FACT = r"^[\w.~/-]+\.\w+: (?:`|route `|env `)"
 
 
 # What only an agent says of its own work: used where a line's speaker is not known.
@@ -104,8 +106,11 @@ def is_narration(sentence: str, agent: bool = True) -> bool:
 
 def is_fragment(sentence: str) -> bool:
     """True if the text is no statement: markup or numbers alone, a heading or list marker
-    with a word or two, or a short lead-in that ends with a colon."""
+    with a word or two, or a short lead-in that ends with a colon. A file's settings
+    (`settings_facts`) are a statement, whatever code they quote."""
     s = sentence.strip()
+    if re.match(SETTINGS_FACT, s):
+        return False
     if _MARKUP_ONLY.match(s) or len(_LETTERS.findall(s)) < 1 or s.startswith("#"):
         return True
     body = _LIST_HEAD.sub("", s).strip("*_ ")
@@ -354,11 +359,36 @@ _USER_ORDER = re.compile(
     r"proceed|finish|resume|look at|take)\b", re.IGNORECASE)
 # What a person decides or prefers is kept even when said as an order ("always use…").
 _PREFERENCE = re.compile(r"\b(?:always|never|don't|do not|instead|prefer|rather|must not|"
-                         r"from now on|only|avoid|всегда|никогда|вместо)\b", re.IGNORECASE)
+                         r"from now on|only|avoid|всегда|никогда|вместо)\b|, not\b", re.IGNORECASE)
+# What a person states of their project or team, not asked of the agent: "we use X", "our API
+# runs on Y", "I prefer Z", "the staging DB is W" ("мы используем X").
+_PROJECT_FACT = re.compile(
+    r"^(?:(?:so|also|btw|fyi|note|ok(?:ay)?|and|but)[,:]?\s+|[^,.;:?!]{1,30}[,:]\s+)*"
+    r"(?:(?:we|our team|i)(?:[’']re| are|[’']ve| have)?\s+(?:always\s+|never\s+|usually\s+|already\s+)?"
+    r"(?:use|using|run|running|deploy|deploying|host|target|support|ship|prefer|like|keep|store|build|"
+    r"moved|switched|migrated|pin|rely|standardi[sz]ed|don[’']t|do not|never|always)\b"
+    r"|our\s+[\w./-]+(?:\s+[\w./-]+)?\s+(?:is|are|runs?|uses?|lives?|sits?|needs?|has|must|should)\b"
+    r"|i(?:[’']d| would) rather\b"
+    r"|(?:мы|у нас)\s+(?:используем|держим|деплоим|храним|предпочитаем|не используем)\b)",
+    re.IGNORECASE)
 _DECISION = re.compile(r"\b(?:decided|chose|chosen|switched to|instead of|because|due to|"
                        r"fixed by|root cause|resolved by|решили|потому что)\b", re.IGNORECASE)
-_RECORD = re.compile(r"^(?:Committed|Closed|Opened|Merged|Pushed (?!to the remote)\S|Test run \S)")
+_RECORD = re.compile(r"^(?:Committed|Closed|Opened|Merged|Pushed (?!to the remote)\S|Test run \S"
+                     r"|Uncommitted(?: on \S+)?: \S|Listed by `)|" + SETTINGS_FACT)
+# A status with nothing said of the work: "spotter-fum.2 is now unblocked", "gqc.6 done and
+# pushed", "Task abc.1 is done and unblocked abc.2" (the close or the push says it with more).
+_STATUS_ONLY = re.compile(
+    r"^(?:(?:task|bead|issue|ticket|story|epic|step|pr|phase)\s+)?`?[\w.#/-]+`?\s+(?:is\s+|are\s+)?(?:now\s+|also\s+)?"
+    r"(?:done|unblocked|ready|complete|completed|closed|finished|merged|in progress|blocked|pushed|committed|green)"
+    r"(?:\s*(?:,|and)\s+(?:done|unblocked|ready|complete|completed|closed|finished|merged|pushed|committed)"
+    r"(?:\s+`?[\w.#/-]+`?)?)*[.!]?$", re.IGNORECASE)
 _ADDRESSED = re.compile(r"^(?:(?:important|note|warning|tip|nb)\s*:\s*)?you\b", re.IGNORECASE)
+
+
+def is_record(line: str) -> bool:
+    """A record of work or of what was found: a commit, a close, a push, a test run, a
+    file's settings, what was uncommitted or listed as open."""
+    return bool(_RECORD.match(line))
 
 
 def is_kept(line: str) -> bool:
@@ -370,6 +400,8 @@ def is_kept(line: str) -> bool:
         return False
     if error_line(s) or _RECORD.match(s) or _DECISION.search(s):
         return True  # an error, a record of work or a decision is never dropped
+    if _STATUS_ONLY.match(s) or s.rstrip(".") == "Pushed to the remote" or _PATH_ONLY.match(s):
+        return False  # a status, or a push naming nothing: the record of it says more
     if is_debris(s):
         return False
     if s.endswith("?") or _ADDRESSED.match(s):
@@ -377,10 +409,14 @@ def is_kept(line: str) -> bool:
     return not vague(s)
 
 
+_PATH_ONLY = re.compile(r"^`?~?[\w.-]*(?:/[\w.-]+)+/?`?\.?$")  # a path with nothing said of it
+_OUTLINE = re.compile(r"\(lines? \d+[-–]\d+(?:,\s*\d+[-–]\d+)+\)")  # "(lines 2-3, 14-40)"
+
+
 def _markup(s: str) -> bool:
     """A table row, an HTML comment, a heading or a file's outline by line ranges: never
     an error or a record, whatever words it holds ("Error panel (lines 519-534) …")."""
-    return bool(_TABLE.search(s) or "<!--" in s or s.startswith("#")
+    return bool(_TABLE.search(s) or "<!--" in s or s.startswith("#") or _OUTLINE.search(s)
                 or len(re.findall(r"\(lines? \d+[-–]\d+", s)) >= 2)
 
 
@@ -408,6 +444,17 @@ def is_user_order(sentence: str) -> bool:
     return bool(_USER_ORDER.match(s)) and not (_PREFERENCE.search(s) or _DECISION.search(s))
 
 
+def is_user_statement(sentence: str) -> bool:
+    """A person's decision, preference or fact about their project ("we use X", "I prefer Y",
+    "don't do Z", "we decided…"): worth keeping up the tiers; never a question."""
+    s = _LIST_HEAD.sub("", sentence.strip()).strip("*_ ")
+    if not s or s.endswith("?") or len(_LETTERS.findall(s)) < 3:
+        return False
+    if _PROJECT_FACT.match(s) or _DECISION.search(s):
+        return True
+    return bool(_PREFERENCE.search(s)) and not _NARRATION.match(s)
+
+
 def same_fact(a: str, b: str) -> bool:
     """True if one line says what the other says (case and spaces aside, or contained)."""
     x, y = (" ".join(re.sub(r"[^\w\s]", " ", t.lower()).split()) for t in (a, b))
@@ -430,3 +477,273 @@ def cut_at_clause(text: str, limit: int) -> str:
     if best > 0:
         return text[:best].rstrip(" ,;:—–-")
     return text if len(text) <= 2 * limit else ""
+
+
+# ------------------------------------------------------------------ settings and names
+
+# Files whose lines are no settings of the project: tests and their fixtures, styles and
+# markup, prose, lock files.
+_NOT_SETTINGS = re.compile(
+    r"(?:^|/)(?:tests?|spec|__tests__|fixtures?)/|(?:_test|_spec|\.test|\.spec)\.\w+$|(?:^|/)test_[^/]*$"
+    r"|(?:^|/)conftest\.py$|\.(?:css|scss|sass|less|html?|svg|md|markdown|rst|txt|lock|csv|log)$"
+    r"|(?:^|/)(?:package-lock|yarn\.lock|pnpm-lock)[^/]*$", re.IGNORECASE)
+# Files that are configuration as a whole: any `key = value` / `key: value` line is a setting.
+_CONFIG_FILE = re.compile(
+    r"\.(?:toml|ya?ml|ini|cfg|conf|env|properties|json)$|(?:^|/)\.env[^/]*$|(?:^|/)config/[^/]+\.\w+$"
+    r"|(?:^|/)(?:settings|config)\.\w+$|(?:^|/)Dockerfile$|(?:^|/)[\w.-]*compose[\w.-]*\.ya?ml$", re.IGNORECASE)
+# A literal value: a number (with units or separators: 90_000, 1.5, 30s, 15 * 1000), a short
+# quoted string, an atom or symbol, a boolean; or a call whose last argument is a number
+# (a setting read from the environment with its default).
+_NUMBER = r"-?\d[\d_.,]*(?:\s*[*x]\s*\d[\d_.]*)*\s*(?:ms|s|m|h|d|kb|mb|gb|%)?"
+_LITERAL = (rf"(?:{_NUMBER}|\"[^\"\n]{{1,80}}\"|'[^'\n]{{1,80}}'|:[a-z_]\w*|true|false|True|False"
+            rf"|[\w.:]+\([^()\n]{{0,80}},\s*\"?{_NUMBER}\"?\))")
+_ATTR_SKIP = frozenset({"doc", "moduledoc", "typedoc", "impl", "spec", "type", "typep", "opaque", "callback",
+                        "macrocallback", "behaviour", "derive", "enforce_keys", "external_resource", "compile",
+                        "dialyzer", "before_compile", "after_compile", "on_load", "vsn", "deprecated", "since",
+                        "endpoint", "tag", "moduletag", "describetag", "optional_callbacks", "file"})
+_SETTING_LINES = (
+    # a module attribute: `@default_ttl_seconds 120`
+    re.compile(rf"^@([a-z]\w+)\s+({_LITERAL})\s*(?:#.*)?$"),
+    # a named constant: `MAX_RETRIES = 5`, `export const TTL_MS = 90_000;`, `const PORT: u16 = 8080;`
+    re.compile(rf"^(?:export\s+)?(?:(?:pub|private|public|protected|static|final|readonly|const|let|var|val)\s+)*"
+               rf"(?:[\w<>\[\]]+\s+)?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{{3,}}[0-9]*)\s*(?::\s*[\w<>\[\]&' ]+)?"
+               rf"\s*:?=\s*({_LITERAL})\s*[;,]?\s*(?:(?://|#).*)?$"),
+)
+# A line of a configuration file: `port = 8080`, `timeout: 15000`, `"timeout": 15000,`
+_CONFIG_LINE = re.compile(rf"^[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*({_LITERAL})\s*,?\s*(?:#.*)?$")
+# An environment variable's default in a shell script: `PORT="${SPOTTER_PORT:-1100}"`
+_ENV_DEFAULT = re.compile(r"\$\{([A-Z][A-Z0-9_]{2,}):?-([^}\s]{0,40})\}")
+# An environment variable read or set by code: `System.get_env("X")`, `os.environ["X"]`,
+# `process.env.X`, `ENV.fetch("X")`, `env::var("X")`, `-e X=1`.
+_ENV_READ = re.compile(r"(?:get_?env|environ(?:\.get)?|process\.env|\bENV(?:\.fetch)?|env::var|Getenv)\W{1,3}"
+                       r"([A-Z][A-Z0-9_]{2,})\b")
+_ENV_SET = re.compile(r"(?<![\w$])([A-Z][A-Z0-9]*_[A-Z0-9_]+)=(?![=\s])")
+# A route of a web framework: `get "/api/x/:id", XController, :show`, `live "/projects/:id/review",
+# ReviewLive`, `app.get('/x', …)`, `@app.route("/x")`, `router.post("/x", …)`.
+_ROUTE = re.compile(r"^(?:@?\w+\.)?(get|post|put|patch|delete|live|route|forward|head|options)\b\s*\(?\s*"
+                    r"[\"'](/[^\"'\s]*)[\"'](?:\s*,\s*([A-Z][\w.]*))?", re.IGNORECASE)
+_MAX_SETTINGS = 5
+
+
+def _tail_path(path: str) -> str:
+    """The last two parts of a path (`services/review_token_store.ex`)."""
+    parts = [p for p in _HOME.sub("~/", path).split("/") if p]
+    return "/".join(parts[-2:])
+
+
+def _written(name: str, args: dict) -> list[tuple[str, str]]:
+    """(path, text written) of a Write, Edit, MultiEdit or apply_patch call."""
+    path = str(args.get("file_path") or args.get("path") or args.get("notebook_path") or "")
+    if name in ("Write", "create_file", "write_file"):
+        return [(path, str(args.get("content") or ""))]
+    if name in ("Edit", "str_replace_editor", "edit_file"):
+        return [(path, str(args.get("new_string") or ""))]
+    if name == "MultiEdit" and isinstance(args.get("edits"), list):
+        return [(path, "\n".join(str(e.get("new_string") or "") for e in args["edits"] if isinstance(e, dict)))]
+    if name == "apply_patch":
+        patch = str(args.get("input") or args.get("patch") or "")
+        out: list[tuple[str, str]] = []
+        for m in re.finditer(r"^\*\*\* (?:Add|Update) File: (.+)$((?:\n(?!\*\*\* ).*)*)", patch, re.MULTILINE):
+            added = [ln[1:] for ln in m.group(2).split("\n") if ln.startswith("+")]
+            out.append((m.group(1).strip(), "\n".join(added)))
+        return out
+    return []
+
+
+def settings(path: str, text: str) -> list[str]:
+    """The settings and names a file's new text sets, each as it would be noted
+    (`@default_ttl_seconds 120`, `SPOTTER_PORT` default 1100, route `GET /x` → XController)."""
+    if not path or _NOT_SETTINGS.search(path):
+        return []
+    config = bool(_CONFIG_FILE.search(path))
+    out: list[str] = []
+
+    def add(item: str) -> None:
+        if item not in out and len(out) < _MAX_SETTINGS:
+            out.append(item)
+
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or len(line) > 160 or line.startswith(("#", "//", "--", "*", "/*")):
+            continue
+        defaults = list(_ENV_DEFAULT.finditer(line))
+        for m in defaults:
+            default = m.group(2).strip("\"'")
+            add(f"env `{m.group(1)}`" + (f" (default {default})" if default else ""))
+        if defaults:
+            continue
+        route = _ROUTE.match(line)
+        if route:
+            verb = route.group(1).lower()
+            verb = verb if verb in ("live", "forward", "route") else verb.upper()
+            add(f"route `{verb} {route.group(2)}`" + (f" → {route.group(3)}" if route.group(3) else ""))
+            continue
+        matched = False
+        for pattern in _SETTING_LINES:
+            found = pattern.match(line)
+            if found and not (pattern is _SETTING_LINES[0] and found.group(1) in _ATTR_SKIP):
+                if pattern is _SETTING_LINES[0]:
+                    add(f"`@{found.group(1)} {_value(found.group(2))}`")
+                else:
+                    add(f"`{found.group(1)} = {_value(found.group(2))}`")
+                matched = True
+                break
+        if not matched and config:
+            key = _CONFIG_LINE.match(line)
+            if key and re.search(r"[A-Za-z]{2}", key.group(1)):
+                add(f"`{key.group(1)}: {_value(key.group(2))}`")
+                matched = True
+        if not matched:
+            for m in _ENV_READ.finditer(line):
+                add(f"env `{m.group(1)}`")
+            for m in _ENV_SET.finditer(line):
+                add(f"env `{m.group(1)}`")
+    return out
+
+
+def _value(text: str) -> str:
+    return " ".join(text.split()).rstrip(",;")
+
+
+def settings_facts(call: str) -> list[str]:
+    """"path: `setting value`, …" for each file a Write/Edit call gave settings or names."""
+    name, args = _args(call)
+    out = []
+    for path, text in _written(name, args):
+        found = settings(path, text)
+        if found:
+            out.append(f"{_tail_path(path)}: {', '.join(found)}")
+    return out
+
+
+# ------------------------------------------------------------------ what was open then
+
+_GIT_STATUS_FILE = re.compile(r"^\t(?:(modified|new file|deleted|renamed|typechange):\s+)?(\S.*)$")
+_GIT_SHORT = re.compile(r"^([ MADRCU?!]{2}) (\S.*)$")
+_BRANCH = re.compile(r"^On branch (\S+)", re.MULTILINE)
+# An item of a tracker's listing: its id at the start of a line, after list marks, glyphs and
+# [bracketed] labels (`1. [● P2] [epic] abc-u4u: Title`, `○ abc-obz.1 [● P1] - Title`,
+# `123<TAB>Title<TAB>…`, `ENG-42  Title`).
+_ITEM = re.compile(r"^[^\w\[#]*(?:\d+[.)]\s+)?(?:\[[^\]\n]*\]\s*)*#?([A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]+(?:\.\d+)*"
+                   r"|\d+(?=\t))(?=[\s:])(.*)$")
+_PRIORITY = re.compile(r"\bP([0-4])\b")
+_LISTING_ITEMS = 6  # files of a `git status` named
+_LISTING_CHARS = 230  # a listing's statement: within what a one-line summary keeps whole
+_TITLE_CHARS = 60
+
+
+def git_status(output: str) -> str:
+    """What `git status` said was uncommitted ("" for a clean tree or no status)."""
+    branch = _BRANCH.search(output)
+    files: list[str] = []
+    section = ""
+    for line in output.split("\n"):
+        if line.startswith(("Changes to be committed", "Changes not staged")):
+            section = "changed"
+        elif line.startswith("Untracked files"):
+            section = "new"
+        m = _GIT_STATUS_FILE.match(line)
+        if m and section:
+            what = m.group(1) or ("untracked" if section == "new" else "changed")
+            files.append(f"{m.group(2).strip()} ({what})")
+            continue
+        m = _GIT_SHORT.match(line)
+        if m and not branch:
+            code = m.group(1).strip()
+            files.append(f"{m.group(2).strip()} ({'untracked' if code == '??' else code})")
+    if not files:
+        return ""
+    more = f" and {len(files) - _LISTING_ITEMS} more" if len(files) > _LISTING_ITEMS else ""
+    where = f" on {branch.group(1)}" if branch else ""
+    return f"Uncommitted{where}: {', '.join(files[:_LISTING_ITEMS])}{more}"
+
+
+def listing(command: str, output: str) -> str:
+    """What a `git status` or a tracker's listing printed, as one statement ("" if nothing)."""
+    output = _OUTPUT_HEAD.sub("", output, count=1)
+    if output.startswith(toolcall.LISTING_HEAD):  # the command ingest put at its head
+        output = output.partition("\n")[2]
+    if re.search(r"\bgit\s+status\b", command):
+        found = git_status(output)
+        if found:
+            return found
+    items: dict[str, tuple[int, str]] = {}
+    for line in output.split("\n"):
+        m = _ITEM.match(line.strip("\r"))
+        if not m or m.group(1) in items:
+            continue
+        rest = m.group(2)
+        prio = _PRIORITY.search(line)
+        title = rest.split("\t")[1] if "\t" in rest and rest.startswith("\t") else rest
+        title = re.sub(r"^(?:\s*\[[^\]\n]*\]|\s*[:–—-]\s)+", "", title)
+        title = re.sub(r"\s*\((?:blocked|blocks|parent|deps?)\b[^)]*\)?\s*$", "", title).strip(" :-–—")
+        if len(_LETTERS.findall(title)) < 2:
+            continue
+        if len(title) > _TITLE_CHARS:
+            title = title[:_TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        items[m.group(1)] = (int(prio.group(1)) if prio else 9, title)
+    if not items:
+        return ""
+    ranked = sorted(items.items(), key=lambda kv: kv[1][0])  # by priority, then as listed
+    mixed = len({p for p, _ in items.values()}) > 1  # a priority shown only where they differ
+    head = f"Listed by {_listing_name(command)}: "
+    shown: list[str] = []
+    room = _LISTING_CHARS - len(head)
+    for i, (p, t) in ranked:
+        item = f"{'#' if i.isdigit() else ''}{i}{f' (P{p})' if mixed and p < 9 else ''} {t}"
+        if shown and room - len(item) - 2 < 0:
+            break
+        shown.append(item)
+        room -= len(item) + 2
+    more = f", and {len(items) - len(shown)} more" if len(items) > len(shown) else ""
+    return f"{head}{', '.join(shown)}{more}"
+
+
+_LISTING_CMD = re.compile(r"(?:\b(?:bd|beads|br)\s+(?:ready|list|blocked)|\bgh\s+(?:issue|pr)\s+(?:list|status)"
+                          r"|\bglab\s+(?:issue|mr)\s+list|\bjira\s+(?:issue\s+)?list|\blinear\s+issue\s+list)"
+                          r"(?:\s+--?[\w=-]+)*")
+
+
+def _listing_name(command: str) -> str:
+    names = list(dict.fromkeys(m.group(0) for m in _LISTING_CMD.finditer(command)))
+    return ", ".join(f"`{n}`" for n in names[:3]) or f"`{command.split('|')[0].strip()[:40]}`"
+
+
+# ------------------------------------------------------------------ what a tracker item is called
+
+# An item's line as a tracker shows or lists it: its id, then a separator, then its title
+# (`○ abc-4 · Add the export   [● P2 · OPEN]`, `abc-4: Add the export`, `1. [● P2] [task] abc-4: …`,
+# `○ abc-4 [● P1] - Add the export`, `123<TAB>Add the export`). "abc-4 is now unblocked" has none.
+_TITLED = re.compile(r"^[^\w\[#]*(?:\d+[.)]\s+)?(?:\[[^\]\n]*\]\s*)*#?"
+                     r"([A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]+(?:\.\d+)*|\d+(?=\t))"
+                     r"(?:\s*\[[^\]\n]*\])*(?:\s*[·:|–—]\s*|\s+-\s+|\t)(.+)$")
+_STATUS_TAIL = re.compile(r"\s*(?:\[[^\]\n]*\]|\((?:blocked|blocks|parent|deps?)\b[^)]*\)?)\s*$")
+
+
+def item_titles(output: str) -> dict[str, str]:
+    """{id: title} of the items a tracker's `show` or listing printed (the first line of each id)."""
+    out: dict[str, str] = {}
+    for line in _OUTPUT_HEAD.sub("", output).split("\n")[:400]:
+        m = _TITLED.match(line.strip("\r"))
+        if not m or m.group(1) in out:
+            continue
+        title = m.group(2).split("\t")[0].strip()
+        while _STATUS_TAIL.search(title):
+            title = _STATUS_TAIL.sub("", title).strip()
+        title = re.sub(r"^(?:\[[^\]\n]*\]\s*)+", "", title).strip(" :-–—·")
+        if len(_LETTERS.findall(title)) >= 2 and not _NARRATION.match(title):
+            out[m.group(1)] = title if len(title) <= 120 else title[:119].rsplit(" ", 1)[0] + "…"
+    return out
+
+
+def listed_titles(line: str) -> dict[str, str]:
+    """{id: title} of a summary's "Listed by `…`: abc-1 Title, abc-2 (P1) Title" statement."""
+    m = re.match(r"^Listed by [^:]*`: (.+?)(?:, and \d+ more)?$", line.strip())
+    if not m:
+        return {}
+    out = {}
+    for item in re.split(r", (?=#?[A-Za-z0-9][\w.-]*[ ])", m.group(1)):
+        parts = re.match(r"^#?([A-Za-z0-9][\w.-]*)(?: \(P\d\))? (.+)$", item.strip())
+        if parts and not parts.group(2).endswith("…"):
+            out[parts.group(1)] = parts.group(2)
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,9 +70,9 @@ def _isolated_git(tmp_path_factory):
         tmp = tmp_path_factory.mktemp("tmp")
         mp.setenv("TMPDIR", str(tmp))
         mp.setattr(tempfile, "tempdir", str(tmp))
-        subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
-        subprocess.run(["git", "config", "--global", "user.email", "person@example.com"], check=True)
-        subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+        # What `git config --global` would write, without three git processes per test.
+        (home / ".gitconfig").write_text("[user]\n\tname = Test Person\n\temail = person@example.com\n"
+                                         "[init]\n\tdefaultBranch = main\n")
         yield
 
 
@@ -110,15 +111,45 @@ class Pamd:
                               env={**os.environ, **(env or {})})
 
 
+# Folders made by a fixture's steps, kept per process: (name, environment) -> the folder.
+_MADE: dict[tuple, Path] = {}
+# What differs from test to test in an isolated environment and cannot change what pamd makes.
+_PER_TEST_ENV = {"HOME", "TMPDIR", "GIT_TEMPLATE_DIR", "PYTEST_CURRENT_TEST"}
+
+
+def made_once(name: str, into: Path, make, tmp_path_factory) -> None:
+    """Fill `into` as `make(folder)` fills an empty folder: made once per process and copied
+    after, for steps that make the same files whatever the test (pamd runs at fixed `--now`
+    times). Made afresh wherever the test changed what pamd could read before the steps ran:
+    an environment variable, or a file in HOME or the git template folder."""
+    env = os.environ
+    if {p.name for p in Path(env["HOME"]).iterdir()} != {".gitconfig"} or any(
+            Path(env["GIT_TEMPLATE_DIR"]).iterdir()):
+        key = None
+    else:
+        key = (name, os.getcwd(), *sorted((k, v) for k, v in env.items() if k not in _PER_TEST_ENV))
+    made = _MADE.get(key) if key else None
+    if made is None:
+        made = tmp_path_factory.mktemp(f"made-{name}")
+        make(made)
+        if key:
+            _MADE[key] = made
+    shutil.copytree(made, into, symlinks=True, dirs_exist_ok=True)
+    for top in made.iterdir():  # the copies' git index: its file stats are those of the copy's files
+        if (into / top.name / ".git").is_dir():
+            subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=into / top.name, capture_output=True)
+
+
 @pytest.fixture
-def brain(tmp_path, capsys) -> Pamd:
+def brain(tmp_path, capsys, tmp_path_factory) -> Pamd:
     """A fresh brain made by `pamd init`; call it like the CLI."""
-    root = tmp_path / "brain"
-    p = Pamd(tmp_path, capsys)
-    code, out, err = p("init", str(root))
-    assert code == 0, err
-    p.cwd = root
-    return p
+
+    def init(folder: Path) -> None:
+        code, out, err = Pamd(folder, capsys)("init", str(folder / "brain"))
+        assert code == 0, err
+
+    made_once("brain", tmp_path, init, tmp_path_factory)
+    return Pamd(tmp_path / "brain", capsys)
 
 
 def long_session(pattern: str) -> Path:

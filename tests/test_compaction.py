@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from conftest import git, head_count
+from conftest import Pamd, git, head_count, made_once
 
 from pamd.core.fmt import parse_doc
 
@@ -50,10 +52,18 @@ def trailers(root, rev="HEAD"):
 
 
 @pytest.fixture
-def week(brain, tmp_path):
-    f = write_week(tmp_path / "week.jsonl")
-    code, _, err = brain("ingest", str(f), now=iso(START + timedelta(days=2)))
-    assert code == 0, err
+def week(brain, tmp_path, capsys, tmp_path_factory):
+    """A brain that ingested two days of messages (once per process; each test gets a copy)."""
+
+    def ingest(folder: Path) -> None:
+        me = Pamd(folder, capsys)
+        assert me("init", str(folder / "brain"))[0] == 0
+        me.cwd = folder / "brain"
+        code, _, err = me("ingest", str(write_week(folder / "week.jsonl")), now=iso(START + timedelta(days=2)))
+        assert code == 0, err
+
+    shutil.rmtree(brain.cwd)
+    made_once("week", tmp_path, ingest, tmp_path_factory)
     return brain
 
 

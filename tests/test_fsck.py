@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from importlib import resources
+from pathlib import Path
 
 import pytest
-from conftest import Pamd, git
+from conftest import Pamd, git, made_once
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 TEXTS = [
@@ -45,20 +47,29 @@ def day_of_messages(path, day: int, per_day: int = 10):
 
 
 @pytest.fixture
-def lived_week(brain, tmp_path):
-    """Seven days: ingest each morning, compact twice a day, defrag each night."""
-    for day in range(7):
-        f = day_of_messages(tmp_path / f"day{day}.jsonl", day)
-        base = START + timedelta(days=day)
-        steps = [
-            ("ingest", str(f), base + timedelta(hours=7)),
-            ("compact", None, base + timedelta(hours=8)),
-            ("compact", None, base + timedelta(hours=16)),
-            ("defrag", None, base + timedelta(hours=17, minutes=30)),
-        ]
-        for cmd, arg, when in steps:
-            code, _, err = brain(*([cmd, arg] if arg else [cmd]), now=iso(when))
-            assert code == 0, f"{cmd} on day {day}: {err}"
+def lived_week(brain, tmp_path, capsys, tmp_path_factory):
+    """Seven days: ingest each morning, compact twice a day, defrag each night (lived once per
+    process, each test given a copy: the tests only read it or damage their own copy)."""
+
+    def live(folder: Path) -> None:
+        me = Pamd(folder, capsys)
+        assert me("init", str(folder / "brain"))[0] == 0
+        me.cwd = folder / "brain"
+        for day in range(7):
+            f = day_of_messages(folder / f"day{day}.jsonl", day)
+            base = START + timedelta(days=day)
+            steps = [
+                ("ingest", str(f), base + timedelta(hours=7)),
+                ("compact", None, base + timedelta(hours=8)),
+                ("compact", None, base + timedelta(hours=16)),
+                ("defrag", None, base + timedelta(hours=17, minutes=30)),
+            ]
+            for cmd, arg, when in steps:
+                code, _, err = me(*([cmd, arg] if arg else [cmd]), now=iso(when))
+                assert code == 0, f"{cmd} on day {day}: {err}"
+
+    shutil.rmtree(brain.cwd)
+    made_once("lived-week", tmp_path, live, tmp_path_factory)
     return brain
 
 

@@ -96,8 +96,15 @@ def transcripts(draw) -> tuple[str, bytes]:
 
 
 def outside(tmp_path: Path, root: Path) -> dict[str, float]:
-    return {str(p): p.stat().st_mtime for p in tmp_path.rglob("*")
-            if root not in p.parents and p != root and "inputs" not in p.parts}
+    """Every path under tmp_path but the brain and the inputs, with its mtime (the walk
+    does not go into either: the brain's .git grows with every example)."""
+    out = {}
+    for top, dirs, files in os.walk(tmp_path):
+        here = Path(top)
+        dirs[:] = [d for d in dirs if here / d != root and d != "inputs"]
+        for p in (here / n for n in dirs + files if n != "inputs"):
+            out[str(p)] = p.stat().st_mtime
+    return out
 
 
 def expected_entries(root: Path, name: str, data: bytes) -> list[Entry] | None:

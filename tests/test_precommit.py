@@ -141,6 +141,7 @@ def test_run_all_files_passes_on_a_clean_brain_and_builds_the_env_once(lived, ho
     assert time.monotonic() - t0 < took  # the second run reuses the env
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_run_all_files_fails_with_path_line_on_a_broken_brain(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd
@@ -162,6 +163,7 @@ def test_try_repo_runs_one_hook_against_this_repository(lived, hook_repo):
     assert r.returncode == 1 and f"{rel}:{line}:" in r.stdout
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_planted_secret_is_blocked_then_cleaned_by_pamd_redact(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd
@@ -189,6 +191,7 @@ def test_planted_secret_is_blocked_then_cleaned_by_pamd_redact(lived, hook_repo)
     assert r.returncode == 0, r.stdout
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_pamd_check_hook_refuses_a_staged_conflict_marker(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd
@@ -202,6 +205,7 @@ def test_pamd_check_hook_refuses_a_staged_conflict_marker(lived, hook_repo):
     assert f"MEMORY.md:{len(good.split(chr(10)))}: conflict marker left in the file" in r.stdout
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_index_hook_runs_at_checkout_and_never_fails_it(lived, hook_repo):
     snap, sha, home = hook_repo
     root = lived.cwd
@@ -280,6 +284,7 @@ def test_pamd_run_by_its_full_path_commits_through_the_init_ci_config(brain, hoo
     assert git(root, "worktree", "list").count("\n") == 1
 
 
+@pytest.mark.slow  # pre-commit builds an environment with pamd and its search stack
 def test_hook_outside_a_brain_fails_with_one_clear_line(tmp_path, hook_repo):
     snap, sha, home = hook_repo
     git(tmp_path, "init", "-q")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import Pamd, git, head_count
+from conftest import Pamd, git, head_count, made_once
 
 FACT = "Invoices are kept for seven years in cold storage on the archive bucket."
 L3_FACT = "Anna owns the Q3 revenue report; exports fail on staging above 1,200 rows."
@@ -22,31 +23,37 @@ def entry(eid: str, text: str, sources: str = "e-0123456789ab") -> str:
 
 
 @pytest.fixture
-def alice(tmp_path, capsys) -> Pamd:
-    """A brain whose MEMORY.md and L3 hold knowledge (written by hand, committed by git)."""
-    p = Pamd(tmp_path, capsys)
-    assert p("init", "--name", "alice", str(tmp_path / "alice"))[0] == 0
-    p.cwd = root = tmp_path / "alice"
-    mem = root / "MEMORY.md"
-    mem.write_text(mem.read_text() + "\n" + entry("s-aaaaaaaaaaa1", FACT))
-    (root / "memory" / "L3").mkdir(parents=True, exist_ok=True)
-    (root / "memory" / "L3" / "2026-11.md").write_text(
-        "---\ntier: L3\n---\n# L3\n\n" + entry("s-aaaaaaaaaaa2", L3_FACT)
-    )
-    (root / "memory" / "L0").mkdir(parents=True, exist_ok=True)
-    (root / "memory" / "L0" / "2026-11-20.md").write_text("# L0\n")  # raw tiers never leave
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "alice knows things")
-    assert p("check")[0] == 0
-    return p
+def alice(tmp_path, capsys, tmp_path_factory) -> Pamd:
+    """A brain whose MEMORY.md and L3 hold knowledge (written by hand, committed by git; made
+    once per process, each test given a copy)."""
+
+    def make(folder: Path) -> None:
+        p = Pamd(folder, capsys)
+        assert p("init", "--name", "alice", str(folder / "alice"))[0] == 0
+        p.cwd = root = folder / "alice"
+        mem = root / "MEMORY.md"
+        mem.write_text(mem.read_text() + "\n" + entry("s-aaaaaaaaaaa1", FACT))
+        (root / "memory" / "L3").mkdir(parents=True, exist_ok=True)
+        (root / "memory" / "L3" / "2026-11.md").write_text(
+            "---\ntier: L3\n---\n# L3\n\n" + entry("s-aaaaaaaaaaa2", L3_FACT)
+        )
+        (root / "memory" / "L0").mkdir(parents=True, exist_ok=True)
+        (root / "memory" / "L0" / "2026-11-20.md").write_text("# L0\n")  # raw tiers never leave
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "alice knows things")
+        assert p("check")[0] == 0
+
+    made_once("alice", tmp_path, make, tmp_path_factory)
+    return Pamd(tmp_path / "alice", capsys)
 
 
 @pytest.fixture
-def bob(tmp_path, capsys) -> Pamd:
-    p = Pamd(tmp_path, capsys)
-    assert p("init", "--name", "bob", str(tmp_path / "bob"))[0] == 0
-    p.cwd = tmp_path / "bob"
-    return p
+def bob(tmp_path, capsys, tmp_path_factory) -> Pamd:
+    def make(folder: Path) -> None:
+        assert Pamd(folder, capsys)("init", "--name", "bob", str(folder / "bob"))[0] == 0
+
+    made_once("bob", tmp_path, make, tmp_path_factory)
+    return Pamd(tmp_path / "bob", capsys)
 
 
 def frontmatter(text: str) -> dict:

@@ -12,6 +12,7 @@ mistaken for one. Pure functions: text in, text or entries out.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import functools
 import re
@@ -126,6 +127,14 @@ _YAML = YAMLHandler()
 
 
 def load_yaml(text: str) -> Any:
+    # Each result is a fresh copy: a caller may change what it gets.
+    return copy.deepcopy(_load_yaml(text))
+
+
+# The same frontmatter is read again and again (STATE.md's, at every run and in each of
+# its versions in history): the pure-Python parser is slow, and a text's YAML never changes.
+@functools.lru_cache(maxsize=256)
+def _load_yaml(text: str) -> Any:
     return _YAML.load(text, Loader=_NoAliasLoader)
 
 

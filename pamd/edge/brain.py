@@ -446,7 +446,7 @@ class Transaction:
                             raise
                         head = record["head"] = moved
                         write_atomic(journal, json.dumps(record))
-                swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
+                swept = b.repo.not_committed({rel: real[rel] for rel in paths})
                 if swept:
                     # An edit saved between pamd's write and git reading the file went
                     # into pamd's commit: take the commit back (we hold the lock, nobody

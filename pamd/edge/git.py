@@ -524,10 +524,21 @@ class Repo:
                                   with_extended_output=True, with_exceptions=False)
         return code == 0 and out.strip() == "true"
 
-    def committed_as(self, path: str, text: str | None) -> bool:
-        """Whether HEAD holds exactly `text` at `path` (None: no such file)."""
-        out = self._run("ls-tree", "-z", "HEAD", "--", path, strip=False).rstrip("\0")
-        blob = out.split()[2] if out else None
+    def not_committed(self, texts: dict[str, str | None]) -> list[str]:
+        """Those of the paths in `texts` where HEAD does not hold exactly their text (None:
+        no such file), read with one `git ls-tree`."""
+        if not texts:
+            return []
+        out = self._run("ls-tree", "-z", "HEAD", "--", *texts, strip=False)
+        blobs: dict[str, str] = {}
+        for rec in out.split("\0"):
+            meta, tab, path = rec.partition("\t")
+            if tab:
+                blobs.setdefault(path, meta.split()[2])
+        return [path for path, text in texts.items() if not self._holds(path, blobs.get(path), text)]
+
+    def _holds(self, path: str, blob: str | None, text: str | None) -> bool:
+        """Whether the object `blob` (None: no file) at `path` is exactly `text`."""
         if text is None or blob is None:
             return text is None and blob is None
         data = text.encode("utf-8")

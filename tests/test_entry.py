@@ -154,11 +154,15 @@ def test_frontmatter_read_twice_is_parsed_anew_for_each_caller():
     must not change what the next reader of the same text gets."""
     from pamd.core.fmt import split_frontmatter
 
-    text = "---\nkind: state\nactive_goals:\n- ship it\ntags: {a: [1, 2]}\n---\n# STATE\n"
+    text = ("---\nkind: state\nactive_goals:\n- ship it\ntags: {a: [1, 2]}\npairs: !!omap [x: [1]]\n"
+            "seen: !!set {p}\n---\n# STATE\n")
     first, _, _ = split_frontmatter(text, "STATE.md")
     first["active_goals"].append("a person's goal")
     first["tags"]["a"].append(3)
+    first["pairs"][0][1].append(2)
+    first["seen"].add("q")
     first["kind"] = "changed"
     second, _, _ = split_frontmatter(text, "STATE.md")
-    assert second == {"kind": "state", "active_goals": ["ship it"], "tags": {"a": [1, 2]}}
+    assert second == {"kind": "state", "active_goals": ["ship it"], "tags": {"a": [1, 2]},
+                      "pairs": [("x", [1])], "seen": {"p"}}
     assert second is not first and second["active_goals"] is not first["active_goals"]

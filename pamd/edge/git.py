@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -742,8 +743,7 @@ def _hook_path() -> dict[str, str]:
     the scripts in the user scheme's folder (~/.local/bin), which cron's PATH lacks too.
     A PATH holding the folder after another `pamd-hook` (pyenv's shims name the scripts of
     whatever pamd the global interpreter once installed) ran that other, older pamd's hooks."""
-    here = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")]
-    scripts = next((d for d in here if d and os.path.isfile(os.path.join(d, "pamd-hook"))), None)
+    scripts = next((d for d in _scripts_dirs() if d and os.path.isfile(os.path.join(d, "pamd-hook"))), None)
     path = os.environ.get("PATH", "")
     if not scripts:
         return {}
@@ -751,6 +751,13 @@ def _hook_path() -> dict[str, str]:
     if first and _same_file(first, os.path.join(scripts, "pamd-hook")):
         return {}
     return {"PATH": scripts + os.pathsep + path if path else scripts}
+
+
+@functools.cache
+def _scripts_dirs() -> tuple[str, str]:
+    """This interpreter's scripts folders, its own and the user scheme's: fixed for the life
+    of the process (sysconfig reads its variables once), asked for at every git command."""
+    return sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")
 
 
 def _same_file(a: str, b: str) -> bool:

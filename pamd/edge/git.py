@@ -264,13 +264,13 @@ class Repo:
             raise PamdError(f"git check-ignore failed: {(err or 'unknown error').strip().splitlines()[0]}")
         return [p for p in out.split("\0") if p]
 
-    def untracked_at_head(self, paths: list[str]) -> list[str]:
-        """Those of `paths` that HEAD does not hold (all of them before the first commit)."""
+    def untracked_at(self, commit: str | None, paths: list[str]) -> list[str]:
+        """Those of `paths` that `commit` does not hold (all of them when it is None: no commit yet)."""
         if not paths:
             return []
-        if not self.head():
+        if not commit:
             return list(paths)
-        out = self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths, strip=False)
+        out = self._run("ls-tree", "-r", "-z", "--name-only", commit, "--", *paths, strip=False)
         held = set(out.split("\0"))
         return [p for p in paths if p not in held]
 
@@ -594,11 +594,12 @@ class Repo:
         if not paths:
             return []
         indexed = [p for p in self._run("ls-files", "-z", "--", *paths, strip=False).split("\0") if p]
-        if not self.head():
+        head = self.head()
+        if not head:
             return indexed
         out = self._run("diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD", "--", *paths,
                         strip=False)
-        return list(dict.fromkeys([*(p for p in out.split("\0") if p), *self.untracked_at_head(indexed)]))
+        return list(dict.fromkeys([*(p for p in out.split("\0") if p), *self.untracked_at(head, indexed)]))
 
     def create_branch(self, name: str, start: str = "HEAD") -> None:
         self._run("branch", name, start)

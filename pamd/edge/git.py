@@ -172,11 +172,12 @@ class Repo:
         the repository has (None: no way to tell)."""
         if configured:
             return configured
-        try:
-            ref = self._exec(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
-            return ref.removeprefix("refs/remotes/origin/")
-        except git.GitCommandError:
-            pass
+        if self._may_hold_origin_head():
+            try:
+                ref = self._exec(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
+                return ref.removeprefix("refs/remotes/origin/")
+            except git.GitCommandError:
+                pass
         heads = self._run("for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
         for name in ("main", "master"):
             if name in heads:
@@ -184,6 +185,17 @@ class Repo:
         if len(heads) <= 1:
             return heads[0] if heads else self.branch()
         return None
+
+    def _may_hold_origin_head(self) -> bool:
+        """False only where `git symbolic-ref refs/remotes/origin/HEAD` surely finds nothing:
+        git's files store keeps a symbolic ref in a file of its own (packed-refs never holds
+        one), so without that file there is none. Asked before every run's commit, for
+        brains that have no remote; with the reftable store, git is asked."""
+        try:
+            common = Path(self._repo.common_dir)
+        except Exception:  # noqa: BLE001 - a question only: git answers it
+            return True
+        return (common / "reftable").exists() or os.path.lexists(common / "refs" / "remotes" / "origin" / "HEAD")
 
     def conflicted(self) -> list[str]:
         # The index's unmerged entries ("mode sha stage<TAB>path"), read with plumbing:

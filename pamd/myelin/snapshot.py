@@ -93,7 +93,7 @@ def _done_facts_of(e: Entry) -> list[str]:
     from pamd.consolidate.summarizers import facts
 
     if not e.is_summary:
-        if e.role != "assistant":
+        if e.role != "assistant" or "Bash" not in e.text:  # finished work is a Bash call's
             return []
         return [f for call in _calls(e.text) for f in facts.call_facts(call) if _DONE.match(f)]
     return [p.strip() for _, line in _said_lines(e) for p in line.split("; ") if _DONE.match(p.strip())]
@@ -113,6 +113,8 @@ def _todos_of(e: Entry) -> list[tuple[str, str]]:
     """(content, status) of the items of a TodoWrite call."""
     from pamd.consolidate.summarizers.facts import _args
 
+    if "TodoWrite" not in e.text:  # a call's name is written in it
+        return []
     out = []
     for call in _calls(e.text):
         name, args = _args(call)

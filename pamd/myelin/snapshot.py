@@ -298,24 +298,31 @@ def _one_each(done: list[str]) -> list[str]:
 
 
 def _hypotheses(recent: list[Entry]) -> list[str]:
-    from pamd.consolidate.summarizers import facts
-
     hyps: list[str] = []
     for e in reversed(recent):
-        # A guess is something said: not in a raw call's arguments, nor in its gist, nor in a
-        # tool's output ("Checking 114 files (this might take a while)" is no hypothesis).
-        if e.role == "tool" and not e.is_summary:
-            continue
-        said = _words(e) if e.is_summary else _typed(toolcall.prose(e.text))
-        # A blank line ends a sentence too (a paragraph without a full stop).
-        sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
-        for sent in sents:
-            if (_HEDGE.search(sent) and len(sent) > 15 and _clip(sent) not in hyps
-                    and not facts.is_fragment(sent) and not facts.is_narration(sent)):
-                hyps.append(_clip(sent))
+        for guess in _guesses(e):
+            if guess not in hyps:
+                hyps.append(guess)
         if len(hyps) >= 5:
             break
     return hyps
+
+
+@functools.lru_cache(maxsize=65536)
+def _guesses(e: Entry) -> tuple[str, ...]:
+    """The hedged sentences of `e` ("probably", "might be"), clipped, in order."""
+    from pamd.consolidate.summarizers import facts
+
+    # A guess is something said: not in a raw call's arguments, nor in its gist, nor in a
+    # tool's output ("Checking 114 files (this might take a while)" is no hypothesis).
+    if e.role == "tool" and not e.is_summary:
+        return ()
+    said = _words(e) if e.is_summary else _typed(toolcall.prose(e.text))
+    # A blank line ends a sentence too (a paragraph without a full stop).
+    sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
+    return tuple(_clip(sent) for sent in sents
+                 if _HEDGE.search(sent) and len(sent) > 15 and not facts.is_fragment(sent)
+                 and not facts.is_narration(sent))
 
 
 def _mood(recent: list[Entry], last_done_at: datetime | None) -> str:

@@ -405,7 +405,7 @@ def test_pamds_git_reads_never_take_the_index_lock(brain):
     # every git read a run makes before its journal exists (Brain.transaction, Transaction)
     assert repo.dirty() == [] and repo.conflicted() == [] and repo.in_progress() is None
     assert repo.tracked(str(memory.relative_to(root))) and repo.head()
-    assert repo.ignored(["STATE.md"]) == [] and repo.untracked_at_head(["STATE.md"]) == []
+    assert repo.ignored(["STATE.md"]) == [] and repo.untracked_at(repo.head(), ["STATE.md"]) == []
     after = index.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     # The same read through plain git does rewrite it: the check above can fail.

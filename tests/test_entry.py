@@ -147,3 +147,22 @@ def test_a_negative_zero_importance_is_written_as_zero_by_every_path(brain):
     for entry in (e, replace(e, importance=-0.0), replace(e, importance=-0.004)):
         out = render_entries([entry])
         assert "importance=0.00 " in out and "-0.00" not in out
+
+
+def test_frontmatter_read_twice_is_parsed_anew_for_each_caller():
+    """Parsed frontmatter is remembered by its text: a caller that changes what it got
+    must not change what the next reader of the same text gets."""
+    from pamd.core.fmt import split_frontmatter
+
+    text = ("---\nkind: state\nactive_goals:\n- ship it\ntags: {a: [1, 2]}\npairs: !!omap [x: [1]]\n"
+            "seen: !!set {p}\n---\n# STATE\n")
+    first, _, _ = split_frontmatter(text, "STATE.md")
+    first["active_goals"].append("a person's goal")
+    first["tags"]["a"].append(3)
+    first["pairs"][0][1].append(2)
+    first["seen"].add("q")
+    first["kind"] = "changed"
+    second, _, _ = split_frontmatter(text, "STATE.md")
+    assert second == {"kind": "state", "active_goals": ["ship it"], "tags": {"a": [1, 2]},
+                      "pairs": [("x", [1])], "seen": {"p"}}
+    assert second is not first and second["active_goals"] is not first["active_goals"]

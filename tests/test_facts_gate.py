@@ -199,6 +199,22 @@ def test_an_l3_line_of_summaries_keeps_the_facts_and_drops_the_weak_lines():
         assert good in line, (good, line)
 
 
+def test_state_reads_work_done_and_todos_from_the_calls_that_name_them():
+    """STATE reads finished work only from Bash calls and open items only from TodoWrite
+    calls, and skips a message that names neither without reading its calls: a call written
+    `[tool call NAME]`, after prose, is read all the same."""
+    from pamd.myelin.snapshot import snapshot
+
+    texts = ['Working on it.\n[tool TodoWrite] {"todos": [{"content": "Add the GBP rate", "status": '
+             '"in_progress"}, {"content": "Ship it", "status": "completed"}]}',
+             'Done.\n[tool call Bash] {"command": "git commit -m \\"fix: round GBP rates\\""}',
+             '[tool Edit] {"file_path": "/srv/app/rates.ex", "old_string": "a", "new_string": "b"}']
+    es = [Entry(id=f"e-{i:012d}", ts=T0 + timedelta(minutes=i), role="assistant", text=c) for i, c in enumerate(texts)]
+    st = snapshot(es, T0 + timedelta(hours=1))
+    assert st["done"] == ['Committed "fix: round GBP rates"'], st["done"]
+    assert st["active_goals"] == ["Add the GBP rate (in progress)"], st["active_goals"]
+
+
 def test_state_done_drops_a_push_naming_nothing_when_another_names_the_branch():
     from pamd.myelin.snapshot import snapshot
 

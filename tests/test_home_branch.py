@@ -62,3 +62,26 @@ def test_defrag_branch_still_commits_on_its_own_branch(fed):
     assert code == 0, err
     assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert git(root, "rev-list", "--count", "main..pamd/defrag-test").strip() == "1"
+
+
+def test_origins_head_names_the_home_branch_wherever_git_keeps_it(fed):
+    """pamd reads origin's HEAD only where git's files can hold it: a symbolic ref set by a
+    clone (or `git remote set-head`) is still found, also after `git pack-refs`, and also
+    when the branch it names is gone."""
+    from pamd.edge.git import Repo
+
+    root = fed.cwd
+    repo = Repo(root)
+    assert repo.home_branch() == "main"
+    git(root, "update-ref", "refs/remotes/origin/trunk", "HEAD")
+    git(root, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+    assert repo.home_branch() == "trunk"
+    git(root, "pack-refs", "--all")
+    assert repo.home_branch() == "trunk"
+    git(root, "update-ref", "-d", "refs/remotes/origin/trunk")
+    assert repo.home_branch() == "trunk"
+    code, _, err = fed("remember", "The home branch is trunk.")
+    assert code == 1 and "git switch trunk" in err
+    git(root, "symbolic-ref", "--delete", "refs/remotes/origin/HEAD")
+    assert repo.home_branch() == "main"
+    assert fed("remember", "The home branch is main again.")[0] == 0

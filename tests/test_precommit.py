@@ -381,7 +381,7 @@ def test_a_framework_hook_that_refuses_pamds_commit_is_named_not_the_first_that_
     assert int(git(root, "rev-list", "--count", "HEAD")) == n
 
 
-def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monkeypatch):
+def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monkeypatch, request):
     """`pip install --user pamd` puts pamd and pamd-hook in ~/.local/bin,
     not in the interpreter's scripts folder, which was the only one looked at: run by cron
     (PATH=/usr/bin:/bin), the init --ci hooks still found no `pamd-hook`, every commit refused."""
@@ -397,6 +397,10 @@ def test_a_user_install_puts_its_scripts_folder_on_the_hooks_path(tmp_path, monk
     monkeypatch.setattr(sysconfig, "get_path", lambda name, scheme=None, *a, **k:
                         str(user if scheme and scheme.endswith("_user") else base) if name == "scripts"
                         else real(name, scheme, *a, **k))
+    # pamd reads the folders from sysconfig once a process: here, from the one above, and
+    # after this test from the real one again
+    seam._scripts_dirs.cache_clear()
+    request.addfinalizer(seam._scripts_dirs.cache_clear)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert seam._hook_path() == {"PATH": f"{user}{os.pathsep}/usr/bin:/bin"}
     (base / "pamd-hook").write_text("#!/bin/sh\n")  # the interpreter's own comes first (a venv)

@@ -84,3 +84,25 @@ def test_a_hook_that_refuses_a_commit_is_quoted_by_its_last_words(brain):
     code, _, err = brain("remember", "We decided to ship on Monday.")
     assert code == 1 and "git commit failed: git exited with code 1 and printed nothing" in err, err
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_what_head_holds_is_read_for_every_path_of_a_commit_at_once(tmp_path):
+    """After its commit a run asks, for every path it wrote, whether HEAD holds its text
+    (an editor's save can land between pamd's write and git's read): one git call for all
+    paths, answering for each path as asking about it alone does."""
+    from pamd.edge.git import Repo
+
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "sub").mkdir()
+    for rel, text in (("a.md", "one\n"), ("sub/b.md", "two\n"), ("sub/c.md", "three\n"), ("d [x].md", "d\n")):
+        (root / rel).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "start")
+    repo = Repo(root)
+    texts = {"a.md": "one\n", "sub/b.md": "TWO\n", "sub/c.md": None, "gone.md": None, "new.md": "new\n",
+             "d [x].md": "d\n", "d x.md": None}
+    assert repo.not_committed(texts) == ["sub/b.md", "sub/c.md", "new.md"]
+    assert repo.not_committed({"a.md": "one\n"}) == [] and repo.not_committed({}) == []
+    assert [p for p, t in texts.items() if repo.not_committed({p: t})] == ["sub/b.md", "sub/c.md", "new.md"]

@@ -156,13 +156,13 @@ def refreshed_state(current: str | None, snap: dict[str, Any], last: str | None 
 STATE_LOOKBACK = 8
 
 
-def pamds_state(brain: Brain, current: str | None) -> tuple[str | None, set[str]]:
+def pamds_state(brain: Brain, current: str | None, head: str | None) -> tuple[str | None, set[str]]:
     """STATE.md as pamd's last commit of it left it (None: no pamd commit wrote it), and
     every goal, hypothesis, focus and mood its last STATE_LOOKBACK commits of it held: what a person
     added since is theirs, and a value pamd once wrote (back after a revert, or from a squash-merged
     defrag whose commit message git indents) is not. One `git log -p`; history holds it,
-    nothing else needs keeping."""
-    if current is None or not brain.repo.head():
+    nothing else needs keeping. `head`: HEAD when the run took the lock (None: no commit yet)."""
+    if current is None or not head:
         return None, set()
     out = brain.repo.log("-n", str(STATE_LOOKBACK), "--format=%x00", "-p", "--unified=100000",
                          "--no-color", "--no-renames", "--grep=^ *Pamd-Run: ", "--", STATE)
@@ -356,7 +356,8 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         if STATE not in waiting:
             snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text),
                                      int(settings(cfg).myelin.settings_budget))
-            changes[STATE], state_notes = refreshed_state(state_text, snap, *pamds_state(brain, state_text))
+            last, ever = pamds_state(brain, state_text, tx.start_head)
+            changes[STATE], state_notes = refreshed_state(state_text, snap, last, ever)
             notes += state_notes
         if waiting:
             notes.append(f"Left {' and '.join(waiting)} as they are: uncommitted edits "

@@ -12,6 +12,7 @@ mistaken for one. Pure functions: text in, text or entries out.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import functools
 import re
@@ -126,7 +127,31 @@ _YAML = YAMLHandler()
 
 
 def load_yaml(text: str) -> Any:
+    # Each result is a fresh copy: a caller may change what it gets.
+    return _fresh(_load_yaml(text))
+
+
+# The same frontmatter is read again and again (STATE.md's, at every run and in each of
+# its versions in history): the pure-Python parser is slow, and a text's YAML never changes.
+@functools.lru_cache(maxsize=256)
+def _load_yaml(text: str) -> Any:
     return _YAML.load(text, Loader=_NoAliasLoader)
+
+
+_IMMUTABLE = (str, int, float, bool, type(None), bytes, datetime.date, datetime.datetime)
+
+
+def _fresh(value: Any) -> Any:
+    """A deep copy of what YAML loaded (mappings and lists, the rest is immutable), faster
+    than copy.deepcopy."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if kind is list:
+        return [_fresh(v) for v in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)  # a set, !!omap's pairs
 
 
 def dump_yaml(data: dict[str, Any]) -> str:

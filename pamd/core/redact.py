@@ -417,7 +417,6 @@ _PREFIXED = re.compile(
 # A token-shaped secret lies in one run without whitespace: text without a run that long (most
 # prose) skips the rules that look for one.
 _RUN_32 = re.compile(r"(?<!\S)\S{32}")
-_RUN_59 = re.compile(r"(?<!\S)\S{59}")
 
 
 def _prefixed(text: str) -> Iterator[tuple[str | None, int, int]]:
@@ -456,8 +455,7 @@ _DISCORD_HEAD = re.compile(r"(?<![\w\-])[MNO][A-Za-z0-9]{23,27}$")
 
 
 def _discord_bot(text: str) -> Iterator[tuple[str | None, int, int]]:
-    if not _RUN_59.search(text):
-        return
+    # No gate on a 59-character run: finding the tail's `.` costs less than finding the run.
     for m in _DISCORD_TAIL.finditer(text):
         head = _DISCORD_HEAD.search(text, max(0, m.start() - 28), m.start())
         if head is None:

@@ -399,9 +399,10 @@ class Transaction:
         # and never a person's later edit of them.
         written = {rel: None if real[rel] is None else _digest(real[rel].encode("utf-8"))
                    for rel in paths}
-        # A file HEAD does not hold is put back as it was, not deleted, by a rollback.
-        before = {rel: was[rel] for rel in b.repo.untracked_at_head(
-            [rel for rel in paths if was[rel] is not None])}
+        # A file HEAD (as the journal records it) does not hold is put back as it was, not
+        # deleted, by a rollback.
+        before = {rel: was[rel] for rel in b.repo.untracked_at(
+            head, [rel for rel in paths if was[rel] is not None])}
         # "git": from when git lock files may be this run's, so that a recovery can tell
         # them from a person's (which are older, or have a live git)
         record = {"run": run_id, "head": head, "paths": paths, "new": written, "before": before,
@@ -446,7 +447,7 @@ class Transaction:
                             raise
                         head = record["head"] = moved
                         write_atomic(journal, json.dumps(record))
-                swept = [rel for rel in paths if not b.repo.committed_as(rel, real[rel])]
+                swept = b.repo.not_committed({rel: real[rel] for rel in paths})
                 if swept:
                     # An edit saved between pamd's write and git reading the file went
                     # into pamd's commit: take the commit back (we hold the lock, nobody

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -171,11 +172,12 @@ class Repo:
         the repository has (None: no way to tell)."""
         if configured:
             return configured
-        try:
-            ref = self._exec(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
-            return ref.removeprefix("refs/remotes/origin/")
-        except git.GitCommandError:
-            pass
+        if self._may_hold_origin_head():
+            try:
+                ref = self._exec(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
+                return ref.removeprefix("refs/remotes/origin/")
+            except git.GitCommandError:
+                pass
         heads = self._run("for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
         for name in ("main", "master"):
             if name in heads:
@@ -183,6 +185,17 @@ class Repo:
         if len(heads) <= 1:
             return heads[0] if heads else self.branch()
         return None
+
+    def _may_hold_origin_head(self) -> bool:
+        """False only where `git symbolic-ref refs/remotes/origin/HEAD` surely finds nothing:
+        git's files store keeps a symbolic ref in a file of its own (packed-refs never holds
+        one), so without that file there is none. Asked before every run's commit, for
+        brains that have no remote; with the reftable store, git is asked."""
+        try:
+            common = Path(self._repo.common_dir)
+        except Exception:  # noqa: BLE001 - a question only: git answers it
+            return True
+        return (common / "reftable").exists() or os.path.lexists(common / "refs" / "remotes" / "origin" / "HEAD")
 
     def conflicted(self) -> list[str]:
         # The index's unmerged entries ("mode sha stage<TAB>path"), read with plumbing:
@@ -263,13 +276,13 @@ class Repo:
             raise PamdError(f"git check-ignore failed: {(err or 'unknown error').strip().splitlines()[0]}")
         return [p for p in out.split("\0") if p]
 
-    def untracked_at_head(self, paths: list[str]) -> list[str]:
-        """Those of `paths` that HEAD does not hold (all of them before the first commit)."""
+    def untracked_at(self, commit: str | None, paths: list[str]) -> list[str]:
+        """Those of `paths` that `commit` does not hold (all of them when it is None: no commit yet)."""
         if not paths:
             return []
-        if not self.head():
+        if not commit:
             return list(paths)
-        out = self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths, strip=False)
+        out = self._run("ls-tree", "-r", "-z", "--name-only", commit, "--", *paths, strip=False)
         held = set(out.split("\0"))
         return [p for p in paths if p not in held]
 
@@ -524,10 +537,21 @@ class Repo:
                                   with_extended_output=True, with_exceptions=False)
         return code == 0 and out.strip() == "true"
 
-    def committed_as(self, path: str, text: str | None) -> bool:
-        """Whether HEAD holds exactly `text` at `path` (None: no such file)."""
-        out = self._run("ls-tree", "-z", "HEAD", "--", path, strip=False).rstrip("\0")
-        blob = out.split()[2] if out else None
+    def not_committed(self, texts: dict[str, str | None]) -> list[str]:
+        """Those of the paths in `texts` where HEAD does not hold exactly their text (None:
+        no such file), read with one `git ls-tree`."""
+        if not texts:
+            return []
+        out = self._run("ls-tree", "-z", "HEAD", "--", *texts, strip=False)
+        blobs: dict[str, str] = {}
+        for rec in out.split("\0"):
+            meta, tab, path = rec.partition("\t")
+            if tab:
+                blobs.setdefault(path, meta.split()[2])
+        return [path for path, text in texts.items() if not self._holds(path, blobs.get(path), text)]
+
+    def _holds(self, path: str, blob: str | None, text: str | None) -> bool:
+        """Whether the object `blob` (None: no file) at `path` is exactly `text`."""
         if text is None or blob is None:
             return text is None and blob is None
         data = text.encode("utf-8")
@@ -582,11 +606,12 @@ class Repo:
         if not paths:
             return []
         indexed = [p for p in self._run("ls-files", "-z", "--", *paths, strip=False).split("\0") if p]
-        if not self.head():
+        head = self.head()
+        if not head:
             return indexed
         out = self._run("diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD", "--", *paths,
                         strip=False)
-        return list(dict.fromkeys([*(p for p in out.split("\0") if p), *self.untracked_at_head(indexed)]))
+        return list(dict.fromkeys([*(p for p in out.split("\0") if p), *self.untracked_at(head, indexed)]))
 
     def create_branch(self, name: str, start: str = "HEAD") -> None:
         self._run("branch", name, start)
@@ -731,8 +756,7 @@ def _hook_path() -> dict[str, str]:
     the scripts in the user scheme's folder (~/.local/bin), which cron's PATH lacks too.
     A PATH holding the folder after another `pamd-hook` (pyenv's shims name the scripts of
     whatever pamd the global interpreter once installed) ran that other, older pamd's hooks."""
-    here = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")]
-    scripts = next((d for d in here if d and os.path.isfile(os.path.join(d, "pamd-hook"))), None)
+    scripts = next((d for d in _scripts_dirs() if d and os.path.isfile(os.path.join(d, "pamd-hook"))), None)
     path = os.environ.get("PATH", "")
     if not scripts:
         return {}
@@ -740,6 +764,13 @@ def _hook_path() -> dict[str, str]:
     if first and _same_file(first, os.path.join(scripts, "pamd-hook")):
         return {}
     return {"PATH": scripts + os.pathsep + path if path else scripts}
+
+
+@functools.cache
+def _scripts_dirs() -> tuple[str, str]:
+    """This interpreter's scripts folders, its own and the user scheme's: fixed for the life
+    of the process (sysconfig reads its variables once), asked for at every git command."""
+    return sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -7,6 +7,7 @@ describes the rule format and the importance formula.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -258,6 +259,9 @@ class _Plan:
     always: tuple[int, ...]  # rules with no patterns: fire on every message of this role
 
 
+# A plan follows from the rules alone and is never changed: each Tagger of the same rules
+# (one per ingest) shares it rather than reading every pattern again.
+@functools.lru_cache(maxsize=32)
 def _plan(rules: tuple[Rule, ...], role: str) -> _Plan:
     by_needle: dict[str, dict[str, list[tuple[int, re.Pattern[str]]]]] = {}  # key -> needle ->
     keys: dict[str, set[str]] = {k: set() for k in ("words", "starts", "words_other",

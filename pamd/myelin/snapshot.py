@@ -93,7 +93,7 @@ def _done_facts_of(e: Entry) -> list[str]:
     from pamd.consolidate.summarizers import facts
 
     if not e.is_summary:
-        if e.role != "assistant":
+        if e.role != "assistant" or "Bash" not in e.text:  # finished work is a Bash call's
             return []
         return [f for call in _calls(e.text) for f in facts.call_facts(call) if _DONE.match(f)]
     return [p.strip() for _, line in _said_lines(e) for p in line.split("; ") if _DONE.match(p.strip())]
@@ -113,6 +113,8 @@ def _todos_of(e: Entry) -> list[tuple[str, str]]:
     """(content, status) of the items of a TodoWrite call."""
     from pamd.consolidate.summarizers.facts import _args
 
+    if "TodoWrite" not in e.text:  # a call's name is written in it
+        return []
     out = []
     for call in _calls(e.text):
         name, args = _args(call)
@@ -296,24 +298,31 @@ def _one_each(done: list[str]) -> list[str]:
 
 
 def _hypotheses(recent: list[Entry]) -> list[str]:
-    from pamd.consolidate.summarizers import facts
-
     hyps: list[str] = []
     for e in reversed(recent):
-        # A guess is something said: not in a raw call's arguments, nor in its gist, nor in a
-        # tool's output ("Checking 114 files (this might take a while)" is no hypothesis).
-        if e.role == "tool" and not e.is_summary:
-            continue
-        said = _words(e) if e.is_summary else _typed(toolcall.prose(e.text))
-        # A blank line ends a sentence too (a paragraph without a full stop).
-        sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
-        for sent in sents:
-            if (_HEDGE.search(sent) and len(sent) > 15 and _clip(sent) not in hyps
-                    and not facts.is_fragment(sent) and not facts.is_narration(sent)):
-                hyps.append(_clip(sent))
+        for guess in _guesses(e):
+            if guess not in hyps:
+                hyps.append(guess)
         if len(hyps) >= 5:
             break
     return hyps
+
+
+@functools.lru_cache(maxsize=65536)
+def _guesses(e: Entry) -> tuple[str, ...]:
+    """The hedged sentences of `e` ("probably", "might be"), clipped, in order."""
+    from pamd.consolidate.summarizers import facts
+
+    # A guess is something said: not in a raw call's arguments, nor in its gist, nor in a
+    # tool's output ("Checking 114 files (this might take a while)" is no hypothesis).
+    if e.role == "tool" and not e.is_summary:
+        return ()
+    said = _words(e) if e.is_summary else _typed(toolcall.prose(e.text))
+    # A blank line ends a sentence too (a paragraph without a full stop).
+    sents = [x for para in re.split(r"\n\s*\n", said) for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))]
+    return tuple(_clip(sent) for sent in sents
+                 if _HEDGE.search(sent) and len(sent) > 15 and not facts.is_fragment(sent)
+                 and not facts.is_narration(sent))
 
 
 def _mood(recent: list[Entry], last_done_at: datetime | None) -> str:

@@ -137,6 +137,7 @@ def _failures(sentences: list[str]) -> dict[str, str]:
     return {s: r for s in sentences if (r := _report(s))}
 
 
+@functools.lru_cache(maxsize=65536)  # an entry is immutable; each compaction asks again
 def states_failure(entry: Entry) -> bool:
     """True if the user or the agent says in `entry` that something failed."""
     return any(map(_report, said([entry])))

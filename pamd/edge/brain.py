@@ -415,11 +415,19 @@ class Transaction:
             # exists") rather than meeting pamd's files half-way to their commit.
             with b.repo.index_held():
                 checkpoint("txn:git")
-                if b.repo.operation() or b.repo.branch() != branch or b.repo.head() != head:
+                if b.repo.operation() or b.repo.branch() != branch:
                     # a person's git got in before the lock: check again as the run began
                     b.check_writable()
                     raise PamdError("the brain's git moved while pamd was about to commit; "
                                     "nothing was committed", "run again", exit_code=75)
+                moved = b.repo.head()
+                if moved != head:
+                    if head is None or b.repo.run("diff", "--name-only", head, moved or "HEAD", "--", *paths):
+                        raise PamdError("the brain's files changed while pamd was running; "
+                                        "nothing was committed", "run again")
+                    # a person's commit of other files: this run's plan still holds on top of it
+                    head = record["head"] = moved
+                    write_atomic(journal, json.dumps(record))
                 for rel in paths:
                     # A person's editor does not take pamd's lock: re-check each file
                     # right before replacing it, so an edit saved since the check above

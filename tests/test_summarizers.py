@@ -395,3 +395,11 @@ def test_the_docs_tables_of_summarizer_keys_give_the_templates_defaults():
             assert doc in (str(want[key]), str(want[key]).lower()), (key, doc, want[key])
         checked += 1
     assert checked >= 8
+
+
+def test_a_persons_statement_kept_whole_still_keeps_to_the_groups_tokens():
+    """A one-line summary keeps the person's statement whole past its characters, never
+    past the group's token budget (the example a property run found)."""
+    group = Group("g", "L3", entries(("user", "Alice Alice Alice решили")), 0)
+    text = ExtractiveSummarizer().summarize([group])[0][0]
+    assert text.strip() and count_tokens(text) <= group.budget

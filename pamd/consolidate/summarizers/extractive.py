@@ -16,7 +16,7 @@ from pamd.consolidate.summarizers import facts
 from pamd.consolidate.summarizers import text as tx
 from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.core import toolcall
-from pamd.core.entry import Entry
+from pamd.core.entry import Entry, count_tokens
 from pamd.core.words import plural
 
 CHARS_PER_TOKEN = 4
@@ -74,7 +74,14 @@ def summarize_group(group: Group) -> str:
     if group.one_line:
         # MEMORY.md's own summaries merged smaller (its budget) keep to theirs: no stretch.
         stretch = not all(e.tier == "L4" for e in group.entries)
-        return _one_line(msgs, units, days, budget, stretch)
+        line = _one_line(msgs, units, days, budget, stretch)
+        if stretch and count_tokens(line) > group.budget:
+            # A person's statement past the group's tokens: its first clauses that fit, else
+            # the line as any other group's.
+            line = _one_line(msgs, units, days, budget, stretch, stretch_to=0)
+            if count_tokens(line) > group.budget:
+                line = _one_line(msgs, units, days, budget, False)
+        return line
     return _lines(msgs, units, budget, each=agent)
 
 
@@ -438,7 +445,8 @@ def _render_lines(msgs: list[_Msg], kept: list[_Unit], each: bool = False) -> st
 # ----------------------------------------------------------------- L3 / L4: one line
 
 
-def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int, stretch: bool = True) -> str:
+def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: int, stretch: bool = True,
+              stretch_to: int = _USER_LINE) -> str:
     """"speakers: phrase; phrase (dates)", dropping speakers/dates when the budget is tiny."""
     suffix = f" ({tx.date_range(min(days), max(days))})" if days else ""
     all_speakers = _speakers(msgs, range(len(msgs)))
@@ -459,8 +467,9 @@ def _one_line(msgs: list[_Msg], units: list[_Unit], days: list[date], budget: in
                 and facts.is_user_statement(unit.text)):
             # The person's own statement ranks first and does not fit: it is the line, whole
             # (up to a clause past the budget), rather than a lesser phrase that fits.
-            text = facts.cut_at_clause(unit.text, max(room, _USER_LINE)) or unit.text[:_USER_LINE]
-            return f"user: {text}" + (suffix if len(text) + len(suffix) <= _USER_LINE + 20 else "")
+            limit = max(room - len("user: "), stretch_to, 1)
+            text = facts.cut_at_clause(unit.text, limit) or unit.text[:limit]
+            return f"user: {text}" + (suffix if len(text) + len(suffix) <= stretch_to + 20 else "")
         if used + cost > room or _near_duplicate(unit, kept):
             continue
         kept.append(unit)

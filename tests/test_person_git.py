@@ -231,3 +231,27 @@ def test_a_commit_that_lands_as_pamd_builds_its_commit_is_never_undone(brain, mo
     assert "db-7" in git(root, "grep", "-h", "db-7", "HEAD", "--", "memory")
     git(root, "reset", "-q", "--", "notes.md")
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_branch_switched_to_while_pamd_commits_does_not_keep_pamds_commit(brain, monkeypatch):
+    """`git checkout -b` from HEAD takes no index lock: made in the moment of pamd's commit,
+    it would land that commit on the person's new branch. pamd takes it back from there and
+    says so in one line; main and the new branch are as they were."""
+    import pamd.edge.git as pgit
+
+    root = brain.cwd
+    real = pgit.checkpoint
+    main0 = git(root, "rev-parse", "main").strip()
+
+    def person_switches_now(name: str) -> None:
+        if name == "git:commit":
+            git(root, "branch", "look")
+            git(root, "symbolic-ref", "HEAD", "refs/heads/look")
+        real(name)
+
+    monkeypatch.setattr(pgit, "checkpoint", person_switches_now)
+    code, _, err = brain("remember", "The staging database is db-7.")
+    assert code == 75 and "switched to branch look" in err, err
+    assert git(root, "rev-parse", "main").strip() == main0 == git(root, "rev-parse", "look").strip()
+    assert git(root, "status", "--porcelain") == ""
+    assert not (root / ".pamd" / "txn.json").exists()

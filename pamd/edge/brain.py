@@ -455,6 +455,15 @@ class Transaction:
                             raise
                         head = record["head"] = moved
                         write_atomic(journal, json.dumps(record))
+                landed_on = b.repo.branch()
+                if landed_on != branch:
+                    # A branch switch that takes no index lock (`git checkout -b` from HEAD)
+                    # came after the last check: take the commit back from that branch.
+                    why = "pamd: undo a commit made on a branch switched to meanwhile"
+                    if landed_on and head:
+                        b.repo.run("update-ref", "-m", why, f"refs/heads/{landed_on}", head, sha)
+                    raise PamdError(f"the brain switched to branch {landed_on} while pamd was committing; "
+                                    "nothing was committed", "run again on the home branch", exit_code=75)
                 swept = b.repo.not_committed({rel: real[rel] for rel in paths})
                 if swept:
                     # An edit saved between pamd's write and git reading the file went

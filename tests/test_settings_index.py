@@ -135,7 +135,7 @@ def test_settings_reach_state_and_boot_after_a_week_and_the_newest_value_wins(br
     assert "settings:" not in out.split("## Settings and names")[0]
     # within --chars: memory goes first, then the oldest settings, and the closing note says so
     at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    fits = {n: _cli(root, "boot", "--chars", str(n), now=at)[1] for n in range(len(out), 600, -25)}
+    fits = {n: _cli(root, "boot", "--chars", str(n), now=at)[1] for n in range(len(out), 600, -5)}
     assert all(len(f) <= n for n, f in fits.items())
     partial = [f for f in fits.values() if "the oldest" not in f and "1 of 2 settings of Settings and names" in f]
     assert partial, fits

@@ -241,6 +241,7 @@ def _short(text: str, limit: int) -> str:
 # Kinds of call whose arguments or output cannot be found again, so ingest keeps more of them.
 COMMIT, CLOSE, SPEC, TEST, WRITE, EDIT, AGENT = "commit", "close", "spec", "test", "write", "edit", "agent"
 LISTING = "listing"
+ANSWER = "answer"  # the person answering the agent's question: their decision
 # How ingest heads a listing's output with its command: `[tool result] $ git status`.
 LISTING_HEAD = "$ "
 _SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_command",
@@ -290,6 +291,8 @@ def kind(name: str, args) -> str | None:
         return EDIT
     if low in ("task", "agent"):
         return AGENT
+    if low == "askuserquestion":
+        return ANSWER
     cmd = command(name, args)
     if not cmd:
         return None

@@ -63,7 +63,8 @@ _RULE_KEYS = {"name", "tag", "type", "weight", "lang", "roles", "patterns", "flo
 # What ingest knows a message carries beyond its words (sources.FACTS), and the least
 # importance each gives; [facts] in a rules file overrides these.
 _FACT_DEFAULTS: dict[str, float] = {"commit": 0.85, "close": 0.85, "spec": 0.7, "failure": 0.6,
-                                    "report": 0.8, "compaction": 0.95, "listing": 0.6}
+                                    "report": 0.8, "compaction": 0.95, "listing": 0.6,
+                                    "answer": 0.9}
 
 
 @dataclass(frozen=True)

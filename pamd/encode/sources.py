@@ -66,7 +66,7 @@ REPORT_CHARS = 120  # the last message of a turn this long is the agent's report
 # error lines; report: the agent's last message of a turn, a subagent's result;
 # compaction: the agent host's own summary of the session so far; listing: what `git
 # status` or a tracker's list of open work printed (what was open then).
-FACTS = ("commit", "close", "spec", "failure", "report", "compaction", "listing")
+FACTS = ("commit", "close", "spec", "failure", "report", "compaction", "listing", "answer")
 COMPACTION_HEAD = "[compaction summary]"
 # How far past a cut to look for a secret the cut would split.
 SECRET_REACH = 1 << 16
@@ -743,6 +743,9 @@ def _result_message(body: str, error: bool, call: tuple[str, object] | None, ts,
         # The proof the commit landed (`[main 4f2a9c1] subject`) or the task closed: what
         # STATE counts as finished work.
         return Message("tool", plain, ts, sess, seq, fact=what)
+    elif what == toolcall.ANSWER and not error:
+        # The person's choice among the options the agent offered: a decision only they made.
+        return Message("tool", plain, ts, sess, seq, fact="answer")
     elif error:
         view = toolcall.failure_view(body, cut=_safe_cut(redactor))
         kept, fact = _truncate(prefix + view, FAILURE_CHARS, redactor), "failure"

@@ -26,8 +26,8 @@ WINDOW_HOURS = 24
 # The STATE.md keys pamd remakes from the entries at every compaction (a person's pinned_*
 # keys are not among them): `pamd sync` takes these whole from the side that wrote last, but
 # `settings`, which it merges subject by subject (pamd.ops.fmmerge).
-SNAPSHOT_KEYS = ("updated", "last_instruction", "active_goals", "done", "current_focus", "hypotheses",
-                 "emotional_context", "settings")
+SNAPSHOT_KEYS = ("updated", "last_instruction", "user_said", "active_goals", "done", "current_focus",
+                 "hypotheses", "emotional_context", "settings")
 _BARE_PUSH = "Pushed to the remote"
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|probably|i think|i suspect|hypothes\w*|my guess|likely|"
                     r"возможно|наверное|похоже|гипотез\w*|кажется)\b", re.I)
@@ -62,7 +62,7 @@ _QUESTION = re.compile(r"\?\s*$")
 _TAKEN = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--(?:status[ =](?:in_progress|blocked)|claim)")
 _BLOCKED = re.compile(r"\b(?:bd|br|beads)\s+update\s+([\w.-]+)[^|;&]*--status[ =]blocked")
 _MARKUP = re.compile(r"^\s*<(?:system-reminder|local-command|command-|task-notification)|^\[Request interrupted")
-DONE_ITEMS, OPEN_ITEMS = 8, 6
+DONE_ITEMS, OPEN_ITEMS, USER_ITEMS = 8, 6, 8
 # An open item of a tracker or a todo list, as the snapshot writes it: "billing-9 (in progress)".
 _ITEM = re.compile(r"^(.+?) \((?:in progress|blocked|pending|open(?:: .*)?)\)$")
 _CREATED = re.compile(r"\bCreated (?:issue|task|bug|bead|ticket):? ([A-Za-z][\w-]*-[\w.]+)")
@@ -97,6 +97,23 @@ def _done_facts_of(e: Entry) -> list[str]:
             return []
         return [f for call in _calls(e.text) for f in facts.call_facts(call) if _DONE.match(f)]
     return [p.strip() for _, line in _said_lines(e) for p in line.split("; ") if _DONE.match(p.strip())]
+
+
+def _name_commit(done: list[str], made: tuple[str, str]) -> None:
+    from pamd.consolidate.summarizers import facts
+
+    for i in range(len(done) - 1, max(-1, len(done) - 8), -1):
+        named = facts.with_hash(done[i], made)
+        if named != done[i]:
+            done[i] = named
+            return
+
+
+@functools.lru_cache(maxsize=65536)
+def _commit_made(e: Entry) -> tuple[str, str] | None:
+    from pamd.consolidate.summarizers import facts
+
+    return facts.commit_made(e.text) if e.role == "tool" and not e.is_summary and "] " in e.text else None
 
 
 def _calls(text: str) -> list[str]:
@@ -187,6 +204,62 @@ def _instruction(e: Entry) -> str:
     return ""
 
 
+_SAID_AT = re.compile(r" \(\d{4}-\d\d-\d\d \d\d:\d\d\)$")
+_SAID_CONTEXT = re.compile(r"^\((?:to|after refusing) [^\n]*?\) ")
+_QUESTION_END = re.compile(r"([^.!?\n]{4,}\?)\s*$")
+
+
+def _said_key(item: str) -> str:
+    """The person's words of a `user_said` item, without the context and time pamd adds."""
+    return " ".join(_SAID_CONTEXT.sub("", _SAID_AT.sub("", item)).split()).lower().rstrip(" .!")
+
+
+def said_besides(said: list[Any], instruction: Any) -> list[Any]:
+    """`user_said` without the last instruction, which boot shows under a label of its own."""
+    key = _said_key(_clip(str(instruction or ""), 240))
+    return [i for i in said if not isinstance(i, str) or _said_key(i) != key]
+
+
+def _said_at(item: str) -> str:
+    m = _SAID_AT.search(item)
+    return m.group(0) if m else ""
+
+
+def _user_said(entries: list[Entry]) -> list[str]:
+    """The person's own words, oldest first, each with its time: what they typed (a short
+    reply with the agent's question it answers, words after refusing a tool call with that
+    call), their answers to the choices the agent offered, and what summaries kept of them.
+    A person writes little in an agent's session and every line of it steers the work."""
+    from pamd.consolidate.summarizers import facts
+
+    out: list[str] = []
+    asked = last_call = refused = ""
+    for e in entries:
+        at = e.ts.strftime("%Y-%m-%d %H:%M")
+        if e.is_summary:
+            out += [f"{_clip(line, 240)} ({at})" for speaker, line in _said_lines(e)
+                    if speaker == "user" and len(line.split()) >= 2]
+        elif e.role == "assistant":
+            said = toolcall.prose(e.text).strip()
+            calls = [m.group(1) for m in toolcall.CALL.finditer(e.text)]
+            last_call = calls[-1] if calls else last_call
+            q = _QUESTION_END.search(said)
+            asked = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked)
+        elif e.role == "tool":
+            out += [f"{choice} ({at})" for choice in facts.answered(e.text)]
+            if facts.REJECTED in e.text:
+                refused = last_call
+        elif e.role == "user":
+            text = " ".join(_typed(e.text).split())
+            if _MARKUP.match(text) or len(text.split()) < 2:
+                continue
+            lead = (f"(after refusing {refused}) " if refused
+                    else f'(to "{asked}") ' if asked and len(text.split()) <= 15 else "")
+            out.append(f"{lead}{_clip(text, 240)} ({at})")
+            asked = refused = ""
+    return out
+
+
 def _recent(entries: list[Entry]) -> list[Entry]:
     """The last day of work: entries of the 24 hours up to the newest one (however long ago)."""
     if not entries:
@@ -214,13 +287,22 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     taken: dict[str, str] = {}
     created_title = ""
     titles: dict[str, str] = {}
+    tried = ""  # the commit the last call made, until its output says whether it landed
     # Work done and open from everything the tree holds (an import of last month's sessions
     # finds what live runs carried over); the instruction and the mood from the last day.
     for e in sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts) or recent:
+        if e.role == "tool" and not e.is_summary and tried:
+            if e.text.startswith("[tool error]") and tried in done:
+                done.remove(tried)  # the commit its call named failed (a hook refused it)
+            tried = ""
         for fact in _done_facts(e):
             if fact not in done:
                 done.append(fact)
+                tried = fact if fact.startswith('Committed "') and not e.is_summary else tried
             last_done_at = e.ts
+        made = _commit_made(e)
+        if made:  # the hash its output reported, on the commit its call made
+            _name_commit(done, made)
         said = _instruction(e) if (e.role == "user" or e.is_summary) and id(e) in recent_ids else ""
         if said:
             instruction, instruction_at = said, e.ts
@@ -262,12 +344,20 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
                 rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", closed):
             open_items.append(item)
     open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
+    heard = _user_said(sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts))
+    heard_keys = set(map(_said_key, heard))
+    heard = [i for i in map(str, previous.get("user_said") or []) if _said_key(i) not in heard_keys] + heard
+    last_said: dict[str, str] = {}
+    for item in sorted(heard, key=_said_at):  # a line said again is shown once, where it was said last
+        last_said.pop(_said_key(item), None)
+        last_said[_said_key(item)] = item
     done = _one_each(done)[-DONE_ITEMS:]
     focus = open_items[0] if open_items else (f"last finished: {done[-1]}" if done else "")
     hyps = _hypotheses(recent)
     return {
         "updated": fmt_time(now),
         "last_instruction": instruction,
+        "user_said": list(last_said.values())[-USER_ITEMS:],
         "active_goals": open_items,
         "done": done,
         "current_focus": _clip(focus, 300),

@@ -18,7 +18,8 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
           "learned_from": list},
     STATE: {"active_goals": list, "current_focus": (str, type(None)), "hypotheses": list,
             "pinned_goals": list, "pinned_hypotheses": list,
-            "emotional_context": (str, type(None)), "done": list, "last_instruction": (str, type(None))},
+            "emotional_context": (str, type(None)), "done": list, "last_instruction": (str, type(None)),
+            "user_said": list},
     PRELOAD: {},
 }
 

@@ -142,6 +142,11 @@ def _facts_of(entry: Entry, text: str, test_cmd: str = "", command: str = "") ->
         push = facts.pushed(text)
         if push:
             out.append(("tool", push, _CALL_FACT_BONUS))
+        made = facts.commit_made(text)
+        if made:  # said here too, for a group that holds the output and not the call
+            out.append(("tool", f'Committed {made[0]} "{made[1]}"', _CALL_FACT_BONUS))
+        # the person's choice among the options the agent offered: a decision of theirs
+        out += [("user", choice, _CALL_FACT_BONUS) for choice in facts.answered(text)]
         return out
     out = []
     prose = toolcall.prose(text)
@@ -211,9 +216,26 @@ def _units(
             + _TYPE_BONUS.get(entry.type, -0.5)
             + 0.2 * min(entry.recalls, 5)
         )
+        made = facts.commit_made(entry.text) if agent and entry.role == "tool" and "commit" in command else None
+        hashed = ""
+        if agent and entry.role == "tool" and entry.text.startswith("[tool error]") and "commit" in command:
+            subject = facts.commit_subject(command)  # its call's fact said "Committed": it was not
+            for i in range(len(units) - 1, max(-1, len(units) - 40), -1):
+                said = facts.failed_commit(units[i].text, subject)
+                if said != units[i].text:
+                    units[i].text = said
+                    break
+        if made:  # the commit's hash, from its output, on the fact its call gave
+            for i in range(len(units) - 1, max(-1, len(units) - 40), -1):
+                named = facts.with_hash(units[i].text, made)
+                if named != units[i].text:
+                    units[i].text, hashed = named, f"Committed {made[0]} "
+                    break
         if agent and not entry.is_summary:
             opened: dict[str, int] = {}
             for speaker, fact, bonus in _facts_of(entry, entry.text, test_cmd, command):
+                if hashed and fact.startswith(hashed):
+                    continue  # the call's fact says it, with the message's body
                 body = fact.rstrip(" .") if one_line else _ended(fact)
                 if one_line:
                     body = facts.cut_at_clause(body, _LONG_FACT)

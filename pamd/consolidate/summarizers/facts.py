@@ -307,6 +307,62 @@ def pushed(output: str) -> str:
     return f"Pushed {ref}" + (f" to {to.group(1)}" if to else "")
 
 
+# Claude Code's answer to an AskUserQuestion call: `User has answered your questions: "Q"="A",
+# "Q2"="A2". You can now continue…` (each question and answer JSON-quoted).
+_ANSWERED = re.compile(r'User has answered your questions?: ((?:"(?:[^"\\]|\\.)*"="(?:[^"\\]|\\.)*"(?:, )?)+)')
+_QA = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"')
+# Claude Code's tool result when the person refused a tool call.
+REJECTED = "The user doesn't want to proceed with this tool use"
+
+
+def answered(output: str) -> list[str]:
+    """The person's choices in an AskUserQuestion result, each with its question:
+    'Asked "How should we proceed?": the user answered "fix the issues"'."""
+    m = _ANSWERED.search(output)
+    if not m:
+        return []
+    out = []
+    for q, a in _QA.findall(m.group(1)):
+        q, a = (" ".join(x.replace('\\"', '"').split()) for x in (q, a))
+        if a:
+            out.append(f'Asked "{_one(q, 160)}": the user answered "{_one(a, 200)}"')
+    return out
+
+
+# What `git commit` prints first: `[main 3bb8701] subject` (`[main (root-commit) 3bb8701] …`).
+_COMMIT_MADE = re.compile(r"^(?:\[tool result\] )?\[([^\]\s]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$",
+                          re.MULTILINE)
+
+
+def commit_made(output: str) -> tuple[str, str] | None:
+    """(short hash, subject) of the commit a `git commit`'s output reports, or None."""
+    m = _COMMIT_MADE.search(output)
+    return (m.group(2)[:7], m.group(3).strip()) if m else None
+
+
+def commit_subject(command: str) -> str:
+    """The subject of the commit message a shell command's `git commit -m` gives ("")."""
+    m = _COMMIT_MSG.search(command)
+    msg = (m.group(2) or m.group(3) or m.group(4) or "").replace('\\"', '"').strip() if m else ""
+    return next((ln.strip() for ln in msg.splitlines() if ln.strip()), "")
+
+
+def failed_commit(fact: str, subject: str) -> str:
+    """A `Committed "subject"…` fact of a commit that failed, said as what it was; any other
+    fact as it is."""
+    if not subject or not fact.startswith(f'Committed "{subject[:30]}'):
+        return fact
+    return f'Commit "{_one(subject, 120)}" failed'
+
+
+def with_hash(fact: str, made: tuple[str, str]) -> str:
+    """A `Committed "subject"…` fact with the hash git reported for that subject
+    (`Committed 3bb8701 "subject"…`); any other fact as it is."""
+    sha, subject = made
+    head = f'Committed "{subject[:30]}'  # a one-line summary may have cut the subject
+    return f"Committed {sha} " + fact[len("Committed "):] if fact.startswith(head) else fact
+
+
 def test_command(call: str) -> str:
     """The test command a Bash call runs, with its arguments (`mix test test/a_test.exs`; "")."""
     name, args = _args(call)

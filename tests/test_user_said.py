@@ -175,3 +175,28 @@ def test_an_answer_to_the_agents_question_is_a_fact_at_ingest(tmp_path):
     msgs = sources.read((tmp_path / "s.jsonl").read_bytes(), "s.jsonl")
     facts_of = {m.text.split()[2]: m.fact for m in msgs if m.role == "tool"}
     assert facts_of == {"User": "answer", "defmodule": None}, facts_of
+
+
+def test_a_subagents_messages_between_do_not_pair_a_reply_with_its_question_or_call():
+    rows = [("parent", "assistant", "Which rate source do you want, ECB or the bank's?"),
+            ("sub", "assistant", '[tool Read] {"file_path": "/srv/app/rates.ex"}'),
+            ("sub", "assistant", "The rates module has three callers. Is that all?"),
+            ("parent", "user", "the bank's, as before"),
+            ("parent", "assistant", '[tool TaskOutput] {"task_id": "b0"}'),
+            ("sub", "assistant", '[tool Bash] {"command": "mix test"}'),
+            ("parent", "tool", REFUSED),
+            ("parent", "user", "check again please"),
+            ("parent", "tool", ANSWER)]
+    es = [Entry(id=f"e-{i:012d}", ts=T0 + timedelta(minutes=i), role=role, text=text, session=s)
+          for i, (s, role, text) in enumerate(rows)]
+    st = snapshot(es, T0 + timedelta(hours=1))
+    assert st["user_said"][:2] == [
+        "(to \"Which rate source do you want, ECB or the bank's?\") the bank's, as before (2026-03-02 09:03)",
+        "(after refusing TaskOutput) check again please (2026-03-02 09:07)"], st["user_said"]
+    # an answer to the agent's question is what the person said, not a standing instruction
+    assert st["last_instruction"] == "check again please", st
+    summary = Entry(id="s-000000000001", ts=T0 + timedelta(minutes=30), role="summary", tier="L1",
+                    sources=("e-1",), text='user: Asked "Fix or skip the hook?": the user answered "fix it"')
+    st = snapshot([*es, summary], T0 + timedelta(hours=1))
+    assert st["last_instruction"] == "check again please", st
+    assert st["user_said"][-1] == 'Asked "Fix or skip the hook?": the user answered "fix it" (2026-03-02 09:30)'

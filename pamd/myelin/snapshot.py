@@ -198,12 +198,13 @@ def _instruction(e: Entry) -> str:
             continue
         text = " ".join(_typed(line).split())
         asks = _QUESTION.search(text) and len(tx.split_sentences(_typed(line))) <= 1
-        if _MARKUP.match(text) or asks or len(text.split()) < 3:
+        if _MARKUP.match(text) or asks or len(text.split()) < 3 or text.startswith(_ANSWERED):
             continue
         return _clip(text, 300)
     return ""
 
 
+_ANSWERED = 'Asked "'  # a summary's line of the person's answer to a question: not an instruction
 _SAID_AT = re.compile(r" \(\d{4}-\d\d-\d\d \d\d:\d\d\)$")
 _SAID_CONTEXT = re.compile(r"^\((?:to|after refusing) [^\n]*?\) ")
 _QUESTION_END = re.compile(r"([^.!?\n]{4,}\?)\s*$")
@@ -233,30 +234,34 @@ def _user_said(entries: list[Entry]) -> list[str]:
     from pamd.consolidate.summarizers import facts
 
     out: list[str] = []
-    asked = last_call = refused = ""
+    # per session (a subagent's transcript interleaves with its parent's): the question the
+    # agent asked last, its last call, the call the person refused
+    asked: dict[str, str] = {}
+    last_call: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for e in entries:
-        at = e.ts.strftime("%Y-%m-%d %H:%M")
+        at, s = e.ts.strftime("%Y-%m-%d %H:%M"), e.session
         if e.is_summary:
             out += [f"{_clip(line, 240)} ({at})" for speaker, line in _said_lines(e)
                     if speaker == "user" and len(line.split()) >= 2]
         elif e.role == "assistant":
             said = toolcall.prose(e.text).strip()
             calls = [m.group(1) for m in toolcall.CALL.finditer(e.text)]
-            last_call = calls[-1] if calls else last_call
+            last_call[s] = calls[-1] if calls else last_call.get(s, "")
             q = _QUESTION_END.search(said)
-            asked = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked)
+            asked[s] = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked.get(s, ""))
         elif e.role == "tool":
             out += [f"{choice} ({at})" for choice in facts.answered(e.text)]
             if facts.REJECTED in e.text:
-                refused = last_call
+                refused[s] = last_call.get(s, "") or "a tool call"
         elif e.role == "user":
             text = " ".join(_typed(e.text).split())
             if _MARKUP.match(text) or len(text.split()) < 2:
                 continue
-            lead = (f"(after refusing {refused}) " if refused
-                    else f'(to "{asked}") ' if asked and len(text.split()) <= 15 else "")
+            lead = (f"(after refusing {refused[s]}) " if refused.get(s)
+                    else f'(to "{asked[s]}") ' if asked.get(s) and len(text.split()) <= 15 else "")
             out.append(f"{lead}{_clip(text, 240)} ({at})")
-            asked = refused = ""
+            asked[s] = refused[s] = ""
     return out
 
 

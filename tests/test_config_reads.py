@@ -2,14 +2,14 @@
 
 A read like `config.get("myelin", {}).get("thin", 3)` carries a default of its own, which
 drifts from the template's; `config["tiers"]["budgets"]` fails on a partial dict. The scan
-below finds such reads in pamd/: a `.get(KEY, …)`, `[KEY]` or `KEY in …` whose KEY is the
-name of a setting (a section or a field of one), on an expression that is the config dict
-or a part of it: a name like `config`/`cfg`, an attribute `.config`, a config function's
-result (`defaults()`, `view.config()`), a part taken out of one of these, or a local name
-bound to any of them. Two-level reads of a section's own field (`x["tiers"]["budgets"]`,
-`x.get("myelin", {}).get("thin")`) count whatever `x` is called. JSON records, index meta
-and frontmatter fields are read from other expressions, so their keys (`model`, `name`,
-`recalls`) do not count there.
+below finds such reads in pamd/ and benchmarks/: a `.get(KEY, …)`, `[KEY]` or `KEY in …`
+whose KEY is the name of a setting (a section or a field of one), on an expression that is
+the config dict or a part of it: a name like `config`/`cfg`, an attribute `.config`, a config
+function's result (`defaults()`, `view.config()`), a part taken out of one of these, or a
+local name bound to any of them. Two-level reads of a section's own field
+(`x["tiers"]["budgets"]`, `x.get("myelin", {}).get("thin")`) count whatever `x` is called.
+JSON records, index meta and frontmatter fields are read from other expressions, so their
+keys (`model`, `name`, `recalls`) do not count there.
 """
 
 from __future__ import annotations
@@ -153,8 +153,9 @@ def config_reads(source: str) -> list[tuple[int, str]]:
 
 
 def test_no_module_reads_a_setting_out_of_the_config_dict():
+    files = [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "benchmarks").glob("*.py")]
     found = [f"{path.relative_to(PACKAGE.parent)}:{line}: {key!r}"
-             for path in sorted(PACKAGE.rglob("*.py")) if path != OWNER
+             for path in sorted(files) if path != OWNER
              for line, key in config_reads(path.read_text("utf-8"))]
     assert found == [], ("read these through settings(config) (pamd.core.config), whose dataclasses "
                          "hold the one default:\n" + "\n".join(found))

@@ -24,10 +24,10 @@ from pamd.core import config
 
 PACKAGE = Path(pamd.__file__).parent
 OWNER = PACKAGE / "core" / "config.py"  # the one module that turns the dict into settings
-ROOT_NAMES = {"config", "cfg", "conf"}
-ROOT_ATTRS = {"config", "_config"}
-ROOT_CALLS = {"defaults", "config", "load", "merge"}  # config.defaults(), view.config(), config_mod.load(…)
-CONFIG_MODULES = {"config", "config_mod"}
+ROOT_NAMES = {"config", "cfg", "conf"}  # and names ending in _config or _cfg
+ROOT_ATTRS = {"config", "_config"}  # brain.config, self._config; a call of it: view.config()
+CONFIG_MODULES = {"config", "config_mod"}  # pamd.core.config as the code imports it
+CONFIG_FUNCS = {"defaults", "load", "merge"}  # what returns a config dict: defaults(), config_mod.load(…)
 
 
 def _dataclasses(kind: typing.Any) -> list[type]:
@@ -86,14 +86,12 @@ class Scan(ast.NodeVisitor):
             return node.attr in ROOT_ATTRS
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
             return self.is_config(node.values[0])
-        if isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Name) and f.id == "dict" and node.args:
-                return self.is_config(node.args[0])
-            if isinstance(f, ast.Name) and f.id in ROOT_CALLS - {"load", "merge"}:
-                return True
-            if isinstance(f, ast.Attribute) and f.attr in ROOT_CALLS:
-                return (f.attr == "config" or isinstance(f.value, ast.Name) and f.value.id in CONFIG_MODULES)
+        if isinstance(node, ast.Call) and isinstance(f := node.func, ast.Name):
+            return f.id == "defaults" or f.id == "dict" and bool(node.args) and self.is_config(node.args[0])
+        if isinstance(node, ast.Call) and isinstance(f := node.func, ast.Attribute) and (
+                f.attr in ROOT_ATTRS
+                or f.attr in CONFIG_FUNCS and isinstance(f.value, ast.Name) and f.value.id in CONFIG_MODULES):
+            return True
         read = _read(node)
         return read is not None and read[1] in KEYS and self.is_config(read[0])
 
@@ -105,19 +103,24 @@ class Scan(ast.NodeVisitor):
         inner = _read(read[0].values[0] if isinstance(read[0], ast.BoolOp) else read[0])
         return inner is not None and read[1] in KEYS.get(inner[1], set())
 
-    def _bind(self, targets: list[ast.expr], value: ast.AST) -> None:
-        if self.is_config(value):
-            self.scopes[-1].update(t.id for t in targets if isinstance(t, ast.Name))
+    def _bind(self, nodes: list[ast.AST]) -> None:
+        """Note the names these statements bind to a config expression (twice: `a = cfg` then
+        `b = a["x"]`), before any read is checked, so a read above a rebinding in a loop counts."""
+        for _ in range(2):
+            for node in nodes:
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Assign | ast.NamedExpr | ast.AnnAssign) and sub.value is not None \
+                            and self.is_config(sub.value):
+                        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                        self.scopes[-1].update(t.id for t in targets if isinstance(t, ast.Name))
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._bind([n for n in node.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)])
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
-        self.scopes.append(set())
-        # bindings first, so a read above a name's (re)binding in a loop still counts
-        for _ in range(2):
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Assign):
-                    self._bind(sub.targets, sub.value)
-                elif isinstance(sub, ast.NamedExpr | ast.AnnAssign) and sub.value is not None:
-                    self._bind([sub.target], sub.value)
+        self.scopes.append(set(self.scopes[-1]))  # a closure sees the names around it
+        self._bind([node])
         self.generic_visit(node)
         self.scopes.pop()
 
@@ -164,6 +167,8 @@ def test_no_module_reads_a_setting_out_of_the_config_dict():
 def test_the_scan_finds_the_reads_it_is_for():
     reads = [
         'g = brain.config.get("git", {})\nwait = g.get("on_lock", "wait") == "wait"',
+        'sc = config_mod.load(text)["schedule"]\nat = sc["defrag_at"]',
+        'def f(brain):\n    g = brain.config["git"]\n    def inner():\n        return g["on_lock"]\n    return inner',
         'budget = int(brain.config.get("boot", {}).get("budget", 500_000))',
         'def f(config):\n    return int(config.get("myelin", {}).get("thin", 3))',
         'def f(cfg):\n    m = cfg["myelin"]\n    return float(m.get("lesson_min_importance", 0.5))',

@@ -39,6 +39,7 @@ from gemini_stub import (  # noqa: E402
 from pamd.consolidate.compaction import run as run_compaction  # noqa: E402
 from pamd.consolidate.summarizers import Group  # noqa: E402
 from pamd.consolidate.summarizers.anthropic import AnthropicSummarizer  # noqa: E402
+from pamd.core.config import settings  # noqa: E402
 from pamd.core.entry import Entry, count_tokens  # noqa: E402
 from pamd.edge.brain import Brain  # noqa: E402
 from pamd.encode.ingest import ingest_entries, make_entries, redactor  # noqa: E402
@@ -47,7 +48,7 @@ from pamd.ops.layout import init_brain  # noqa: E402
 from pamd.ops.spend import FORMAT, parse_runs  # noqa: E402
 
 SEED_USD_PER_DAY = 1.09
-HAIKU = {"input": 1.00, "output": 5.00, "cache_write": 1.25, "cache_read": 0.10}
+HAIKU = settings(None).summarizer.prices["claude-haiku-4-5"]
 HAIKU_MIN_CACHE = 4096
 
 
@@ -108,7 +109,7 @@ def simulate(tmp: Path, days: int, per_day: int) -> dict:
     tokens_in = sum(r.tokens_in for r in llm)
     tokens_out = sum(r.tokens_out for r in llm)
     cost = sum(r.cost_usd for r in llm)
-    cost_nocache = (tokens_in * HAIKU["input"] + tokens_out * HAIKU["output"]) / 1e6  # all input uncached
+    cost_nocache = (tokens_in * HAIKU.input + tokens_out * HAIKU.output) / 1e6  # all input uncached
     bodies = brain.repo.log("--format=%B").splitlines()
     fallbacks = sum(1 for line in bodies if line.startswith("Pamd-Fallback"))
     reasons = sorted({line.split(";")[0][:110] for line in bodies if "fell back" in line})

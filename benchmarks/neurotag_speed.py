@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from pamd.core.config import defaults
+from pamd.core.config import defaults, settings
 from pamd.core.redact import Redactor
 from pamd.encode.neurotag import Tagger
 
@@ -97,7 +97,7 @@ def main() -> int:
     print(f"redact:                     {red:>10,.0f} msgs/s  "
           f"(10,000 messages in {10_000 / red:.2f} s)")
 
-    trash_below = float(config["neurotag"]["trash_below"])
+    trash_below = float(settings(config).neurotag.trash_below)
     results = [(role, tagger.tag(text, role)) for role, text in msgs]
     imps = [t.importance for _, t in results]
     trash = sum(i < trash_below for i in imps)

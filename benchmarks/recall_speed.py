@@ -39,7 +39,7 @@ def synthetic_brain(root: Path, n: int, embedder, seed: int = 1, rerank: int | N
     """n user entries in files of 500, under the shipped [index] defaults (the packaged
     template) with only the embedder named; the vector cache holds a random vector for
     the text each chunk really embeds (with dense_context, the turn and its neighbours)."""
-    from pamd.core.config import defaults
+    from pamd.core.config import settings
     from pamd.core.entry import Entry, entry_id
     from pamd.core.fmt import render_doc
     from pamd.recall import maxsim
@@ -50,8 +50,8 @@ def synthetic_brain(root: Path, n: int, embedder, seed: int = 1, rerank: int | N
     root.mkdir(parents=True)
     extra = "" if rerank is None else f"rerank = {rerank}\n"
     (root / "pamd.toml").write_text(f'[index]\nembedder = "{embedder.name}"\n{extra}')
-    ix = defaults()["index"]
-    max_chars, context = int(ix.get("max_chars", 800)), int(ix.get("dense_context", 0))
+    ix = settings(None).index
+    max_chars, context = int(ix.max_chars), int(ix.dense_context)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     per_file = 500
     vecs, toks = {}, {}

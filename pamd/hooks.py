@@ -87,10 +87,11 @@ def check(brain, rels: list[str] | None) -> list[Problem]:
 def budget(brain) -> list[Problem]:
     """Tiers over their token budget, reported at the budget's line of pamd.toml (a folder
     has no line an editor could open)."""
+    from pamd.core.config import settings
     from pamd.core.paths import CONFIG, MEMORY, TIER_DIRS
     from pamd.ops.check import key_line
 
-    budgets = brain.config.get("tiers", {}).get("budgets", {})
+    budgets = settings(brain.config).tiers.budgets
     from pamd.core.paths import tier_of
 
     used: dict[str, int] = {}

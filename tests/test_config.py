@@ -56,3 +56,18 @@ def test_a_bad_value_is_one_line_with_a_hint():
         config.load('[index]\nfusion_k = "ten"\n')
     assert exc.value.message == 'pamd.toml: [index] fusion_k: expected a number, got "ten"'
     assert exc.value.hint == "fix it in pamd.toml"
+
+
+def test_typed_settings_pass_through_so_a_function_may_take_either():
+    s = config.settings({"myelin": {"thin": 2}})
+    assert config.settings(s) is s and s.myelin.thin == 2
+
+
+def test_peers_and_secret_formats_are_typed_too():
+    raw = {"synapse": {"publish_branch": "pamd/publish", "alice": {"url": "../a"},
+                       "bob": {"url": "../b", "ref": "main"}, "odd": 5},
+           "redact": {"patterns": [{"name": "pin", "regex": r"PIN (\d+)", "group": 1}]}}
+    assert config.peers(raw) == {"alice": config.Peer(url="../a"), "bob": config.Peer("../b", "main"),
+                                 "odd": None}
+    assert config.peers({}) == {} and config.settings({}).redact.patterns is None
+    assert config.settings(raw).redact.patterns == [config.RedactPattern("pin", r"PIN (\d+)", 1)]

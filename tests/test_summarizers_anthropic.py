@@ -14,11 +14,12 @@ from gemini_stub import AnthropicStub, Reply, messages_answer, messages_error, s
 
 from pamd.consolidate.summarizers import ExtractiveSummarizer, Group, get_summarizer, prompts  # noqa: E402
 from pamd.consolidate.summarizers.anthropic import AnthropicSummarizer  # noqa: E402
+from pamd.core.config import Price  # noqa: E402
 from pamd.core.entry import Entry  # noqa: E402
 from pamd.errors import PamdError  # noqa: E402
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
-PRICES = {"claude-haiku-4-5": {"input": 1.00, "output": 5.00, "cache_write": 1.25, "cache_read": 0.10}}
+PRICES = {"claude-haiku-4-5": Price(input=1.00, output=5.00, cache_write=1.25, cache_read=0.10)}
 KEY = "sk-ant-stub"
 
 

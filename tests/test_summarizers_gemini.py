@@ -21,11 +21,12 @@ from pamd.consolidate.summarizers import (  # noqa: E402
     lesson,
 )
 from pamd.consolidate.summarizers.gemini import GeminiSummarizer  # noqa: E402
+from pamd.core.config import Price, as_dict  # noqa: E402
 from pamd.core.entry import Entry, count_tokens  # noqa: E402
 from pamd.errors import PamdError  # noqa: E402
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
-PRICES = {"gemini-2.5-flash": {"input": 0.30, "output": 2.50}}
+PRICES = {"gemini-2.5-flash": Price(input=0.30, output=2.50)}
 KEY = "stub-key-123"
 
 
@@ -276,7 +277,7 @@ def test_get_summarizer_reads_config_and_environment(stub, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "env-key")
     monkeypatch.setenv("PAMD_GEMINI_BASE_URL", stub.base_url)
     config = {"summarizer": {"backend": "gemini", "model": "gemini-2.5-flash-lite",
-                             "batch_size": 3, "thinking_budget": 0, "prices": PRICES,
+                             "batch_size": 3, "thinking_budget": 0, "prices": as_dict(PRICES),
                              "base_url": "http://127.0.0.1:9/ignored"}}
     summarizer = get_summarizer(config)
     texts, usage = summarizer.summarize([group(i) for i in range(4)])

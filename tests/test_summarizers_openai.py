@@ -15,10 +15,11 @@ from test_summarizers_gemini import T0, group  # noqa: E402
 
 from pamd.consolidate.summarizers import ExtractiveSummarizer, get_summarizer, lesson  # noqa: E402
 from pamd.consolidate.summarizers.openai_compat import OpenAISummarizer  # noqa: E402
+from pamd.core.config import Price  # noqa: E402
 from pamd.core.entry import Entry  # noqa: E402
 from pamd.errors import PamdError  # noqa: E402
 
-PRICES = {"gpt-4.1-mini": {"input": 0.40, "output": 1.60}}
+PRICES = {"gpt-4.1-mini": Price(input=0.40, output=1.60)}
 
 
 @pytest.fixture

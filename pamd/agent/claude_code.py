@@ -81,9 +81,10 @@ def read_stdin(stream=None, wait: float = STDIN_WAIT) -> bytes:
 def brief(root: Path, max_chars: int = BRIEF_CHARS) -> str:
     """The SessionStart context: the boot brief cut to fit, then when to recall."""
     from pamd.agent import tools
+    from pamd.core.config import settings
 
     brain = tools.open_brain(root)
-    note = usage_note(str(brain.config["brain"].get("name", "agent")))
+    note = usage_note(str(settings(brain.config).brain.name))
     text = tools.boot(root, max_chars=max_chars - len(note) - 1).text
     return text.rstrip("\n") + "\n\n" + note
 

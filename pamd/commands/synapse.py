@@ -87,7 +87,7 @@ def run(args) -> int:
         stray = synapse.unregistered(brain)
         for name, table in remotes.items():
             mine = [f for f in files if f.startswith(f"synapse/{name}/")]
-            print(f"{name}\t{table['url']}\t{plural(len(mine), 'file')}")
+            print(f"{name}\t{table.url}\t{plural(len(mine), 'file')}")
         for name in stray:
             mine = [f for f in files if f.startswith(f"synapse/{name}/")]
             print(

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pamd.consolidate.compaction import Outcome, run
+from pamd.core.config import settings
 from pamd.core.paths import CONFIG
 from pamd.edge.brain import Brain
 from pamd.edge.lock import Lock
@@ -29,9 +30,8 @@ def defrag_on_branch(brain: Brain, branch: str, now: datetime) -> Outcome:
     if not _BRANCH.match(branch) or branch.endswith(".lock"):
         raise PamdError(f"bad branch name {branch!r}", "use letters, digits, . _ / -")
     brain.check_writable()
-    g = brain.config.get("git", {})
-    with Lock(brain.state_dir / "lock", wait=g.get("on_lock", "wait") == "wait",
-              timeout=float(g.get("lock_timeout", 60))):
+    g = settings(brain.config).git
+    with Lock(brain.state_dir / "lock", wait=g.on_lock == "wait", timeout=float(g.lock_timeout)):
         # A defrag --branch killed earlier left its worktree (and so its branch) behind;
         # holding the lock, no live one can be running: clean it up first.
         brain.prune_worktrees()

@@ -15,7 +15,7 @@ from typing import Any
 from pamd.consolidate import policy
 from pamd.consolidate.summarizers import Group, Usage, backend_name, get_summarizer
 from pamd.consolidate.summarizers.lesson import LESSON_TOKENS
-from pamd.core.config import settings
+from pamd.core.config import Settings, settings
 from pamd.core.entry import TIERS, Entry, fmt_time
 from pamd.core.fmt import Doc, FormatError, render_doc, split_frontmatter
 from pamd.core.message import one_line
@@ -62,7 +62,7 @@ def _local(summarizer: Any) -> bool:
     return bool(getattr(summarizer, "local", summarizer.name == "extractive"))
 
 
-def summarize_plan(plan: policy.Plan, config: dict[str, Any],
+def summarize_plan(plan: policy.Plan, config: Settings | dict[str, Any],
                    lessons: list[dict[str, Any]] | None = None, premade: Premade | None = None,
                    defer: bool = False) -> tuple[list[Entry], Usage]:
     """Summaries for every group of the plan, and texts for new lessons, in one batch.
@@ -72,6 +72,7 @@ def summarize_plan(plan: policy.Plan, config: dict[str, Any],
     Texts in `premade` are reused for groups that are still the same. With `defer`, a
     summarizer that is not local raises Deferred for the groups left, so that run()
     can call it without holding the brain's lock."""
+    config = settings(config)
     keys = sorted(plan.groups)
     groups = [Group(key=k, tier=plan.group_tier[k],
                     entries=tuple(sorted(plan.groups[k], key=lambda e: e.ts)),
@@ -273,7 +274,7 @@ def run(brain: Brain, now: datetime, mode: str = "compact", dry_run: bool = Fals
 def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade, defer: bool) -> Outcome:
     from pamd.consolidate import defrag as defrag_mod
 
-    cfg = brain.config
+    cfg = settings(brain.config)
     with brain.transaction() as tx:
         loaded = brain.load(committed=True)  # a person's uncommitted entries stay out of it
         docs = loaded.docs
@@ -289,7 +290,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
             touched |= demoted_rels
             if n_demoted:
                 notes.append(f"Demoted {plural(n_demoted, 'memory')} not recalled for "
-                             f"{cfg['myelin']['demote_after_days']} days.")
+                             f"{cfg.myelin.demote_after_days} days.")
             pre = defrag_mod.prepare(brain, docs, now)
             docs, notes = pre.docs, notes + pre.notes
             changes.update(pre.changes)
@@ -355,7 +356,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                 notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
             snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text),
-                                     int(settings(cfg).myelin.settings_budget))
+                                     int(cfg.myelin.settings_budget))
             last, ever = pamds_state(brain, state_text, tx.start_head)
             changes[STATE], state_notes = refreshed_state(state_text, snap, last, ever)
             notes += state_notes
@@ -370,7 +371,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                          "so they are not asked for again.")
         merged = [d.entry.id for d in plan.moving if d.entry.tier == d.target == "L4"]
         if merged:
-            budget = int(settings(cfg).tiers.budgets["L4"])
+            budget = int(cfg.tiers.budgets["L4"])
             into = [s.id for s in summaries if s.tier == "L4" and set(s.sources) & set(merged)]
             notes.append(f"MEMORY.md was over its {budget:,}-token budget ([tiers.budgets] L4): merged "
                          f"{plural(len(merged), 'summary', 'summaries')} (lowest retention, oldest first; "
@@ -433,7 +434,7 @@ def _carry_recalls(brain: Brain, unowned: Counter, now: datetime) -> None:
     recall_log.append(brain.state_dir, ids, "(carried: its entry was not committed yet)", now, "carry")
 
 
-def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: dict) -> dict[str, str]:
+def _leaf_texts(brain: Brain, after: list[Entry], entries: list[Entry], cfg: Settings) -> dict[str, str]:
     """The words of the raw leaves PRELOAD and recalled reflexes show for myelinated summaries.
 
     A raw id is a hash of its words, so wherever the text is found it is the same: in this
@@ -485,11 +486,12 @@ def _record_leaves(brain: Brain, summaries: list[Entry], entries: list[Entry]) -
         pass
 
 
-def plan_preview(plan: policy.Plan, config: dict[str, Any]) -> list[str]:
+def plan_preview(plan: policy.Plan, config: Settings | dict[str, Any]) -> list[str]:
     """What the plan's summaries will say, written by the extractive summarizer (local and
     free; an LLM backend writes its own at the run): a heading per summary, its lines quoted."""
     from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
 
+    config = settings(config)
     groups = [Group(key=k, tier=plan.group_tier[k], entries=tuple(sorted(plan.groups[k], key=lambda e: e.ts)),
                     target_tokens=policy.target_tokens(plan.groups[k], plan.group_tier[k], config))
               for k in sorted(plan.groups)]

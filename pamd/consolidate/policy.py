@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from pamd.core.config import settings
+from pamd.core.config import Settings, TiersSettings, settings
 from pamd.core.entry import TIERS, TYPES, Entry, add_via, entry_id
 from pamd.encode.hippocampus import COMPRESS, DROP, KEEP, decide, retention
 
@@ -83,34 +84,35 @@ def tier_index(tier: str) -> int:
     return TIERS.index(tier)
 
 
-def tier_for_age(hours: float, t: dict[str, Any]) -> str:
-    if hours < float(t["l1_hours"]):
+def tier_for_age(hours: float, t: TiersSettings) -> str:
+    if hours < float(t.l1_hours):
         return "L1"
-    if hours < float(t["l2_hours"]):
+    if hours < float(t.l2_hours):
         return "L2"
-    if hours < float(t["l3_hours"]):
+    if hours < float(t.l3_hours):
         return "L3"
     return "L4"
 
 
-def l0_clock(importance: float, t: dict[str, Any], trash_below: float) -> float:
+def l0_clock(importance: float, t: TiersSettings, trash_below: float) -> float:
     """Hours an entry of this importance stays raw in L0."""
     if importance < trash_below:
         return 0.0
-    for row in t["clock"]:
-        if importance < float(row["below"]):
-            return float(row["hours"])
-    return float(t["critical_hours"])
+    for row in t.clock:
+        if importance < float(row.below):
+            return float(row.hours)
+    return float(t.critical_hours)
 
 
-def upper_hours(tier: str, t: dict[str, Any]) -> float:
-    return {"L1": float(t["l1_hours"]), "L2": float(t["l2_hours"]), "L3": float(t["l3_hours"])}[tier]
+def upper_hours(tier: str, t: TiersSettings) -> float:
+    return {"L1": float(t.l1_hours), "L2": float(t.l2_hours), "L3": float(t.l3_hours)}[tier]
 
 
-def ratio(src: str, dst: str, config: dict[str, Any]) -> float:
+def ratio(src: str, dst: str, config: Settings | Mapping[str, Any]) -> float:
+    t = settings(config).tiers
     if src == dst == "L4":  # MEMORY.md's own summaries merged over its budget
-        return max(1.0, float(config["tiers"].get("l4_merge_ratio", 3)))
-    r = config["tiers"]["ratios"]
+        return max(1.0, float(t.l4_merge_ratio))
+    r = t.ratios
 
     def of(tier: str) -> float:
         return 1.0 if tier == "L0" else float(r.get(tier, r["L3"]))
@@ -118,13 +120,14 @@ def ratio(src: str, dst: str, config: dict[str, Any]) -> float:
     return max(1.0, of(dst) / of(src))
 
 
-def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
+def plan_compaction(entries: list[Entry], config: Settings | Mapping[str, Any], now: datetime,
                     mode: str = "compact") -> Plan:
-    t = config["tiers"]
-    trash = float(config["neurotag"]["trash_below"])
+    config = settings(config)
+    t = config.tiers
+    trash = float(config.neurotag.trash_below)
     ceiling = "L2" if mode == "compact" else "L4"
     # A memory recalled often enough to be myelinated is in use: never trash.
-    thin = int(config.get("myelin", {}).get("thin", 3))
+    thin = int(config.myelin.thin)
     plan = Plan(now=now, mode=mode)
     by_id: dict[str, Decision] = {}
     for e in entries:
@@ -143,7 +146,7 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
                 # Worth is judged at the ordinary L0 exit age (or earlier, for trash):
                 # neither a late run (a laptop asleep for a week) nor the extra raw time
                 # that importance buys may turn an entry into trash.
-                judged = min(clock, float(t["l0_hours"]))
+                judged = min(clock, float(t.l0_hours))
                 r_exit = retention(e, config, e.ts + timedelta(hours=judged))
                 if decide(r_exit, config) == DROP and e.recalls < thin:
                     action, target, why = DROP, "-", f"retention {r_exit:.2f} at {judged:g} h < drop_below"
@@ -179,11 +182,11 @@ def plan_compaction(entries: list[Entry], config: dict[str, Any], now: datetime,
     buckets: dict[str, list[Entry]] = {}
     for d in plan.moving:
         buckets.setdefault(group_key(d.entry, d.target), []).append(d.entry)
-    caps = t.get("group_tokens", {})
+    caps = t.group_tokens
     for key, members in buckets.items():
         tier = key.split("|", 1)[0]
         # A merge of MEMORY.md's summaries is bounded by its bucket, not by raw tokens.
-        cap = math.inf if key.split("|")[1] == MERGE else float(caps.get(tier, 4000))
+        cap = math.inf if key.split("|")[1] == MERGE else float(caps[tier])
         chunk: list[Entry] = []
         size = 0.0
         for e in sorted(members, key=lambda e: e.ts):
@@ -203,8 +206,8 @@ def _add_group(plan: Plan, key: str, tier: str, members: list[Entry]) -> None:
     plan.group_tier[k] = tier
 
 
-def _enforce_budgets(by_id: dict[str, Decision], config: dict[str, Any], ceiling: str) -> None:
-    budgets = config["tiers"]["budgets"]
+def _enforce_budgets(by_id: dict[str, Decision], config: Settings, ceiling: str) -> None:
+    budgets = config.tiers.budgets
     for tier in ("L0", "L1", "L2", "L3"):
         if tier_index(tier) >= tier_index(ceiling):
             break
@@ -227,9 +230,9 @@ def _enforce_budgets(by_id: dict[str, Decision], config: dict[str, Any], ceiling
             over -= d.entry.tokens
 
 
-def _bound_memory(by_id: dict[str, Decision], l4: list[Entry], config: dict[str, Any], now: datetime) -> None:
+def _bound_memory(by_id: dict[str, Decision], l4: list[Entry], config: Settings, now: datetime) -> None:
     """MEMORY.md over its budget: merge its lowest-retention, oldest summaries (see module doc)."""
-    budget = int(settings(config).tiers.budgets["L4"] or 0)
+    budget = int(config.tiers.budgets["L4"] or 0)
     if budget <= 0:
         return
     size = sum(e.tokens for e in l4)
@@ -238,7 +241,7 @@ def _bound_memory(by_id: dict[str, Decision], l4: list[Entry], config: dict[str,
     over = size - budget
     if over <= 0:
         return
-    thin = int(config.get("myelin", {}).get("thin", 3))
+    thin = int(config.myelin.thin)
     k = ratio("L4", "L4", config)
     if k <= 1:  # a merge that shrinks nothing would be made again every night
         return
@@ -325,7 +328,8 @@ def _neuro_rank(tag: str) -> int:
     return NEURO.index(tag) if tag in NEURO else 99
 
 
-def target_tokens(sources: list[Entry], tier: str, config: dict[str, Any]) -> int:
+def target_tokens(sources: list[Entry], tier: str, config: Settings | Mapping[str, Any]) -> int:
+    config = settings(config)
     total = sum(math.ceil(e.tokens / ratio(e.tier, tier, config)) for e in sources)
     return max(MIN_SUMMARY_TOKENS.get(tier, 16), total)
 

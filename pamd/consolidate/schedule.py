@@ -18,7 +18,7 @@ import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
-from pamd.core.config import clock_time, is_off
+from pamd.core.config import clock_time, is_off, settings
 from pamd.core.entry import parse_time
 from pamd.core.message import trailer_blocks
 from pamd.edge.brain import Brain
@@ -136,9 +136,9 @@ def defrag_slot(now: datetime, at: str) -> datetime:
 def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
         defrag_at: str | None = None) -> list[str]:
     """What should run at `now`; the daemon's --compact-every/--defrag-at override the config."""
-    cfg = brain.config["schedule"]
-    at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
-    minutes = float(cfg["compact_every_minutes"]) if compact_minutes is None else compact_minutes
+    sc = settings(brain.config).schedule
+    at = str(sc.defrag_at) if defrag_at is None else defrag_at
+    minutes = float(sc.compact_every_minutes) if compact_minutes is None else compact_minutes
     out = []
     last = last_run(brain, "defrag", now)
     if not defrag_off(at) and (last is None or last < defrag_slot(now, at)):
@@ -204,11 +204,11 @@ def daemon(brain: Brain, compact_minutes: float | None = None, defrag_at: str | 
     from pamd.consolidate.compaction import run, summarizer_notes, unrecorded_spend
 
     stop = stop or threading.Event()
-    cfg = brain.config["schedule"]
-    minutes = float(cfg["compact_every_minutes"] if compact_minutes is None else compact_minutes)
+    sc = settings(brain.config).schedule
+    minutes = float(sc.compact_every_minutes if compact_minutes is None else compact_minutes)
     if not minutes > 0:
         raise PamdError(f"the compact interval must be above 0 minutes, got {minutes:g}")
-    at = str(cfg["defrag_at"]) if defrag_at is None else defrag_at
+    at = str(sc.defrag_at) if defrag_at is None else defrag_at
     off = defrag_off(at)  # a bad time is refused before the daemon starts
 
     clock = clock or (lambda: datetime.now(UTC))

@@ -2,8 +2,9 @@
 
 The packaged template (templates/brain/pamd.toml) says the same defaults to people, with
 comments; tests/test_config.py checks that it holds exactly these values. Code reads a
-setting through `settings(config)`, which fills in what a partial dict lacks; a read that
-still takes a value from the dict with a default of its own must give the one here.
+setting through `settings(config)` (the `[synapse.NAME]` tables through `peers(config)`),
+which fills in what a partial dict lacks, and never out of the dict itself:
+tests/test_config_reads.py fails on a `config.get("key", default)` or `config["key"]` in pamd/.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import json
 import math
 import re
 import tomllib
+import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from pamd.errors import PamdError
@@ -124,12 +127,37 @@ class SummarizerSettings:
     temperature: float = 0.2
     thinking_budget: int = 0
     max_output_tokens: int = 4096
+    cli_path: str = ""  # "claude-cli" / "codex-cli": the executable ("": claude / codex on PATH)
     prices: dict[str, Price] = field(default_factory=_prices)
+
+
+@dataclass
+class RedactPattern:
+    """A secret format of the brain's own: the placeholder says [REDACTED:name]."""
+
+    name: str = ""
+    regex: str = ""
+    group: int = 0  # which regex group is the secret (0: all of it)
+
+
+@dataclass
+class RedactSettings:
+    # None: no formats of the brain's own. The template leaves the key out, so that a person's
+    # [[redact.patterns]] tables may follow [redact] anywhere in the file.
+    patterns: list[RedactPattern] | None = None
 
 
 @dataclass
 class SynapseSettings:
     publish_branch: str = "pamd/publish"  # each peer is a table of its own beside this: [synapse.alice]
+
+
+@dataclass
+class Peer:
+    """A `[synapse.NAME]` table (`pamd synapse add`): another brain this one pulls from."""
+
+    url: str = ""
+    ref: str = ""  # the branch to pull ("": the other brain's HEAD)
 
 
 @dataclass
@@ -188,6 +216,7 @@ class Settings:
     hippocampus: HippocampusSettings = field(default_factory=HippocampusSettings)
     tiers: TiersSettings = field(default_factory=TiersSettings)
     summarizer: SummarizerSettings = field(default_factory=SummarizerSettings)
+    redact: RedactSettings = field(default_factory=RedactSettings)
     synapse: SynapseSettings = field(default_factory=SynapseSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     myelin: MyelinSettings = field(default_factory=MyelinSettings)
@@ -212,10 +241,29 @@ def defaults() -> dict[str, Any]:
     return as_dict(Settings())
 
 
-def settings(config: dict[str, Any] | None) -> Settings:
+def settings(config: Settings | Mapping[str, Any] | None) -> Settings:
     """The typed settings of a config dict (a brain's, or any part of one: what it lacks is the
-    default). Keys it does not know (a synapse's table) are left to the code that reads them."""
-    return _build(Settings, merge(defaults(), config or {}))
+    default); settings already typed are returned as they are, so a function may take either.
+    Keys it does not know (a synapse's table) are left out: `peers()` reads those."""
+    if isinstance(config, Settings):
+        return config
+    return _build(Settings, merge(defaults(), dict(config or {})))
+
+
+def peers(config: Mapping[str, Any] | None) -> dict[str, Peer | None]:
+    """Every `[synapse.NAME]` table of a config dict by its name; None for a key of [synapse]
+    that is neither a table nor one of [synapse]'s own settings (written by hand)."""
+    tables = (config or {}).get("synapse")
+    if not isinstance(tables, dict):
+        return {}
+    own = {f.name for f in dataclasses.fields(SynapseSettings)}
+    return {name: _build(Peer, table) if isinstance(table, dict) else None
+            for name, table in tables.items() if name not in own}
+
+
+@cache
+def _hints(kind: type) -> dict[str, Any]:
+    return typing.get_type_hints(kind)
 
 
 def _build(kind: Any, value: Any) -> Any:
@@ -223,9 +271,12 @@ def _build(kind: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
         if not isinstance(value, dict):
             return value
-        hints = typing.get_type_hints(kind)
+        hints = _hints(kind)
         return kind(**{f.name: _build(hints[f.name], value[f.name])
                        for f in dataclasses.fields(kind) if f.name in value})
+    if origin in (typing.Union, types.UnionType):  # X | None
+        inner = [a for a in typing.get_args(kind) if a is not type(None)]
+        return value if value is None or len(inner) != 1 else _build(inner[0], value)
     if origin is dict and isinstance(value, dict):
         inner = typing.get_args(kind)[1]
         return {k: _build(inner, v) for k, v in value.items()}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pamd.core import secret_commands
+from pamd.core.config import RedactPattern, Settings, settings
 from pamd.errors import PamdError
 
 PLACEHOLDER = "[REDACTED:{}]"
@@ -593,25 +594,26 @@ class Redactor:
         self.patterns = tuple(patterns)
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> Redactor:
+    def from_config(cls, config: Settings | Mapping[str, Any]) -> Redactor:
         """Built-ins plus `[[redact.patterns]]` tables: name, regex, optional group."""
-        extra = (config.get("redact", {}) or {}).get("patterns", []) or []
+        extra = settings(config).redact.patterns or []
         if not isinstance(extra, list):
             raise PamdError("pamd.toml: [redact] patterns must be an array of tables",
                             'write [[redact.patterns]] with name = "…" and regex = "…"')
         own: list[Pattern] = []
         for i, item in enumerate(extra):
             where = f"pamd.toml: redact.patterns[{i}]"
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
-                    or not isinstance(item.get("regex"), str):
+            # an item that is no table (a string) comes through the settings as it was written
+            if not isinstance(item, RedactPattern) or not isinstance(item.name, str) \
+                    or not isinstance(item.regex, str) or not item.name or not item.regex:
                 raise PamdError(f"{where}: needs a string `name` and a string `regex`",
                                 "see docs/neurotag.md#redaction")
-            name, group = item["name"], item.get("group", 0)
+            name, group = item.name, item.group
             if not re.fullmatch(r"[a-z0-9][a-z0-9\-]*", name):
                 raise PamdError(f"{where}: name {name!r} must be lowercase letters, digits, -",
                                 "it becomes the placeholder [REDACTED:name]")
             try:
-                regex = re.compile(item["regex"])
+                regex = re.compile(item.regex)
             except re.error as exc:
                 raise PamdError(f"{where} ({name}): bad regex: {exc}", "fix the regex") from None
             if not isinstance(group, int) or isinstance(group, bool) \

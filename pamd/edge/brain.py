@@ -195,16 +195,16 @@ class Brain:
         return cache
 
     def author(self) -> tuple[str, str]:
-        g = self.config.get("git", {})
-        return (os.environ.get("PAMD_AUTHOR_NAME", g.get("author_name", "pamd")),
-                os.environ.get("PAMD_AUTHOR_EMAIL", g.get("author_email", "pamd@localhost")))
+        g = config_mod.settings(self.config).git
+        return (os.environ.get("PAMD_AUTHOR_NAME", g.author_name),
+                os.environ.get("PAMD_AUTHOR_EMAIL", g.author_email))
 
     @contextmanager
     def transaction(self, wait: bool | None = None) -> Iterator[Transaction]:
-        g = self.config.get("git", {})
+        g = config_mod.settings(self.config).git
         if wait is None:
-            wait = g.get("on_lock", "wait") == "wait"
-        timeout = float(g.get("lock_timeout", 60))
+            wait = g.on_lock == "wait"
+        timeout = float(g.lock_timeout)
         with Lock(self.state_dir / "lock", wait=wait, timeout=timeout) as lock:
             self.repo.hold_fd = lock.fd
             self.repo.lock_wait = timeout
@@ -232,7 +232,7 @@ class Brain:
         branch = self.repo.branch()
         if branch is not None and branch == self.own_branch:
             return
-        configured = self.config.get("git", {}).get("branch")
+        configured = config_mod.settings(self.config).git.branch
         home = self.repo.home_branch(str(configured) if configured else None)
         if branch is not None and (home is None or branch == home):
             return

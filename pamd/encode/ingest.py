@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pamd.core.config import Settings, settings
 from pamd.core.entry import NEURO, Entry, entry_id, fmt_time
 from pamd.core.fmt import render_doc
 from pamd.core.message import one_line
@@ -186,21 +187,21 @@ def known_ids(brain: Brain) -> set[str]:
     return ids
 
 
-def tag_counts(entries: list[Entry]) -> str:
+def tag_counts(entries: list[Entry], trash_below: float) -> str:
     c = Counter(t for e in entries for t in e.neuro)
-    trash = sum(1 for e in entries if e.importance < 0.15)
+    trash = sum(1 for e in entries if e.importance < trash_below)
     parts = [f"{t} {c[t]}" for t in NEURO if c[t]]
     parts.append(f"trash {trash}")
     return ", ".join(parts)
 
 
-def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime) -> str:
+def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime, trash_below: float) -> str:
     types = Counter(e.type for e in plan.entries)
     src = ", ".join(one_line(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     lines = [
         f"pamd {title}: {plural(len(plan.entries), 'entry')} from {src}",
         "",
-        f"Tags: {tag_counts(plan.entries)}.",
+        f"Tags: {tag_counts(plan.entries, trash_below)}.",
         "Types: " + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ".",
     ]
     if plan.skipped:
@@ -214,7 +215,7 @@ def commit_message(title: str, plan: IngestPlan, names: list[str], now: datetime
     return "\n".join(lines) + "\n"
 
 
-def redactor(config: dict[str, Any]) -> Redactor:
+def redactor(config: Settings | dict[str, Any]) -> Redactor:
     """Secrets are replaced before anything is written (built-ins + [[redact.patterns]])."""
     return Redactor.from_config(config)
 
@@ -228,7 +229,8 @@ def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: da
         plan.redacted = redacted or Counter()
         if not plan.entries:
             return plan, None
-        sha = tx.commit(plan.changes, commit_message(title, plan, names, now))
+        trash_below = float(settings(brain.config).neurotag.trash_below)
+        sha = tx.commit(plan.changes, commit_message(title, plan, names, now, trash_below))
         return plan, sha
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pamd.core import chatter, toolcall
+from pamd.core.config import Settings, settings
 from pamd.core.entry import NEURO, TYPES
 from pamd.encode.literals import WORD_END, prefixes
 from pamd.errors import PamdError
@@ -54,8 +55,6 @@ _SCORING_DEFAULTS: dict[str, float] = {
     "tool_scan_tail": 500,
     "narration": 1,  # 0: an assistant message of narration alone is not made ephemeral
 }
-_FALLBACK_BASE = {"decision": 0.9, "user_intent": 0.8, "context": 0.5, "tool_result": 0.3,
-                  "ephemeral": 0.1}
 # Combining patterns into one alternation renumbers groups, so references to
 # them would silently point elsewhere.
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=|\(\?P<")
@@ -345,8 +344,10 @@ class Tagger:
         tool_window = (max(1, int(s["tool_scan_head"])), max(0, int(s["tool_scan_tail"])))
         self._window = {r: tool_window if r == "tool" else window for r in ROLES}
         self._boost = {t: float(rules.boost.get(t, 0.0)) for t in NEURO}
-        base = base_importance or _FALLBACK_BASE
-        self._base = {t: float(base.get(t, _FALLBACK_BASE[t])) for t in TYPES}
+        # each type's importance: the brain's [hippocampus.types], else the default's
+        types = settings(None).hippocampus.types
+        base = {t: types[t].importance for t in TYPES} | dict(base_importance or {})
+        self._base = {t: float(base[t]) for t in TYPES}
         langs = set(languages)
         self.rules = tuple(r for r in rules.rules
                            if not langs or "any" in r.lang or langs.intersection(r.lang))
@@ -358,11 +359,11 @@ class Tagger:
         self._plans = {role: _plan(self.rules, role) for role in ROLES}
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], brain_root: Path | None = None) -> Tagger:
+    def from_config(cls, config: Settings | Mapping[str, Any], brain_root: Path | None = None) -> Tagger:
         """Built-in rules, merged with the brain's `[neurotag] rules_file` if it names one."""
-        nt = config.get("neurotag", {}) or {}
+        s = settings(config)
         rules = builtin_rules()
-        rules_file = nt.get("rules_file") or ""
+        rules_file = s.neurotag.rules_file
         if rules_file:
             path = Path(rules_file)
             if not path.is_absolute() and brain_root is not None:
@@ -373,10 +374,8 @@ class Tagger:
                 raise PamdError(f"{path}: cannot read neurotag rules file: {exc}",
                                 "fix [neurotag] rules_file in pamd.toml") from None
             rules = merge_rules(rules, load_rules_text(text, str(path)))
-        types = (config.get("hippocampus", {}) or {}).get("types", {}) or {}
-        base = {t: float(v["importance"]) for t, v in types.items()
-                if isinstance(v, dict) and "importance" in v}
-        return cls(rules, base, nt.get("languages", ()) or ())
+        base = {t: float(row.importance) for t, row in s.hippocampus.types.items()}
+        return cls(rules, base, s.neurotag.languages or ())
 
     def matches(self, text: str, role: str = "user") -> set[int]:
         """Indexes (into `self.rules`) of the rules that match the message."""

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pamd.core import config as config_mod
+from pamd.core.config import Settings
 from pamd.core.entry import Entry, count_tokens, fmt_time
 from pamd.core.fmt import FormatError, conflict_region, item_text, parse_doc, split_frontmatter
 from pamd.core.paths import DNA, MEMORY, PRELOAD, STATE, tier_of
@@ -334,12 +336,13 @@ def _memory_items(entries: list[Entry]) -> list[str]:
     return items
 
 
-def build(read: Callable[[str], str | None], files: list[str], config: dict[str, Any],
+def build(read: Callable[[str], str | None], files: list[str], config: Settings | dict[str, Any],
           now: datetime, budget: int | None = None, max_chars: int | None = None) -> Boot:
     """The boot context of a tree at `now`, within `budget` tokens (default [boot] budget)
     and, with `max_chars`, within that many characters of Markdown (`Boot.within()`)."""
-    budget = int(budget or config.get("boot", {}).get("budget", 500_000))
-    boot = Boot(name=str(config["brain"].get("name", "agent")), now=now, budget=budget)
+    config = config_mod.settings(config)
+    budget = int(budget or config.boot.budget)
+    boot = Boot(name=str(config.brain.name), now=now, budget=budget)
     fixed: list[Section] = []
     settings: list[str] = []
     # Most useful first: what is open and what the user last asked, then the lessons.
@@ -441,7 +444,7 @@ def build(read: Callable[[str], str | None], files: list[str], config: dict[str,
     return boot
 
 
-def _note(boot: Boot, cut: list[Entry], config: dict[str, Any], now: datetime) -> None:
+def _note(boot: Boot, cut: list[Entry], config: Settings, now: datetime) -> None:
     """The header's cut note for `cut`: how many, their tokens, and the highest retention
     among them (rounded up, so every cut entry is at or below it)."""
     boot.cut_entries = len(cut)

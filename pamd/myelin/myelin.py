@@ -15,7 +15,7 @@ import copy
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +29,7 @@ from pamd.consolidate.summarizers.lesson import (
     signature,
     states_failure,
 )
-from pamd.core.config import settings
+from pamd.core.config import Settings, settings
 from pamd.core.entry import Entry, add_via, count_tokens
 from pamd.core.fmt import Doc, FormatError, dump_yaml, item_text, split_frontmatter
 from pamd.errors import PamdError
@@ -38,13 +38,13 @@ from pamd.myelin.recall_log import Pending
 NONE, THIN, THICK, REFLEX = "none", "thin", "thick", "reflex"
 
 
-def level(recalls: int, cfg: dict[str, Any]) -> str:
-    m = cfg["myelin"]
-    if recalls >= int(m["reflex"]):
+def level(recalls: int, cfg: Settings | Mapping[str, Any]) -> str:
+    m = settings(cfg).myelin
+    if recalls >= int(m.reflex):
         return REFLEX
-    if recalls >= int(m["thick"]):
+    if recalls >= int(m.thick):
         return THICK
-    if recalls >= int(m["thin"]):
+    if recalls >= int(m.thin):
         return THIN
     return NONE
 
@@ -91,15 +91,17 @@ def unowned(docs: dict[str, Doc], p: Pending) -> Counter:
     return Counter({eid: n for eid, n in p.counts.items() if eid not in known})
 
 
-def demote(docs: dict[str, Doc], cfg: dict[str, Any], now: datetime) -> tuple[dict[str, Doc], set[str], int]:
-    days = float(cfg["myelin"].get("demote_after_days", 30))
+def demote(docs: dict[str, Doc], cfg: Settings | Mapping[str, Any],
+           now: datetime) -> tuple[dict[str, Doc], set[str], int]:
+    m = settings(cfg).myelin
+    days = float(m.demote_after_days)
     cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
     today = now.strftime("%Y-%m-%d")
     out, touched, n = dict(docs), set(), 0
     for rel, d in docs.items():
         new = []
         for e in d.entries:
-            if e.recalls >= int(cfg["myelin"]["thin"]) and e.seen and e.seen < cutoff:
+            if e.recalls >= int(m.thin) and e.seen and e.seen < cutoff:
                 e = e.with_(recalls=e.recalls // 2, seen=today, via=_halved(e.via, e.recalls // 2))
                 n += 1
             new.append(e)
@@ -242,7 +244,7 @@ def _recorded_recalls(item: dict[str, Any]) -> int:
     return n if isinstance(n, int) and not isinstance(n, bool) else 0
 
 
-def dna_over(text: str, cfg: dict[str, Any]) -> bool:
+def dna_over(text: str, cfg: Settings | Mapping[str, Any]) -> bool:
     """Whether pamd's reflexes in DNA.md pass `[myelin] dna_budget` (0: no bound)."""
     budget = int(settings(cfg).myelin.dna_budget or 0)
     if budget <= 0 or not text:
@@ -254,7 +256,7 @@ def dna_over(text: str, cfg: dict[str, Any]) -> bool:
     return sum(count_tokens(i["text"]) for i in meta.get("reflexes") or [] if _pamds(i)) > budget
 
 
-def bound_dna(text: str, cfg: dict[str, Any], tree: list[Entry]) -> tuple[str, list[dict[str, Any]]]:
+def bound_dna(text: str, cfg: Settings | Mapping[str, Any], tree: list[Entry]) -> tuple[str, list[dict[str, Any]]]:
     """DNA.md with pamd's reflexes cut to `[myelin] dna_budget` tokens of text, and the ones retired.
 
     The least recalled go first (a lesson counts 0, a recalled reflex the recalls it was made
@@ -263,7 +265,7 @@ def bound_dna(text: str, cfg: dict[str, Any], tree: list[Entry]) -> tuple[str, l
     is not made again; its memories stay in the tiers, and its text in history."""
     if not dna_over(text, cfg):
         return text, []
-    budget = int(cfg["myelin"]["dna_budget"])
+    budget = int(settings(cfg).myelin.dna_budget)
     meta, body = parse_dna(text)
     items = list(meta.get("reflexes") or [])
     ours = [(i, item) for i, item in enumerate(items) if _pamds(item)]
@@ -283,10 +285,10 @@ def bound_dna(text: str, cfg: dict[str, Any], tree: list[Entry]) -> tuple[str, l
     return "---\n" + dump_yaml(meta) + "---\n" + body, gone
 
 
-def retired_note(gone: list[dict[str, Any]], cfg: dict[str, Any]) -> str:
+def retired_note(gone: list[dict[str, Any]], cfg: Settings | Mapping[str, Any]) -> str:
     """The commit message's line naming the reflexes `bound_dna` retired."""
     named = "".join(f"\n- {' '.join(g['text'].split())} (from {', '.join(_ids(g.get('from')))})" for g in gone)
-    return (f"DNA.md's reflexes were over their {int(cfg['myelin']['dna_budget']):,}-token budget "
+    return (f"DNA.md's reflexes were over their {int(settings(cfg).myelin.dna_budget):,}-token budget "
             f"([myelin] dna_budget): retired {len(gone)} of pamd's (least recalled, oldest first; never "
             "a person's). Their memories stay in the tiers and in history (recall, `pamd expand ID`); "
             f"learned_from keeps them from being made reflexes again:{named}")
@@ -336,8 +338,9 @@ def shown(e: Entry, leaf_texts: dict[str, str]) -> str:
     return leaf_texts.get(leaf, e.text) if leaf else e.text
 
 
-def recall_reflexes(entries: list[Entry], cfg: dict[str, Any],
+def recall_reflexes(entries: list[Entry], cfg: Settings | Mapping[str, Any],
                     leaf_texts: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    cfg = settings(cfg)
     out = []
     for e in sorted(entries, key=lambda e: (-e.recalls, e.id)):
         if level(e.recalls, cfg) == REFLEX:
@@ -350,7 +353,7 @@ def recall_reflexes(entries: list[Entry], cfg: dict[str, Any],
 FIX_WINDOW = 40
 
 
-def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
+def lessons(entries: list[Entry], cfg: Settings | Mapping[str, Any], already: set[str],
             known: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Failures that were resolved become reflexes: the error as it appeared and the fix.
 
@@ -361,9 +364,9 @@ def lessons(entries: list[Entry], cfg: dict[str, Any], already: set[str],
     texts, or another failure of this run: numbers, paths and quoted values aside) is the
     same failure met again: it comes back with `repeat: True`, to be learned from, not
     written."""
-    m = cfg["myelin"]
-    min_imp = float(m.get("lesson_min_importance", 0.5))
-    limit = int(m.get("max_lessons_per_run", 5))
+    m = settings(cfg).myelin
+    min_imp = float(m.lesson_min_importance)
+    limit = int(m.max_lessons_per_run)
     seen_errors = {signature(t.split("`: ")[0].strip("`")) for t in known if t}
     by_session: dict[str, list[Entry]] = {}
     for e in sorted(entries, key=lambda e: e.ts):

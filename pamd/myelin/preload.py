@@ -21,8 +21,10 @@ what `render` returns and `pamd check` reports what `problems` finds.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
+from pamd.core.config import Settings, settings
 from pamd.core.entry import Entry
 from pamd.errors import PamdError
 from pamd.myelin.myelin import REFLEX, THICK, level, shown_leaf
@@ -85,13 +87,14 @@ def shown_leaves(text: str) -> dict[str, str]:
     return {m[2]: m[1] for ln in text.split("\n") if (m := _SHOWN.match(ln))}
 
 
-def render(current: str, entries: list[Entry], cfg: dict[str, Any],
+def render(current: str, entries: list[Entry], cfg: Settings | Mapping[str, Any],
            leaf_texts: dict[str, str] | None = None) -> str:
     """PRELOAD.md with pamd's block rebuilt from the thick+ memories, the rest kept.
 
     A memory recalled mostly through a raw leaf behind it (`via=`) shows that leaf's words,
     from `leaf_texts` (read from history by the caller), and names the leaf."""
     before, after = split(current)
+    cfg = settings(cfg)
     thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
                    key=lambda e: (-e.recalls, e.id))
     block = [BEGIN]

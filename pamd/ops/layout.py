@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+from pamd.core.config import settings
 from pamd.core.paths import CONFIG
 from pamd.core.templates import ci_files, template_files
 from pamd.edge.brain import Brain
@@ -116,9 +117,8 @@ def add_ci(brain: Brain) -> tuple[list[str], list[str], str | None]:
         raise PamdError(f"{brain.root} already has {' and '.join(kept)}",
                         "nothing to add; to take pamd's current ones instead, remove those first")
     add = {rel: text for rel, text in files.items() if rel not in kept}
-    g = brain.config.get("git", {})
-    with Lock(brain.state_dir / "lock", wait=g.get("on_lock", "wait") == "wait",
-              timeout=float(g.get("lock_timeout", 60))):
+    g = settings(brain.config).git
+    with Lock(brain.state_dir / "lock", wait=g.on_lock == "wait", timeout=float(g.lock_timeout)):
         brain.check_writable()
         made = sorted({d for rel in add for d in (brain.root / rel).parents
                        if d.is_relative_to(brain.root) and not d.exists()}, key=lambda d: -len(d.parts))

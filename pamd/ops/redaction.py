@@ -24,7 +24,7 @@ class Finding:
     kind: str
 
 
-def redactor(config: dict):
+def redactor(config):
     try:
         from pamd.core.redact import Redactor
     except ImportError:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from pamd.core.config import settings
 from pamd.core.entry import parse_time
 from pamd.edge.brain import Brain
 
@@ -66,12 +67,12 @@ def summarizer_spend(brain: Brain, now: datetime) -> dict[str, Any]:
     from pamd.consolidate.summarizers import backend_name
     from pamd.errors import PamdError
 
-    s = dict(brain.config.get("summarizer") or {})
+    s = settings(brain.config).summarizer
     try:
         backend = backend_name(brain.config)
     except PamdError as exc:
         backend = f"invalid ({exc.message})"
     log = brain.repo.log("-500", FORMAT, "--grep=^pamd ") if brain.repo.head() else ""
     runs = parse_runs(log)
-    return {"backend": backend, "model": str(s.get("model") or ""), **daily_rate(runs, now),
+    return {"backend": backend, "model": str(s.model), **daily_rate(runs, now),
             "last": asdict(runs[0]) | {"when": runs[0].when.isoformat()} if runs else None}

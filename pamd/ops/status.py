@@ -26,7 +26,8 @@ def index_freshness(brain: Brain) -> str:
 
 def status(brain: Brain, now: datetime) -> dict[str, Any]:
     entries = brain.load().entries
-    budgets = brain.config["tiers"]["budgets"]
+    s = settings(brain.config)
+    budgets = s.tiers.budgets
     tiers = []
     for tier in TIERS:
         es = [e for e in entries if e.tier == tier]
@@ -35,14 +36,14 @@ def status(brain: Brain, now: datetime) -> dict[str, Any]:
             "tier": tier, "entries": len(es), "tokens": sum(e.tokens for e in es),
             "budget": int(budgets.get(tier, 0)),
             "neuro": " ".join(f"{t}:{c[t]}" for t in NEURO if c[t]),
-            "trash": sum(1 for e in es if e.importance < float(brain.config["neurotag"]["trash_below"])),
+            "trash": sum(1 for e in es if e.importance < float(s.neurotag.trash_below)),
         })
     log = brain.repo.log("-8", "--format=%h%x1f%cI%x1f%s", "--grep=^pamd ") if brain.repo.head() else ""
     commits = []
     for line in log.splitlines():
         sha, date, subject = line.split("\x1f", 2)
         commits.append({"sha": sha, "date": date, "subject": subject})
-    return {"brain": str(brain.root), "name": settings(brain.config).brain.name,
+    return {"brain": str(brain.root), "name": s.brain.name,
             "now": now.isoformat(), "tiers": tiers, "commits": commits, "index": index_freshness(brain),
             "schedule": schedule(brain, now), "boot": boot_files(brain),
             "summarizer": summarizer_spend(brain, now)}
@@ -57,7 +58,7 @@ def boot_files(brain: Brain) -> dict[str, Any]:
     for rel in BOOT_FILES:
         path = brain.root / rel
         sizes[rel] = count_tokens(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else 0
-    budget = int(brain.config.get("boot", {}).get("budget", 500_000))
+    budget = int(settings(brain.config).boot.budget)
     uncut = sum(sizes[rel] for rel in BOOT_FILES[:3])
     warning = (f"DNA.md, PRELOAD.md and STATE.md, which boot never cuts, hold {uncut:,} tokens, "
                f"over half of [boot] budget = {budget:,}: prune your own lines in them, or lower "
@@ -70,8 +71,8 @@ def schedule(brain: Brain, now: datetime) -> dict[str, Any]:
     """The schedule of pamd.toml and what `pamd run-due` would run at `now`."""
     from pamd.consolidate.schedule import ahead, defrag_off, due
 
-    cfg = brain.config["schedule"]
-    at = str(cfg["defrag_at"])
-    return {"compact_every_minutes": cfg["compact_every_minutes"],
+    sc = settings(brain.config).schedule
+    at = str(sc.defrag_at)
+    return {"compact_every_minutes": sc.compact_every_minutes,
             "defrag_at": "off" if defrag_off(at) else at, "due": due(brain, now),
             "ahead": ahead(brain, now)}

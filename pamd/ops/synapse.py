@@ -19,11 +19,11 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pamd.core.config import SynapseSettings, settings
+from pamd.core.config import Peer, SynapseSettings, peers, settings
 from pamd.core.fmt import FormatError, dump_yaml, split_frontmatter
 from pamd.core.message import one_line
 from pamd.core.paths import CONFIG, DNA, MEMORY, SYNAPSE_DIR
@@ -38,6 +38,7 @@ URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 L3_DIR = "memory/L3"
 MARKER = "synapse.toml"  # what `publish` adds, so a published branch counts as a brain
 PUBLISH_BRANCH = SynapseSettings().publish_branch
+SYNAPSE_KEYS = {f.name for f in fields(SynapseSettings)}  # [synapse]'s own settings, no peer's name
 MAX_FILE = 4 * 1024 * 1024
 MAX_FILES = 5000
 L3_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.md$")
@@ -135,7 +136,7 @@ def _secrets_in(brain: Brain, text: str) -> bool:
     return bool(redactor(brain.config).find(text))
 
 
-def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
+def remotes(brain: Brain) -> dict[str, Peer]:
     """Registered remotes: every `[synapse.NAME]` table. One without a usable `url` (a table
     written by hand: `uri = …`, `url = 5`, `url = ""`) or with a `ref` that is no string is
     refused, naming its line: left out, pull said "no synapse remotes" and add "already
@@ -143,11 +144,10 @@ def remotes(brain: Brain) -> dict[str, dict[str, Any]]:
     from pamd.ops.check import key_line
 
     out = {}
-    tables = brain.config.get("synapse")
-    for name, table in (tables.items() if isinstance(tables, dict) else ()):
-        if not isinstance(table, dict):
-            continue  # a setting of [synapse] itself (publish_branch)
-        url, ref = table.get("url"), table.get("ref", "")
+    for name, table in peers(brain.config).items():
+        if table is None:
+            continue  # a key of [synapse] that is no table
+        url, ref = table.url, table.ref
         bad = ("url", 'url = "…" (the git URL or path of the other brain)') \
             if not isinstance(url, str) or not url.strip() else \
             ("ref", 'ref = "BRANCH" (a string), or no ref') if not isinstance(ref, str) else None
@@ -353,8 +353,7 @@ def folder_files(brain: Brain, name: str) -> list[str]:
 def add(brain: Brain, name: str, url: str, ref: str = "") -> tuple[str | None, str]:
     check_name(name)
     url = check_credentials(brain, normalise_url(url))
-    tables = brain.config.get("synapse")
-    if name in remotes(brain) or (isinstance(tables, dict) and name in tables):
+    if name in remotes(brain) or name in peers(brain.config) or name in SYNAPSE_KEYS:
         raise PamdError(
             f"synapse {name} is already registered",
             f"edit [synapse.{name}] in {CONFIG} to change it",
@@ -404,10 +403,10 @@ def pull(brain: Brain, name: str | None = None) -> tuple[str | None, list[Pulled
         pulled = []
         for n, table in todo.items():
             check_name(n)  # a hand-edited pamd.toml gets the same checks as `add`
-            check_credentials(brain, table["url"], n)
-            cache, sha, _ = fetch(brain, n, table["url"], str(table.get("ref", "")))
+            check_credentials(brain, table.url, n)
+            cache, sha, _ = fetch(brain, n, table.url, str(table.ref))
             files, origin = read_source(brain, n, cache, sha)
-            pulled.append(plan_pull(brain, n, table["url"], sha, files, origin))
+            pulled.append(plan_pull(brain, n, table.url, sha, files, origin))
         changes = {rel: text for p in pulled for rel, text in p.changes.items()}
         sha = tx.commit(changes, pull_message(pulled)) if changes else None
     return sha, pulled
@@ -439,8 +438,7 @@ def remove(brain: Brain, name: str) -> tuple[str | None, list[str]]:
     cache = brain.state_dir / "synapse" / f"{name}.git"
     with brain.transaction() as tx:
         changes: dict[str, str | None] = {}
-        tables = brain.config.get("synapse")
-        if isinstance(tables, dict) and name in tables:
+        if name in peers(brain.config):
             text = without_table(brain.read(CONFIG) or "", name)
             if text is None:
                 raise PamdError(

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from pamd.core.config import IndexSettings
 from pamd.core.entry import parse_time
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc, split_frontmatter
 
-MAX_CHARS = 800
+MAX_CHARS = IndexSettings.max_chars
 COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 
 

@@ -531,7 +531,7 @@ def _boost(fused: dict[int, float], cols: dict[str, np.ndarray], ix: IndexSettin
     rb, ib = float(ix.recency_boost), float(ix.importance_boost)
     if not (rb or ib):
         return
-    half = float(ix.recency_half_life_days) or 30.0
+    half = float(ix.recency_half_life_days) or IndexSettings.recency_half_life_days  # 0: the default
     t_now = now.timestamp() if now else None
     for lb in fused:
         f = 1.0

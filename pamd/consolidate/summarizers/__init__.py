@@ -8,7 +8,7 @@ or "openai" (any OpenAI-compatible chat-completions endpoint, such as a local Ol
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pamd.consolidate.summarizers.base import (
@@ -17,10 +17,10 @@ from pamd.consolidate.summarizers.base import (
     Group,
     Summarizer,
     Usage,
-    section,
 )
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
 from pamd.consolidate.summarizers.lesson import LESSON_TOKENS, extract_lesson
+from pamd.core.config import Settings, SummarizerSettings, settings
 from pamd.core.entry import Entry
 from pamd.errors import PamdError
 
@@ -32,10 +32,11 @@ __all__ = [
 BACKENDS = ("extractive", "anthropic", "claude-cli", "codex-cli", "gemini", "openai")
 
 
-def backend_name(config: dict[str, Any] | None) -> str:
+def backend_name(config: Settings | Mapping[str, Any] | None) -> str:
     """The backend pamd.toml names (checked), without constructing it: an LLM backend
     needs its key only when there is something to summarise."""
-    backend = str(section(config).get("backend") or "extractive").strip().lower()
+    # an empty name is the default backend, as an unset one is
+    backend = str(settings(config).summarizer.backend or SummarizerSettings.backend).strip().lower()
     if backend not in BACKENDS:
         raise PamdError(
             f"unknown summarizer backend {backend!r} in pamd.toml",
@@ -44,8 +45,9 @@ def backend_name(config: dict[str, Any] | None) -> str:
     return backend
 
 
-def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
-    """The summarizer named by config["summarizer"]["backend"] (default "extractive")."""
+def get_summarizer(config: Settings | Mapping[str, Any] | None) -> Summarizer:
+    """The summarizer named by `[summarizer] backend` (default "extractive")."""
+    config = settings(config)
     backend = backend_name(config)
     if backend == "extractive":
         return ExtractiveSummarizer()
@@ -53,26 +55,26 @@ def get_summarizer(config: dict[str, Any] | None) -> Summarizer:
         # Imported here: google-genai is heavy and optional (the `gemini` extra).
         from pamd.consolidate.summarizers.gemini import GeminiSummarizer
 
-        return GeminiSummarizer.from_config(config or {})
+        return GeminiSummarizer.from_config(config)
     if backend == "anthropic":
         from pamd.consolidate.summarizers.anthropic import AnthropicSummarizer
 
-        return AnthropicSummarizer.from_config(config or {})
+        return AnthropicSummarizer.from_config(config)
     if backend in ("claude-cli", "codex-cli"):
         from pamd.consolidate.summarizers.cli import CLISummarizer
 
-        return CLISummarizer.from_config(config or {}, backend)
+        return CLISummarizer.from_config(config, backend)
     if backend == "openai":
         from pamd.consolidate.summarizers.openai_compat import OpenAISummarizer
 
-        return OpenAISummarizer.from_config(config or {})
+        return OpenAISummarizer.from_config(config)
     raise AssertionError(backend)  # backend_name checked it
 
 
-def lesson(entries: Sequence[Entry], config: dict[str, Any] | None = None) -> str:
+def lesson(entries: Sequence[Entry], config: Settings | Mapping[str, Any] | None = None) -> str:
     """A one-line lesson; written by the configured backend (extractive by default)."""
     if not entries:
         return ""
     group = Group(key="lesson", tier="lesson", entries=tuple(entries), target_tokens=LESSON_TOKENS)
-    texts, _ = get_summarizer(config or {}).summarize([group])
+    texts, _ = get_summarizer(config).summarize([group])
     return texts[0]

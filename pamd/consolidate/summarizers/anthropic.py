@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pamd.consolidate.summarizers import prompts
-from pamd.consolidate.summarizers.base import Group, Usage, section
+from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.llm import (
     TRANSIENT,
     Failed,
@@ -26,6 +26,7 @@ from pamd.consolidate.summarizers.llm import (
     common_options,
     http_url,
 )
+from pamd.core.config import Settings, SummarizerSettings, settings
 from pamd.errors import PamdError
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -64,15 +65,16 @@ class AnthropicSummarizer(LLMSummarizer):
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], env: Mapping[str, str] | None = None, **kw: Any
+        cls, config: Settings | Mapping[str, Any], env: Mapping[str, str] | None = None, **kw: Any
     ) -> AnthropicSummarizer:
         env = os.environ if env is None else env
-        s = section(dict(config))
+        s = settings(config).summarizer
         return cls(
             api_key=env.get("ANTHROPIC_API_KEY", ""),
-            model=str(s.get("model") or DEFAULT_MODEL),
-            base_url=env.get("PAMD_ANTHROPIC_BASE_URL") or str(s.get("base_url") or ""),
-            max_output_tokens=int(s.get("max_output_tokens") or 4096),
+            model=str(s.model or DEFAULT_MODEL),
+            base_url=env.get("PAMD_ANTHROPIC_BASE_URL") or str(s.base_url),
+            # 0 is no cap the API takes: the default one, as when unset
+            max_output_tokens=int(s.max_output_tokens or SummarizerSettings.max_output_tokens),
             **common_options(s),
             **kw,
         )
@@ -173,12 +175,12 @@ class AnthropicSummarizer(LLMSummarizer):
         price = self.prices.get(self.model)
         if not price:
             return super()._cost(usage)
-        p_in = float(price.get("input", 0))
-        p_write = float(price.get("cache_write", p_in * 1.25))
-        p_read = float(price.get("cache_read", p_in * 0.1))
+        p_in = float(price.input)
+        p_write = p_in * 1.25 if price.cache_write is None else float(price.cache_write)
+        p_read = p_in * 0.1 if price.cache_read is None else float(price.cache_read)
         plain = usage.input_tokens - self.cache_write_tokens - self.cache_read_tokens
         return (plain * p_in + self.cache_write_tokens * p_write + self.cache_read_tokens * p_read
-                + usage.output_tokens * float(price.get("output", 0))) / 1_000_000
+                + usage.output_tokens * float(price.output)) / 1_000_000
 
 
 def _error_type(exc: Any) -> str:

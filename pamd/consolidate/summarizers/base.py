@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from pamd.core.entry import Entry
 
@@ -67,7 +67,3 @@ class Summarizer(Protocol):
         """One text per group, in the same order; never empty for a non-empty group."""
         ...
 
-
-def section(config: dict[str, Any] | None) -> dict[str, Any]:
-    """The `[summarizer]` table of a loaded config (empty dict when absent)."""
-    return dict((config or {}).get("summarizer") or {})

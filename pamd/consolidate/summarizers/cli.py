@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pamd.consolidate.summarizers import prompts
-from pamd.consolidate.summarizers.base import Group, Usage, section
+from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.llm import Failed, LLMSummarizer, Transient, common_options
+from pamd.core.config import Settings, settings
 from pamd.errors import PamdError
 
 EXECUTABLES = {"claude-cli": "claude", "codex-cli": "codex"}
@@ -57,10 +58,10 @@ class CLISummarizer(LLMSummarizer):
         self.cost_reported = False
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], kind: str, **kw: Any) -> CLISummarizer:
-        s = section(dict(config))
-        return cls(kind=kind, executable=str(s.get("cli_path") or EXECUTABLES[kind]),
-                   model=str(s.get("model") or ""), **common_options(s), **kw)
+    def from_config(cls, config: Settings | Mapping[str, Any], kind: str, **kw: Any) -> CLISummarizer:
+        s = settings(config).summarizer
+        return cls(kind=kind, executable=str(s.cli_path or EXECUTABLES[kind]),
+                   model=str(s.model), **common_options(s), **kw)
 
     # ------------------------------------------------------------------ one run
 

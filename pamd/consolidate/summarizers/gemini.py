@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pamd.consolidate.summarizers import prompts
-from pamd.consolidate.summarizers.base import Group, Usage, section
+from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.llm import (
     TRANSIENT,
     Failed,
@@ -25,6 +25,7 @@ from pamd.consolidate.summarizers.llm import (
     common_options,
     http_url,
 )
+from pamd.core.config import Settings, SummarizerSettings, settings
 from pamd.errors import PamdError
 
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -39,7 +40,7 @@ class GeminiSummarizer(LLMSummarizer):
         api_key: str,
         model: str = DEFAULT_MODEL,
         base_url: str = "",
-        api_version: str = "v1beta",
+        api_version: str = SummarizerSettings.api_version,
         thinking_budget: int | None = None,
         **kw: Any,
     ) -> None:
@@ -59,17 +60,17 @@ class GeminiSummarizer(LLMSummarizer):
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], env: Mapping[str, str] | None = None, **kw: Any
+        cls, config: Settings | Mapping[str, Any], env: Mapping[str, str] | None = None, **kw: Any
     ) -> GeminiSummarizer:
         env = os.environ if env is None else env
-        s = section(dict(config))
-        thinking = s.get("thinking_budget")
+        s = settings(config).summarizer
         return cls(
             api_key=env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") or "",
-            model=str(s.get("model") or DEFAULT_MODEL),
-            base_url=env.get("PAMD_GEMINI_BASE_URL") or str(s.get("base_url") or ""),
-            api_version=str(s.get("api_version") or "v1beta"),
-            thinking_budget=None if thinking is None else int(thinking),
+            model=str(s.model or DEFAULT_MODEL),
+            base_url=env.get("PAMD_GEMINI_BASE_URL") or str(s.base_url),
+            # an empty version is the default one, as when unset
+            api_version=str(s.api_version or SummarizerSettings.api_version),
+            thinking_budget=int(s.thinking_budget),
             **common_options(s),
             **kw,
         )

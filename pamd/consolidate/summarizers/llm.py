@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
+from pamd.core.config import Price, SummarizerSettings
 from pamd.core.entry import count_tokens
 from pamd.core.words import plural
 from pamd.errors import PamdError
@@ -54,14 +55,14 @@ class LLMSummarizer:
         self,
         *,
         model: str,
-        batch_size: int = 8,
-        max_retries: int = 3,
-        retry_base_delay: float = 1.0,
-        retry_max_delay: float = 30.0,
-        timeout: float = 120.0,
-        temperature: float | None = 0.2,
-        prices: Mapping[str, Any] | None = None,
-        fallback: str = "extractive",
+        batch_size: int = SummarizerSettings.batch_size,
+        max_retries: int = SummarizerSettings.max_retries,
+        retry_base_delay: float = SummarizerSettings.retry_base_delay,
+        retry_max_delay: float = SummarizerSettings.retry_max_delay,
+        timeout: float = SummarizerSettings.timeout,
+        temperature: float | None = SummarizerSettings.temperature,
+        prices: Mapping[str, Price] | None = None,
+        fallback: str = SummarizerSettings.fallback,
         sleep: Callable[[float], None] = time.sleep,
         warn: Callable[[str], None] | None = None,
     ) -> None:
@@ -219,10 +220,7 @@ class LLMSummarizer:
                     "cost counted as 0"
                 )
             return 0.0
-        return (
-            usage.input_tokens * float(price.get("input", 0))
-            + usage.output_tokens * float(price.get("output", 0))
-        ) / 1_000_000
+        return (usage.input_tokens * float(price.input) + usage.output_tokens * float(price.output)) / 1_000_000
 
 
 def _stderr(line: str) -> None:
@@ -233,17 +231,18 @@ def _stderr(line: str) -> None:
         print(f"pamd: {line}", file=sys.stderr, flush=True)
 
 
-def common_options(s: Mapping[str, Any]) -> dict[str, Any]:
-    """The `[summarizer]` keys every LLM backend reads, with their defaults."""
+def common_options(s: SummarizerSettings) -> dict[str, Any]:
+    """The `[summarizer]` settings every LLM backend reads."""
     return {
-        "batch_size": int(s.get("batch_size", 8)),
-        "max_retries": int(s.get("max_retries", 3)),
-        "retry_base_delay": float(s.get("retry_base_delay", 1.0)),
-        "retry_max_delay": float(s.get("retry_max_delay", 30.0)),
-        "timeout": float(s.get("timeout", 120.0)),
-        "temperature": float(s["temperature"]) if "temperature" in s else 0.2,
-        "prices": s.get("prices") or {},
-        "fallback": str(s.get("fallback") or "extractive"),
+        "batch_size": int(s.batch_size),
+        "max_retries": int(s.max_retries),
+        "retry_base_delay": float(s.retry_base_delay),
+        "retry_max_delay": float(s.retry_max_delay),
+        "timeout": float(s.timeout),
+        "temperature": float(s.temperature),
+        "prices": s.prices,
+        # an empty fallback is the default one, as an unset one is
+        "fallback": str(s.fallback or SummarizerSettings.fallback),
     }
 
 

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from pamd.consolidate.summarizers import prompts
-from pamd.consolidate.summarizers.base import Group, Usage, section
+from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.llm import (
     TRANSIENT,
     Failed,
@@ -39,10 +39,11 @@ from pamd.consolidate.summarizers.llm import (
     common_options,
     http_url,
 )
+from pamd.core.config import Settings, SummarizerSettings, settings
 from pamd.errors import PamdError
 
 OPENAI_URL = "https://api.openai.com/v1"
-KEY_ENV = "OPENAI_API_KEY"
+KEY_ENV = SummarizerSettings.api_key_env
 
 
 class OpenAISummarizer(LLMSummarizer):
@@ -77,17 +78,18 @@ class OpenAISummarizer(LLMSummarizer):
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], env: Mapping[str, str] | None = None, **kw: Any
+        cls, config: Settings | Mapping[str, Any], env: Mapping[str, str] | None = None, **kw: Any
     ) -> OpenAISummarizer:
         env = os.environ if env is None else env
-        s = section(dict(config))
-        key_env = str(s.get("api_key_env") or KEY_ENV)
-        json_mode = s.get("json_mode", True)
+        s = settings(config).summarizer
+        # an empty variable name is the default one, as when unset
+        key_env = str(s.api_key_env or SummarizerSettings.api_key_env)
+        json_mode = s.json_mode
         if not isinstance(json_mode, bool):
             raise PamdError("[summarizer] json_mode must be true or false", "fix pamd.toml")
         return cls(
-            model=str(s.get("model") or ""),
-            base_url=env.get("PAMD_OPENAI_BASE_URL") or str(s.get("base_url") or ""),
+            model=str(s.model),
+            base_url=env.get("PAMD_OPENAI_BASE_URL") or str(s.base_url),
             api_key=env.get(key_env, ""),
             key_env=key_env,
             json_mode=json_mode,

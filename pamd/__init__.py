@@ -16,4 +16,10 @@ The packages, bottom up; a module imports only from its own layer or one below
 - cli, commands, hooks: the entry points
 """
 
+import logging
+
 __version__ = "0.7.0"
+
+# A library prints nothing unless its user asks: pamd's records reach only the handlers a
+# program installs (the CLI's: pamd.core.console), not Python's last-resort stderr handler.
+logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -15,6 +15,7 @@ import tempfile
 import traceback
 
 from pamd import __version__
+from pamd.core.console import human_log
 from pamd.core.visible import human_streams
 from pamd.errors import PamdError
 
@@ -93,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     # Stored text (and a user's words in an error) must not reach a terminal as control
     # sequences: human output shows them escaped; --json stays exact (JSON escapes them).
-    with human_streams(stdout=False):
+    # The library's notes and warnings are shown as `pamd: note: …` lines on that stderr.
+    with human_streams(stdout=False), human_log():
         return _main(argv)
 
 

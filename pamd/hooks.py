@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pamd.core.console import human_log
 from pamd.core.fmt import Problem
 from pamd.core.visible import human_streams
 from pamd.errors import PamdError
@@ -269,7 +270,11 @@ def _report(problems: list[Problem]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    with human_log():  # the library's notes and warnings, as `pamd: note: …` lines on stderr
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] in (["claude"], ["codex"]):  # an agent host's hook: its own input, its own fail-open rules
         from pamd.agent.claude_code import main as claude_main
 

@@ -2,7 +2,8 @@
 
 Each command module has `HELP` (one line; `DESCRIPTION`, if any, is its --help's
 longer text), `EXAMPLE`, `add_arguments(parser)` and `run(args) -> int`. Heavy
-imports happen inside `run`, so `pamd --help` and the hooks start fast.
+imports happen inside `run`, so `pamd --help` and the hooks start fast. A command
+imports the library, never another command or this module (tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run, _parser=p)
+        # `cli`: this module's main, for a command that runs command lines itself (demo)
+        p.set_defaults(_run=mod.run, _parser=p, cli=main)
     return parser
 
 

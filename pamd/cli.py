@@ -2,7 +2,8 @@
 
 Each command module has `HELP` (one line; `DESCRIPTION`, if any, is its --help's
 longer text), `EXAMPLE`, `add_arguments(parser)` and `run(args) -> int`. Heavy
-imports happen inside `run`, so `pamd --help` and the hooks start fast.
+imports happen inside `run`, so `pamd --help` and the hooks start fast. A command
+imports the library, never another command or this module (tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import tempfile
 import traceback
 
 from pamd import __version__
+from pamd.core.console import human_log
 from pamd.core.visible import human_streams
 from pamd.errors import PamdError
 
@@ -86,14 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run, _parser=p)
+        # `cli`: this module's main, for a command that runs command lines itself (demo)
+        p.set_defaults(_run=mod.run, _parser=p, cli=main)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     # Stored text (and a user's words in an error) must not reach a terminal as control
     # sequences: human output shows them escaped; --json stays exact (JSON escapes them).
-    with human_streams(stdout=False):
+    # The library's notes and warnings are shown as `pamd: note: …` lines on that stderr.
+    with human_streams(stdout=False), human_log():
         return _main(argv)
 
 

@@ -30,12 +30,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pamd.core.console import human_log
 from pamd.core.fmt import Problem
 from pamd.core.visible import human_streams
 from pamd.errors import PamdError
-
-# Files a person or pamd writes in a brain that the secret scan reads by default.
-SCAN_SUFFIXES = (".md", ".txt", ".toml", ".json", ".jsonl", ".yaml", ".yml")
 
 
 def _brain(path: str | None = None):
@@ -221,13 +219,16 @@ def probe(brain) -> int:
         return 0
     if pamd_is_committing(brain) and os.environ.get("PAMD_RUN") in ADDS_ONLY:
         return 0
-    argv = ["probe", "--brain", str(brain.root)]
-    if brain.repo.head() is not None:
-        argv += ["--against", "HEAD"]
+    against = "HEAD" if brain.repo.head() is not None else None
     if importlib.util.find_spec("hnswlib") is not None:
-        from pamd.cli import main as pamd_main
+        from pamd.edge.clock import now_arg
+        from pamd.fidelity.probe import check, unrunnable
 
-        return pamd_main(argv)
+        with unrunnable():
+            out = check(brain, now_arg(None), against=against)
+        print("\n".join(out.lines()))
+        return 1 if out.new else 0
+    argv = ["probe", "--brain", str(brain.root), *(["--against", against] if against else [])]
     other = _other_pamd()
     if other:
         return subprocess.run([other, *argv]).returncode
@@ -270,7 +271,11 @@ def _report(problems: list[Problem]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    with human_log():  # the library's notes and warnings, as `pamd: note: …` lines on stderr
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] in (["claude"], ["codex"]):  # an agent host's hook: its own input, its own fail-open rules
         from pamd.agent.claude_code import main as claude_main
 
@@ -338,6 +343,8 @@ def _run(args: argparse.Namespace) -> int:
     if hook == "budget":
         return _report(budget(brain))
     if hook == "pre-commit":
+        from pamd.ops.redaction import SCAN_SUFFIXES
+
         rels = staged(brain)
         problems = check_staged(brain, rels)
         try:
@@ -357,6 +364,8 @@ def _run(args: argparse.Namespace) -> int:
     if hook == "check":
         return _report(check(brain, rels))
     if rels is None:
+        from pamd.ops.redaction import all_files
+
         rels = all_files(brain)
     if hook == "secrets":
         return _report(secrets(brain, rels, read_tree(brain)))
@@ -377,12 +386,6 @@ def check_staged(brain, rels: list[str]) -> list[Problem]:
     if not mine:
         return []
     return check_texts(brain.repo.staged_texts(*mine, MEMORY, *TIER_DIRS.values()), only=set(mine))
-
-
-def all_files(brain) -> list[str]:
-    """Every tracked or new file of the brain the secret scan reads."""
-    out = brain.repo.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    return sorted({p for p in out.split("\0") if p.lower().endswith(SCAN_SUFFIXES)})
 
 
 if __name__ == "__main__":

@@ -875,8 +875,7 @@ def test_the_secret_scan_reads_files_with_a_stray_byte_and_any_suffix_case(brain
     """A Latin-1 "café" made the scan skip the whole file (it was not UTF-8), and
     `notes.MD` was not scanned at all: a key beside either went into history."""
     from pamd.edge.brain import Brain
-    from pamd.hooks import all_files
-    from pamd.ops.redaction import scan
+    from pamd.ops.redaction import all_files, scan
 
     root = brain.cwd
     key = "AKIA" + "Q7R4M2XK9ZP3W8HT"  # split: no scanner flags this test file

@@ -1,4 +1,5 @@
-"""Layers never point up, and no module imports itself round a circle.
+"""Layers never point up, no module imports itself round a circle, and the entry points
+share library code, not each other.
 
 Every import in pamd/ counts: at the top of a module, inside a function, under
 TYPE_CHECKING. A module may import its own layer or one below; a circle between
@@ -141,6 +142,22 @@ def test_no_import_runs_up():
                 rel = known[module].relative_to(PACKAGE.parent)
                 upward.append(f"{rel}:{line} ({low}) imports {target} ({high})")
     assert upward == [], "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def test_commands_and_git_hooks_import_no_entry_point():
+    """A command (pamd.commands.*) and the git hooks (pamd.hooks) import the library, never
+    another command, the CLI or the hooks: what two of them share (a file argument's path,
+    a probe run, a compaction's report) is a library function, which the MCP server and the
+    agent hooks can call too, and a command stays parse, one call, print."""
+    known = modules()
+    wrong = []
+    for module, edges in graph().items():
+        if not (module.startswith("pamd.commands.") or module == "pamd.hooks"):
+            continue
+        for line, target in edges:
+            if layer_of(target) == "entry":
+                wrong.append(f"{known[module].relative_to(PACKAGE.parent)}:{line} imports {target}")
+    assert wrong == [], "entry points that import entry points:\n" + "\n".join(wrong)
 
 
 def test_no_import_circle():

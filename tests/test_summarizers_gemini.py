@@ -22,6 +22,7 @@ from pamd.consolidate.summarizers import (  # noqa: E402
 )
 from pamd.consolidate.summarizers.gemini import GeminiSummarizer  # noqa: E402
 from pamd.core.config import Price, as_dict  # noqa: E402
+from pamd.core.console import human_log  # noqa: E402
 from pamd.core.entry import Entry, count_tokens  # noqa: E402
 from pamd.errors import PamdError  # noqa: E402
 
@@ -131,7 +132,8 @@ def test_persistent_errors_fall_back_for_the_rest_of_the_run_and_say_so(stub, sl
     # First batch: 500 on every attempt (1 + 2 retries). The endpoint is down for this
     # run: the batches left fall back at once, not after their own retries each.
     stub.script += [error(500, "INTERNAL")] * 3
-    texts, usage = make(stub, sleeps, batch_size=2, max_retries=2).summarize(groups)
+    with human_log():  # as every pamd command shows the library's lines
+        texts, usage = make(stub, sleeps, batch_size=2, max_retries=2).summarize(groups)
     assert len(stub.requests) == 3 and usage.requests == 3 and sleeps == [0.01, 0.02]
     assert texts == ExtractiveSummarizer().summarize(groups)[0]
     assert usage.fallbacks == 5
@@ -146,7 +148,8 @@ def test_a_retry_is_said_only_to_a_terminal_not_to_cron(stub, sleeps, capsys):
     """A 503 the retry cured printed a line on stderr, and cron mails stderr; only
     a person at a terminal is told why the run sits there (a fallback is said everywhere)."""
     stub.script += [error(503, "UNAVAILABLE"), answer(["fine"])]
-    texts, usage = make(stub, sleeps).summarize([group(0)])
+    with human_log():
+        texts, usage = make(stub, sleeps).summarize([group(0)])
     assert texts == ["fine"] and usage.fallbacks == 0 and sleeps
     assert capsys.readouterr().err == ""
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import select
 import subprocess
@@ -32,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 BRIEF_CHARS = 9000
 STDIN_WAIT = 0.5
@@ -180,7 +183,7 @@ def _job(argv: list[str]) -> int:
         if kept is None or kept.get("signature") != signature(root):  # nothing new: it stands
             refresh(root)
     except Exception as exc:  # noqa: BLE001 - the next SessionStart builds it
-        print(f"pamd: note: brief not refreshed ({type(exc).__name__}: {exc})", file=sys.stderr)
+        log.info("brief not refreshed (%s: %s)", type(exc).__name__, exc)
     return code
 
 
@@ -243,4 +246,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_job(sys.argv[1:]))
+    from pamd.core.console import human_log
+
+    with human_log():  # into .pamd/hooks.log, as `pamd ingest -` before it writes there
+        raise SystemExit(_job(sys.argv[1:]))

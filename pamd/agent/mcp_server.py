@@ -133,6 +133,14 @@ def _warm(root: Path) -> None:
 
 
 def serve(root: Path) -> None:
-    """Run the stdio server until the client closes it."""
+    """Run the stdio server until the client closes it. Every log line goes to stderr:
+    stdout is the protocol."""
+    from pamd.core.console import human_log, service_log
+
+    # the SDK's records (and any other library's) from WARNING on; the server's own likewise,
+    # by a handler of its own; pamd's notes and warnings as every pamd command shows them
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="pamd mcp: %(message)s")
-    build(root).run()
+    own = logging.StreamHandler(sys.stderr)
+    own.setFormatter(logging.Formatter("pamd mcp: %(message)s"))
+    with human_log(), service_log(log.name, own, logging.WARNING):
+        build(root).run()

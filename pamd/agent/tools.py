@@ -9,9 +9,8 @@ changed). Recalls made here are logged: an agent's recall counts toward myelinat
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +42,11 @@ def now_or_clock(now: datetime | None) -> datetime:
 
 
 def _time(value: str | None, what: str, end_of_day: bool = False) -> datetime | None:
-    from pamd.core.entry import parse_time
+    from pamd.core.entry import time_bound
 
-    if value is None or not str(value).strip():
+    if value is None or not str(value).strip():  # an agent's empty argument: no bound
         return None
-    try:
-        t = parse_time(str(value))
-    except ValueError:
-        raise PamdError(f"bad time {value!r} for {what}", "use ISO 8601, e.g. 2026-11-30") from None
-    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(value).strip()):
-        t += timedelta(days=1, seconds=-1)
-    return t
+    return time_bound(str(value), what, end_of_day)
 
 
 def _tiers(tier: str | list[str] | None) -> tuple[str, ...]:
@@ -90,9 +83,8 @@ def recall(root: Path, query: str, k: int = 10, tier: str | list[str] | None = N
 
 def remember(root: Path, text: str, role: str = "agent", type: str | None = None,
              importance: float | None = None, session: str = "mcp", now: datetime | None = None) -> Reply:
-    from pamd.encode.ingest import ingest_entries, make_entries, redactor
-    from pamd.encode.neurotag import Tagger
-    from pamd.encode.sources import Message, normalize_text
+    from pamd.encode.ingest import remember as remember_one
+    from pamd.encode.sources import normalize_text
 
     text = normalize_text(text or "")
     if not text:
@@ -104,15 +96,7 @@ def remember(root: Path, text: str, role: str = "agent", type: str | None = None
     role = (role or "agent").strip() or "agent"
     now = now_or_clock(now)
     brain = open_brain(root)
-    msg = Message(role, text, now, session, 0)
-    entries, redacted = make_entries([msg], Tagger.from_config(brain.config, brain.root),
-                                     redactor(brain.config), now)
-    e = entries[0]
-    if type:
-        e = e.with_(type=type)
-    if importance is not None:
-        e = e.with_(importance=round(importance, 2) + 0.0)
-    _, sha = ingest_entries(brain, [e], ["remember"], now, "remember", redacted)
+    e, sha = remember_one(brain, text, now, role, session, type, importance)
     data = {"id": e.id, "commit": sha, "new": bool(sha), "type": e.type, "importance": e.importance,
             "neuro": list(e.neuro)}
     if sha:
@@ -121,18 +105,15 @@ def remember(root: Path, text: str, role: str = "agent", type: str | None = None
 
 
 def expand(root: Path, ref: str, all: bool = False) -> Reply:
-    from pamd.consolidate.provenance import expand_ids, resolve_ref
+    from pamd.consolidate.provenance import expand_ids, resolve_ref, shown
     from pamd.core.entry import fmt_time
 
     brain = open_brain(root)
     eid = resolve_ref(brain, ref)
-    found = expand_ids(brain, [eid])
-    shown = [f for f in found if all or not f.entry.sources or f.depth == 0]
-    data = [{"id": f.entry.id, "tier": f.entry.tier, "ts": fmt_time(f.entry.ts), "role": f.entry.role,
-             "text": f.entry.text, "sources": list(f.entry.sources), "path": f.entry.path, "rev": f.rev,
-             "depth": f.depth} for f in shown]
+    found = shown(expand_ids(brain, [eid]), between=all)
+    data = [f.as_json() for f in found]
     lines = []
-    for f in shown:
+    for f in found:
         where = f.entry.path if f.rev == "WORKTREE" else f"{f.rev[:8]}:{f.entry.path}"
         lines.append(f"{'  ' * f.depth}{f.entry.id} · {f.entry.tier} · {fmt_time(f.entry.ts)} · "
                      f"{f.entry.role} ({where})")

@@ -15,7 +15,8 @@ def run(args) -> int:
     import logging
     import math
 
-    from pamd.consolidate.schedule import daemon
+    from pamd.consolidate.schedule import daemon, log
+    from pamd.core.console import service_log
     from pamd.edge.brain import Brain
     from pamd.errors import PamdError
 
@@ -30,11 +31,14 @@ def run(args) -> int:
                         "e.g. --compact-every 30")
     if args.defrag_at is not None and not args.defrag_at.strip():
         raise PamdError("--defrag-at is empty", 'use "HH:MM", 00:00 to 23:59 UTC, or "off"')
-    # pamd's own lines at INFO; other libraries' only from WARNING (google-genai and httpx
-    # log two INFO lines per LLM request, which would bury the one line per run)
-    # with the time's UTC offset: defrag_at and every Pamd-Now are UTC, the clock may be local
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s pamd %(message)s",
-                        datefmt="%Y-%m-%d %H:%M:%S%z")
-    logging.getLogger("pamd").setLevel(logging.INFO)
+    # The daemon's own lines at INFO; other libraries' only from WARNING (google-genai and
+    # httpx log two INFO lines per LLM request, which would bury the one line per run); pamd's
+    # notes and warnings as every command shows them. With the time's UTC offset: defrag_at
+    # and every Pamd-Now are UTC, the clock may be local.
+    fmt, datefmt = "%(asctime)s pamd %(message)s", "%Y-%m-%d %H:%M:%S%z"
+    logging.basicConfig(level=logging.WARNING, format=fmt, datefmt=datefmt)
+    own = logging.StreamHandler()
+    own.setFormatter(logging.Formatter(fmt, datefmt))
     brain = Brain.find(args.brain)
-    return daemon(brain, every, args.defrag_at)
+    with service_log(log.name, own, logging.INFO):
+        return daemon(brain, every, args.defrag_at)

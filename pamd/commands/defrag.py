@@ -20,21 +20,28 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from pamd.commands import compact
+    from pamd.consolidate.branch import defrag_on_branch
+    from pamd.consolidate.compaction import plan_report, result_line, run_warnings
+    from pamd.consolidate.compaction import run as run_compaction
+    from pamd.edge.brain import Brain
+    from pamd.recall.refresh import after_commit
 
-    if args.branch and not args.plan:  # --plan writes nothing, on a branch or not
-        from pamd.consolidate.branch import defrag_on_branch
-        from pamd.consolidate.compaction import summarizer_notes, unrecorded_spend
-        from pamd.edge.brain import Brain
-
-        brain = Brain.find(args.brain)
+    brain = Brain.find(args.brain)
+    if args.plan:  # --plan writes nothing, on a branch or not
+        print("\n".join(plan_report(brain, run_compaction(brain, args.now, "defrag", dry_run=True).plan, "defrag")))
+        return 0
+    if args.branch:
         out = defrag_on_branch(brain, args.branch, args.now)
         if out.sha is None:
             print("nothing to defrag; no branch made")
         else:
             print(out.message.split("\n", 1)[0] + f" ({out.sha[:8]} on {args.branch})")
-        for note in [*summarizer_notes(out), unrecorded_spend(out)]:
-            if note:
-                print(f"pamd: warning: {note}", file=sys.stderr)
-        return 0
-    return compact.run(args, mode="defrag")
+    else:
+        out = run_compaction(brain, args.now, "defrag")
+        print(result_line(out, "defrag"))
+    for warning in run_warnings(out):
+        print(f"pamd: warning: {warning}", file=sys.stderr)
+    note = after_commit(brain) if out.sha and not args.branch else None
+    if note:
+        print(note)
+    return 0

@@ -26,9 +26,12 @@ def run(args) -> int:
     from importlib import resources
     from pathlib import Path
 
-    from pamd.cli import main
     from pamd.edge.git import Repo
     from pamd.errors import PamdError
+
+    # The demo runs command lines as a person would type them, in this process (one process
+    # for a dozen commands keeps it to seconds): the CLI hands it its own entry point.
+    main = args.cli
 
     if args.dir is not None:
         target = Path(args.dir)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 
 HELP = "build or refresh the search index (.pamd/index) from the brain's files"
 EXAMPLE = """
@@ -23,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pamd.core.console import Progress
     from pamd.edge.brain import Brain
     from pamd.recall import api, store
 
@@ -39,39 +38,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"pamd: warning: {note}", file=sys.stderr)
     return 0
 
-
-class Progress:
-    """A progress bar on a terminal's stderr, for a step still running after PAMD_PROGRESS_AFTER
-    seconds (default 2); nothing when stderr is not a terminal (a pipe, a hook, a log)."""
-
-    WIDTH = 24
-    phases = True  # also told of steps before embedding (store._refresh)
-
-    def __init__(self, quiet: bool = False, what: str = "embedding") -> None:
-        self.on = sys.stderr.isatty() and not quiet
-        self.what = what
-        self.shown = False
-        try:
-            self.after = float(os.environ.get("PAMD_PROGRESS_AFTER", "2"))
-        except ValueError:
-            self.after = 2.0
-        self.t0 = time.monotonic()
-
-    def __call__(self, done: int, total: int, what: str | None = None) -> None:
-        if not self.on:
-            return
-        took = time.monotonic() - self.t0
-        if took < self.after and not self.shown:
-            return
-        from pamd.core.visible import raw
-
-        fill = round(self.WIDTH * done / total) if total else self.WIDTH
-        bar = "#" * fill + "-" * (self.WIDTH - fill)
-        # its own CR redraws the line: past the stream that shows stored text's escaped
-        print(f"\r{what or self.what} [{bar}] {done}/{total} {took:.0f} s\033[K", end="", file=raw(sys.stderr),
-              flush=True)
-        self.shown = True
-
-    def done(self) -> None:
-        if self.shown:
-            print(file=sys.stderr)

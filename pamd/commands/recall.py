@@ -47,9 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pamd.commands.index import Progress
+    from pamd.core.console import Progress
     from pamd.edge.brain import Brain
     from pamd.recall import api, store
+    from pamd.recall.expanded import expand_hits
 
     brain = Brain.find(args.brain)
     brain.recover_for_reading()
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     note = store.conflicted_note(api.left_out(brain))
     if note:
         print(f"pamd: warning: {note}", file=sys.stderr)
-    expanded = _expand(brain, hits, args.now) if args.expand else {}
+    expanded = expand_hits(brain, hits) if args.expand else {}
     if args.json:
         out = []
         for h in hits:
@@ -105,71 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _time(value: str | None, flag: str, end_of_day: bool = False):
-    """A time flag; with `end_of_day`, a date alone is that day's last second (`--until 2026-11-30` keeps the 30th)."""
-    if value is None:
-        return None  # an empty value is a bad time below, as `--tier ''` is an unknown tier
-    import re
-    from datetime import timedelta
+    from pamd.core.entry import time_bound
 
-    from pamd.core.entry import parse_time
-    from pamd.errors import PamdError
-
-    try:
-        t = parse_time(value)
-    except ValueError:
-        raise PamdError(f"bad time {value!r} for {flag}", "use ISO 8601, e.g. 2026-11-30") from None
-    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
-        t += timedelta(days=1, seconds=-1)
-    return t
-
-
-def _expand(brain, hits, now) -> dict[int, Expanded]:
-    """The raw messages behind each summary hit, walked back through git history."""
-    from pamd.consolidate.provenance import History, expand_ids
-    from pamd.core.entry import Entry
-    from pamd.errors import PamdError
-
-    out: dict[int, Expanded] = {}
-    history = History(brain)  # one pass over history for every hit
-    for h in hits:
-        summaries = [i for i in h.ids if i.startswith("s-")]
-        if not summaries:
-            continue
-        raw: dict[str, Entry] = {}
-        try:
-            found = expand_ids(brain, summaries, hist=history)
-        except PamdError as exc:  # history lacks them (a shallow clone): the hit still counts
-            out[h.label] = Expanded([], [], summaries, str(exc))
-            continue
-        for f in found:
-            if not f.entry.sources:
-                raw.setdefault(f.entry.id, f.entry)
-        matched = [raw[i] for i in h.ids if i in raw and i not in h.entries]  # deep recall, rank order
-        seen = {e.id for e in matched}
-        rest = sorted((e for e in raw.values() if e.id not in seen), key=lambda e: e.ts)
-        out[h.label] = Expanded(matched, rest, summaries)
-    return out
-
-
-class Expanded:
-    """One summary hit's raw messages: those the query matched (rank order), the rest (time
-    order), and the summaries they are behind."""
-
-    def __init__(self, matched: list, rest: list, summaries: list[str], error: str | None = None) -> None:
-        self.matched, self.rest, self.summaries, self.error = matched, rest, summaries, error
-
-    def lines(self, entries: list) -> list[str]:
-        from pamd.core.entry import fmt_time
-
-        return [f"{e.id} {fmt_time(e.ts)} {e.role}: {' '.join(e.text.split())[:200]}" for e in entries]
-
-    def shown(self, n: int) -> list:
-        """At most n of the rest, in time order: those said nearest in time to a matched
-        message (its context), else the first."""
-        when = [e.ts.timestamp() for e in self.matched]
-
-        def gap(i: int) -> tuple[float, int]:
-            return min((abs(self.rest[i].ts.timestamp() - t) for t in when), default=0.0), i
-
-        keep = sorted(sorted(range(len(self.rest)), key=gap)[:max(0, n)])
-        return [self.rest[i] for i in keep]
+    # an empty value is a bad time there, as `--tier ''` is an unknown tier
+    return None if value is None else time_bound(value, flag, end_of_day)

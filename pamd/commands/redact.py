@@ -34,12 +34,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from pamd.commands.check import brain_rel
     from pamd.edge.brain import Brain
-    from pamd.edge.files import write_atomic
-    from pamd.errors import PamdError
-    from pamd.hooks import all_files
-    from pamd.ops.redaction import clean, commit_message, scan
+    from pamd.edge.refs import brain_rel
+    from pamd.ops.redaction import all_files, clean_in_place, redact, scan
 
     brain = Brain.find(args.brain)
     # Each FILE as `pamd check` takes it: a missing one (a typo) is an error, not "no secrets".
@@ -52,23 +49,13 @@ def run(args) -> int:
         print(f"{plural(len(found), 'secret')} found" if found else "no secrets found")
         return 1 if found else 0
     if args.no_commit:
-        changes, counts = clean(brain, rels)
-        for rel, text in changes.items():
-            write_atomic(brain.path(rel), text)
+        changes, counts = clean_in_place(brain, rels)
         _say(changes, counts, "cleaned in place; now `git add` them")
         return 0
-    with brain.transaction() as tx:
-        changes, counts = clean(brain, rels)
-        if not changes:
-            print("no secrets found")
-            return 0
-        dirty = brain.repo.dirty(sorted(changes))
-        if dirty:
-            raise PamdError(
-                f"secrets in files with uncommitted edits: {', '.join(dirty[:3])}",
-                "use `pamd redact --no-commit FILE`, then `git add` it",
-            )
-        sha = tx.commit(changes, commit_message(changes, counts))
+    changes, counts, sha = redact(brain, rels)
+    if not changes:
+        print("no secrets found")
+        return 0
     _say(changes, counts, f"committed {sha[:8] if sha else ''}")
     print(
         "note: commits before this one still hold the secrets; rotate them, and see docs/hooks.md "

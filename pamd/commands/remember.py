@@ -15,9 +15,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from pamd.edge.brain import Brain
-    from pamd.encode.ingest import ingest_entries, make_entries, redactor
-    from pamd.encode.neurotag import Tagger
-    from pamd.encode.sources import Message, normalize_text
+    from pamd.encode.ingest import remember
+    from pamd.encode.sources import normalize_text
     from pamd.errors import PamdError
 
     text = normalize_text(" ".join(args.text))  # `pamd remember ship on friday`, unquoted: one entry
@@ -26,14 +25,6 @@ def run(args) -> int:
     if args.importance is not None and not 0 <= args.importance <= 1:
         raise PamdError("--importance must be within 0..1")
     brain = Brain.find(args.brain)
-    msg = Message(args.role, text, args.now, args.session, 0)
-    entries, redacted = make_entries([msg], Tagger.from_config(brain.config, brain.root),
-                                     redactor(brain.config), args.now)
-    e = entries[0]
-    if args.type:
-        e = e.with_(type=args.type)
-    if args.importance is not None:
-        e = e.with_(importance=round(args.importance, 2) + 0.0)  # -0 is 0: no "-0.00" in the file
-    plan, sha = ingest_entries(brain, [e], ["remember"], args.now, "remember", redacted)
+    e, sha = remember(brain, text, args.now, args.role, args.session, args.type, args.importance)
     print(f"remembered {e.id} ({sha[:8]})" if sha else f"already remembered as {e.id}")
     return 0

@@ -12,10 +12,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from pamd.commands.expand import cwd_ref
     from pamd.consolidate.provenance import resolve_ref
     from pamd.core.words import plural
     from pamd.edge.brain import Brain
+    from pamd.edge.refs import cwd_ref
     from pamd.myelin.touch import touch
 
     brain = Brain.find(args.brain)

@@ -405,6 +405,12 @@ def summarizer_notes(out: Outcome) -> list[str]:
     return [n for n in out.usage.notes if "fell back" in n] if out.usage else []
 
 
+def run_warnings(out: Outcome) -> list[str]:
+    """What a person (or cron) is warned of after a run: the summarizer's fallbacks, and LLM
+    work paid for in vain."""
+    return [n for n in (*summarizer_notes(out), unrecorded_spend(out)) if n]
+
+
 def unrecorded_spend(out: Outcome) -> str | None:
     """A line for LLM work a run paid for and then committed nothing with.
 
@@ -502,6 +508,28 @@ def plan_preview(plan: policy.Plan, config: Settings | dict[str, Any]) -> list[s
         rows.append(f"{where} from {len(g.entries)} ({g.entries[0].ts:%Y-%m-%d %H:%M}–{g.entries[-1].ts:%H:%M}):")
         rows += [f"  > {line}" for line in text.splitlines()]
     return rows
+
+
+def plan_report(brain: Brain, plan: policy.Plan, mode: str) -> list[str]:
+    """`pamd compact --plan` and `defrag --plan`: each entry's retention and decision, the
+    counts, the summaries the plan would write, and for a defrag the reflexes DNA.md's
+    bound would set aside."""
+    lines = plan_table(plan)
+    lines.append(f"{len(plan.moving)} to compress, {len(plan.dropped)} to drop, "
+                 f"{len(plan.decisions) - len(plan.moving) - len(plan.dropped)} stay")
+    preview = plan_preview(plan, brain.config)
+    if preview:  # what an import of old sessions turns into, before it does
+        lines += ["", "The summaries this run would write (extractive; an LLM backend writes its own):", *preview]
+    if mode == "defrag":
+        _, retired = myelin.bound_dna(brain.read(DNA) or "", brain.config, [])
+        if retired:  # the reflexes this night's lessons may add aside
+            lines.append(myelin.retired_note(retired, brain.config))
+    return lines
+
+
+def result_line(out: Outcome, mode: str) -> str:
+    """The run's one line: its commit's subject and sha, or that there was nothing to do."""
+    return f"nothing to {mode}" if out.sha is None else out.message.split("\n", 1)[0] + f" ({out.sha[:8]})"
 
 
 def plan_table(plan: policy.Plan) -> list[str]:

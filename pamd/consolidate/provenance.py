@@ -21,7 +21,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from pamd.core.entry import Entry
+from pamd.core.entry import Entry, fmt_time
 from pamd.core.fmt import FormatError, parse_doc
 from pamd.core.paths import SYNAPSE_DIR, tier_of
 from pamd.edge.brain import Brain
@@ -41,6 +41,12 @@ class Found:
     # A summary's text as the commit that last added it wrote it (expand_ids(made=True)):
     # when `entry.text` differs, a person corrected the summary after pamd made it.
     made: str | None = None
+
+    def as_json(self) -> dict:
+        """One entry of `pamd expand --json` and of the agent's expand tool."""
+        e = self.entry
+        return {"id": e.id, "tier": e.tier, "ts": fmt_time(e.ts), "role": e.role, "text": e.text,
+                "sources": list(e.sources), "path": e.path, "rev": self.rev, "depth": self.depth}
 
 
 def _header(eid: str) -> str:
@@ -334,6 +340,12 @@ def expand_ids(brain: Brain, ids: list[str], made: bool = False, hist: History |
         frontier = nxt
         depth += 1
     return out
+
+
+def shown(found: list[Found], between: bool = False) -> list[Found]:
+    """What `pamd expand` and the agent's expand tool show of expand_ids: the entries asked
+    for and the raw messages behind them; `between` adds the summaries in between."""
+    return [f for f in found if between or not f.entry.sources or f.depth == 0]
 
 
 def pulled_from(brain: Brain, eid: str) -> str | None:

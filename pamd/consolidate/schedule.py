@@ -154,15 +154,14 @@ def due(brain: Brain, now: datetime, compact_minutes: float | None = None,
 def run_due(brain: Brain, now: datetime) -> list[tuple[str, str | None, list[str]]]:
     """Each due run: its mode, its commit, and its warnings (the summarizer's notes, such as
     a fallback to extractive, and a line on LLM work it paid for in vain)."""
-    from pamd.consolidate.compaction import run, summarizer_notes, unrecorded_spend
+    from pamd.consolidate.compaction import run, run_warnings
 
     done = []
     for mode in due(brain, now):
         out = run(brain, now, mode)
         if out.sha is None:
             note_idle_run(brain, mode, now)
-        warnings = [n for n in (*summarizer_notes(out), unrecorded_spend(out)) if n]
-        done.append((mode, out.sha, warnings))
+        done.append((mode, out.sha, run_warnings(out)))
     return done
 
 

@@ -7,7 +7,9 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from pamd.errors import PamdError
 
 TIERS = ("L0", "L1", "L2", "L3", "L4")
 TYPES = ("decision", "user_intent", "context", "tool_result", "ephemeral")
@@ -48,6 +50,19 @@ def parse_time(value: str) -> datetime:
     if not 1900 <= dt.year <= 9998:
         raise ValueError(f"year {dt.year} out of range")
     return dt
+
+
+def time_bound(value: str, what: str, end_of_day: bool = False) -> datetime:
+    """A time given as a bound (recall's since and until); with `end_of_day`, a date alone
+    is that day's last second (`--until 2026-11-30` keeps the 30th). `what` names it in
+    the error."""
+    try:
+        t = parse_time(value)
+    except ValueError:
+        raise PamdError(f"bad time {value!r} for {what}", "use ISO 8601, e.g. 2026-11-30") from None
+    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        t += timedelta(days=1, seconds=-1)
+    return t
 
 
 def fmt_time(dt: datetime) -> str:

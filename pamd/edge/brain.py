@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-import sys
 import time
 import tomllib
 import uuid
@@ -33,6 +33,8 @@ from pamd.edge.files import read_text, temp_files, write_atomic
 from pamd.edge.git import HeadMoved, Repo
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
+
+log = logging.getLogger(__name__)
 
 JOURNAL = "txn.json"
 MAX_FILE = 64 * 1024 * 1024
@@ -217,12 +219,12 @@ class Brain:
                 self.repo.hold_fd = None
 
     def prune_worktrees(self) -> list[str]:
-        """Remove worktrees a killed `defrag --branch` left (call under the lock); say so on stderr."""
+        """Remove worktrees a killed `defrag --branch` left (call under the lock); say so in a note."""
         from pamd.edge.worktrees import prune_stale
 
         notes = prune_stale(self.root, self.repo)
         for note in notes:
-            print(f"pamd: note: {note}", file=sys.stderr)
+            log.info("%s", note)
         return notes
 
     def check_branch(self) -> None:
@@ -258,7 +260,7 @@ class Brain:
         """Before a read (boot, recall, status): finish the recovery of a run that died
         mid-commit, whose half-applied tree would else be read until the next run (half an
         hour for a daemon, or never if the daemon is what died). Only when no live run holds
-        the lock (its journal is its own); said on stderr."""
+        the lock (its journal is its own); said in a note."""
         if not (self.state_dir / JOURNAL).exists():
             return None
         try:
@@ -273,14 +275,13 @@ class Brain:
         except PamdError:  # a run is at work: its journal is not a dead run's
             return None
         except (OSError, GitCommandError) as exc:  # a brain this user may only read
-            print(f"pamd: note: a pamd run was killed mid-commit and could not be rolled back here "
-                  f"({getattr(exc, 'strerror', None) or type(exc).__name__}): what follows reads the "
-                  "tree as it left it; any pamd run that may write the brain finishes the recovery",
-                  file=sys.stderr)
+            log.info("a pamd run was killed mid-commit and could not be rolled back here (%s): what "
+                     "follows reads the tree as it left it; any pamd run that may write the brain "
+                     "finishes the recovery", getattr(exc, "strerror", None) or type(exc).__name__)
             return None
         if done:
             what = "kept the commit of" if done == "committed" else "rolled back"
-            print(f"pamd: note: {what} a pamd run that was killed mid-commit", file=sys.stderr)
+            log.info("%s a pamd run that was killed mid-commit", what)
         return done
 
     def recover(self) -> str | None:

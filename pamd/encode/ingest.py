@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -232,6 +233,71 @@ def ingest_entries(brain: Brain, entries: list[Entry], names: list[str], now: da
         trash_below = float(settings(brain.config).neurotag.trash_below)
         sha = tx.commit(plan.changes, commit_message(title, plan, names, now, trash_below))
         return plan, sha
+
+
+def remember(brain: Brain, text: str, now: datetime, role: str, session: str, type: str | None = None,
+             importance: float | None = None) -> tuple[Entry, str | None]:
+    """One statement as one L0 entry and one commit (`pamd remember`, the agent's remember
+    tool): the entry, and the commit's sha (None: the brain has it already). `type` and
+    `importance` override what the tagger finds."""
+    msg = sources.Message(role, text, now, session, 0)
+    entries, redacted = make_entries([msg], Tagger.from_config(brain.config, brain.root),
+                                     redactor(brain.config), now)
+    e = entries[0]
+    if type:
+        e = e.with_(type=type)
+    if importance is not None:
+        e = e.with_(importance=round(importance, 2) + 0.0)  # -0 is 0: no "-0.00" in the file
+    _, sha = ingest_entries(brain, [e], ["remember"], now, "remember", redacted)
+    return e, sha
+
+
+def read_inputs(files: list[str], stdin: Callable[[], bytes]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """The inputs `pamd ingest FILE…` reads, as (name, bytes), and the transcripts a Claude
+    Code hook's input named that are not written yet. `-` is `stdin()`: a hook's input
+    there stands for the transcripts it names."""
+    inputs = []
+    files = list(files)
+    hooked, unwritten = set(), []
+    while files:
+        f = files.pop(0)
+        if f == "-":
+            data = stdin()
+            named = hook_transcripts(data)
+            if named is None:
+                inputs.append((STDIN, data))
+            else:
+                files[:0] = named
+                hooked.update(named)
+            continue
+        p = Path(f)
+        if f in hooked and not (p.is_file() and p.stat().st_size):
+            # Claude Code writes a session's file with its first message: a session that
+            # ends having said nothing has none yet. Nothing to take in, not an error.
+            unwritten.append(f)
+            continue
+        if p.is_dir():
+            raise PamdError(f"{f} is a directory", f"name its transcripts, e.g. {f.rstrip('/')}/*.jsonl")
+        if not p.is_file():
+            raise PamdError(f"{f}: no such file", "check the path")
+        inputs.append((str(p) if str(p) != STDIN else f"./{p}", p.read_bytes()))  # a file named stdin
+    return inputs, unwritten
+
+
+def hook_transcripts(data: bytes) -> list[str] | None:
+    """The transcripts a Claude Code hook's input names (its `transcript_path`, and a
+    finished subagent's `agent_transcript_path`), or None when `data` is no such input."""
+    import json
+
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(obj, dict) and isinstance(obj.get("hook_event_name"), str)
+            and isinstance(obj.get("transcript_path"), str) and obj["transcript_path"]):
+        return None
+    extra = obj.get("agent_transcript_path")
+    return [obj["transcript_path"], *([extra] if isinstance(extra, str) and extra else [])]
 
 
 def ingest(brain: Brain, inputs: list[tuple[str, bytes]], now: datetime, fmt: str | None = None

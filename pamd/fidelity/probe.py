@@ -14,8 +14,11 @@ refused by line (in a shallow clone an id the missing history may hold is not).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from pamd.edge.brain import Brain
 from pamd.errors import PamdError
@@ -37,6 +40,118 @@ class Result:
     rank: int | None  # 1-based rank of the first hit that resolves it
     how: str  # "direct", "provenance", "text", or "" when lost
     hit: str = ""
+
+
+@dataclass
+class Checked:
+    """A probes file run on the brain (`pamd probe`, the pamd-probe hook): each probe's
+    result; with a base commit (`--against REV`), where each lost one stands there."""
+
+    file: str  # the probes file as named, for its path:line lines
+    results: list[Result]
+    base: str | None = None  # the base commit's sha
+    there: dict[int, Result] = field(default_factory=dict)  # id(probe) -> its result at base, for the lost
+
+    @property
+    def lost(self) -> list[Result]:
+        return [r for r in self.results if r.rank is None]
+
+    @property
+    def new(self) -> list[Result]:
+        """Lost here and not at base (every lost one without a base): a fact newly lost."""
+        return [r for r in self.lost if self.base is None or self.there[id(r.probe)].rank is not None]
+
+    def rows(self) -> list[dict]:
+        """`pamd probe --json`."""
+        new = self.new
+        rows = []
+        for r in self.results:
+            row = {"question": r.probe.question, "line": r.probe.line, "rank": r.rank, "how": r.how,
+                   "hit": r.hit}
+            if self.base:
+                row["lost"] = r in new
+                if r.rank is None:  # where it stood at REV: null there too means not lost by the change
+                    row["rank_at_against"] = self.there[id(r.probe)].rank
+            rows.append(row)
+        return rows
+
+    def lines(self) -> list[str]:
+        """`pamd probe`'s text: a line a probe, then how many resolve."""
+        base, lost, new = self.base, self.lost, self.new
+        out = []
+        for r in self.results:
+            if r.rank:
+                state = f"ok   rank {r.rank} ({r.how}) {r.hit}"
+            elif r in new:
+                state = "LOST" + (f" (resolves at {base[:8]}: {self.there[id(r.probe)].hit})" if base else "")
+            else:
+                state = f"not found (nor at {(base or '')[:8]}: not lost by this change)"
+            # a lost probe says what it looked for: the owner reads this in a hook's output or
+            # a pull request, far from the probes file
+            want = "" if r.rank else f"  [expects {_expected(r.probe)}]"
+            out.append(f"{self.file}:{r.probe.line}: {state}  {r.probe.question}{want}")
+        tail = ""
+        if base and lost:
+            tail = f"; {len(new)} lost since {base[:8]}, {len(lost) - len(new)} not found there either"
+        out.append(f"{len(self.results) - len(lost)} of {len(self.results)} probes resolve{tail}")
+        return out
+
+
+@contextmanager
+def unrunnable() -> Iterator[None]:
+    """Exit 1 says "a probe is lost": a probe run that could not run at all (no brain, a bad
+    probes file, an unknown --against) says 2, so a script (the nightly workflow, a hook)
+    tells a bad probes file from a lost fact."""
+    try:
+        yield
+    except PamdError as exc:
+        if exc.exit_code == 1:
+            exc.exit_code = 2
+        raise
+
+
+def check(brain: Brain, now: datetime, file: str | None = None, k: int = 10,
+          against: str | None = None) -> Checked:
+    """Run the probes of `file` (default: the brain's own probes.jsonl) with recall's top
+    `k`; with `against` (a commit), also run the lost ones on the brain as committed there.
+    Exit code: 1 if any is newly lost (`Checked.new`), else 0."""
+    from pamd.consolidate.provenance import History
+
+    own = file is None  # the default is the brain's own file, wherever the cwd is
+    file = file or PROBES
+    base = None
+    if against is not None:
+        base = brain.repo.rev_parse(against) if against.strip() else None
+        if base is None:
+            raise PamdError(f"--against {against!r} is no commit of the brain {brain.root}",
+                            "name a branch, a tag or a commit, e.g. --against HEAD")
+    history = History(brain)  # one reading of the brain and its history for both
+    probes = load(brain, probes_path(brain.root.resolve(), file, own), history)
+    results = run_probes(brain, probes, now, k, history)
+    out = Checked(file, results, base)
+    lost = out.lost
+    if base and lost:  # the lost ones at REV (the rest were lost there too)
+        out.there = {id(r.probe): b for r, b in zip(lost, run_probes_at(brain, base, [r.probe for r in lost],
+                                                                         now, k), strict=True)}
+    return out
+
+
+def _expected(probe: Probe) -> str:
+    said = [json.dumps(probe.expect_text, ensure_ascii=False)] if probe.expect_text else []
+    return " or ".join(said + probe.expect_ids)
+
+
+def probes_path(root: Path, name: str, brains_own: bool = False) -> str:
+    """A probes file as `load` reads it: brain-relative inside the brain, else absolute
+    (outside is fine). A relative name is taken from the cwd when it is there, else from the
+    brain's root; the default (`brains_own`) always from the root."""
+    path = Path(name).expanduser()
+    if not path.is_absolute() and (brains_own or not path.exists()):
+        path = root / path
+    path = path.resolve()
+    if path.is_dir():
+        raise PamdError(f"{name} is a directory", "name a .jsonl file of probes")
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def load(brain: Brain, rel: str = PROBES, history=None) -> list[Probe]:

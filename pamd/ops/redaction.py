@@ -14,7 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pamd.core.words import plural
+from pamd.edge.files import write_atomic
 from pamd.errors import PamdError
+
+# Files a person or pamd writes in a brain that the secret scan reads by default.
+SCAN_SUFFIXES = (".md", ".txt", ".toml", ".json", ".jsonl", ".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,12 @@ def scan(brain, rels: list[str], read: Callable[[str], str | None]) -> list[Find
     return found
 
 
+def all_files(brain) -> list[str]:
+    """Every tracked or new file of the brain the secret scan reads."""
+    out = brain.repo.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return sorted({p for p in out.split("\0") if p.lower().endswith(SCAN_SUFFIXES)})
+
+
 def _lenient(path) -> str | None:
     try:
         with open(path, "rb") as f:
@@ -74,6 +84,32 @@ def clean(brain, rels: list[str]) -> tuple[dict[str, str], Counter]:
             changes[rel] = new
             counts.update(by_type)
     return changes, counts
+
+
+def clean_in_place(brain, rels: list[str]) -> tuple[dict[str, str], Counter]:
+    """`clean`, written to the files and committed nothing (`pamd redact --no-commit`: files
+    not committed yet, which the person then `git add`s)."""
+    changes, counts = clean(brain, rels)
+    for rel, text in changes.items():
+        write_atomic(brain.path(rel), text)
+    return changes, counts
+
+
+def redact(brain, rels: list[str]) -> tuple[dict[str, str], Counter, str | None]:
+    """`clean`, committed in one commit under the brain's lock; the commit's sha, None when
+    no file held a secret. A file with uncommitted edits is refused: the commit would take
+    them along."""
+    with brain.transaction() as tx:
+        changes, counts = clean(brain, rels)
+        if not changes:
+            return changes, counts, None
+        dirty = brain.repo.dirty(sorted(changes))
+        if dirty:
+            raise PamdError(
+                f"secrets in files with uncommitted edits: {', '.join(dirty[:3])}",
+                "use `pamd redact --no-commit FILE`, then `git add` it",
+            )
+        return changes, counts, tx.commit(changes, commit_message(changes, counts))
 
 
 def commit_message(changes: dict[str, str], counts: Counter) -> str:

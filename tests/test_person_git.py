@@ -255,3 +255,40 @@ def test_a_branch_switched_to_while_pamd_commits_does_not_keep_pamds_commit(brai
     assert git(root, "rev-parse", "main").strip() == main0 == git(root, "rev-parse", "look").strip()
     assert git(root, "status", "--porcelain") == ""
     assert not (root / ".pamd" / "txn.json").exists()
+
+
+def test_a_failed_run_puts_the_tree_back_before_it_lets_go_of_gits_index(brain, monkeypatch):
+    """A run that fails after writing its files undoes them while it still holds git's
+    index lock: a person's rebase (or checkout) waiting for the lock must never find pamd's
+    files in the tree, where it stops with "your local changes would be overwritten"."""
+    import pamd.edge.brain as pbrain
+    import pamd.edge.git as pgit
+    from pamd.errors import PamdError
+
+    root = brain.cwd
+    assert brain("remember", "The staging database is db-6.")[0] == 0
+    head = git(root, "rev-parse", "HEAD").strip()
+    real_restore, real_checkpoint = pbrain._restore, pgit.checkpoint
+    seen = []
+
+    def fail_at_commit(name: str) -> None:
+        if name == "git:commit":
+            raise PamdError("git commit failed: disk quota exceeded")
+        real_checkpoint(name)
+
+    def restore(b, *args, **kwargs):
+        seen.append((root / ".git" / "index.lock").exists())
+        real_restore(b, *args, **kwargs)
+        # what a person's git finds the moment the lock is free: the tree as HEAD has it
+        seen.append(git(root, "status", "--porcelain", "--untracked-files=no"))
+
+    monkeypatch.setattr(pgit, "checkpoint", fail_at_commit)
+    monkeypatch.setattr(pbrain, "_restore", restore)
+    code, _, err = brain("remember", "The staging database is db-7.")
+    assert code == 1 and "disk quota exceeded" in err, err
+    assert seen[0] is True, seen  # restored while the lock was still this run's
+    assert seen[1] == "", seen
+    assert len(seen) == 2, seen  # and only once
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert not (root / ".git" / "index.lock").exists() and not (root / ".pamd" / "txn.json").exists()
+    assert git(root, "status", "--porcelain") == ""

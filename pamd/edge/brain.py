@@ -9,6 +9,7 @@ died between writing files and committing them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -410,73 +411,84 @@ class Transaction:
                   "git": time.time()}
         write_atomic(journal, json.dumps(record))
         checkpoint("txn:journal")
+        restored = False
         try:
             # Writing and committing hold git's own index lock: a person's git that would
             # start a commit, rebase, stash or checkout now is refused by git ("index.lock
             # exists") rather than meeting pamd's files half-way to their commit.
             with b.repo.index_held():
-                checkpoint("txn:git")
-                if b.repo.operation() or b.repo.branch() != branch:
-                    # a person's git got in before the lock: check again as the run began
-                    b.check_writable()
-                    raise PamdError("the brain's git moved while pamd was about to commit; "
-                                    "nothing was committed", "run again", exit_code=75)
-                moved = b.repo.head()
-                if moved != head:
-                    if head is None or b.repo.run("diff", "--name-only", head, moved or "HEAD", "--", *paths):
-                        raise PamdError("the brain's files changed while pamd was running; "
-                                        "nothing was committed", "run again")
-                    # a person's commit of other files: this run's plan still holds on top of it
-                    head = record["head"] = moved
-                    write_atomic(journal, json.dumps(record))
-                for rel in paths:
-                    # A person's editor does not take pamd's lock: re-check each file
-                    # right before replacing it, so an edit saved since the check above
-                    # is refused, not overwritten.
-                    if _file_digest(b.root / rel) != seen[rel]:
-                        raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
-                                        "run again")
-                    if real[rel] is None:
-                        (b.root / rel).unlink(missing_ok=True)
-                        checkpoint("txn:unlink")
-                    else:
-                        # and once more after the temp file's fsync, right before the rename
-                        write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
-                for attempt in range(5):
-                    try:
-                        sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
-                        break
-                    except HeadMoved:
-                        # A person's commit got to HEAD first (it was in its hooks, past the
-                        # index, when this one began). If it left this run's files as they
-                        # were, commit on top of it.
-                        moved = b.repo.head()
-                        if attempt == 4 or b.repo.operation() or b.repo.branch() != branch or (
-                                head and b.repo.run("diff", "--name-only", head, moved or "HEAD", "--", *paths)):
-                            raise
+                try:
+                    checkpoint("txn:git")
+                    if b.repo.operation() or b.repo.branch() != branch:
+                        # a person's git got in before the lock: check again as the run began
+                        b.check_writable()
+                        raise PamdError("the brain's git moved while pamd was about to commit; "
+                                        "nothing was committed", "run again", exit_code=75)
+                    moved = b.repo.head()
+                    if moved != head:
+                        if head is None or b.repo.run("diff", "--name-only", head, moved or "HEAD", "--", *paths):
+                            raise PamdError("the brain's files changed while pamd was running; "
+                                            "nothing was committed", "run again")
+                        # a person's commit of other files: this run's plan still holds on top of it
                         head = record["head"] = moved
                         write_atomic(journal, json.dumps(record))
-                landed_on = b.repo.branch()
-                if landed_on != branch:
-                    # A branch switch that takes no index lock (`git checkout -b` from HEAD)
-                    # came after the last check: take the commit back from that branch.
-                    why = "pamd: undo a commit made on a branch switched to meanwhile"
-                    if landed_on and head:
-                        b.repo.run("update-ref", "-m", why, f"refs/heads/{landed_on}", head, sha)
-                    raise PamdError(f"the brain switched to branch {landed_on} while pamd was committing; "
-                                    "nothing was committed", "run again on the home branch", exit_code=75)
-                swept = b.repo.not_committed({rel: real[rel] for rel in paths})
-                if swept:
-                    # An edit saved between pamd's write and git reading the file went
-                    # into pamd's commit: take the commit back (we hold the lock, nobody
-                    # has built on it) and leave the edit in the tree, uncommitted.
-                    why = "pamd: undo a commit that took a person's edit"
-                    if head:
-                        b.repo.run("update-ref", "-m", why, "HEAD", head, sha)
-                    else:
-                        b.repo.run("update-ref", "-m", why, "-d", "HEAD", sha)
-                    raise PamdError(f"{swept[0]} changed while pamd was committing; "
-                                    "nothing was committed", "run again")
+                    for rel in paths:
+                        # A person's editor does not take pamd's lock: re-check each file
+                        # right before replacing it, so an edit saved since the check above
+                        # is refused, not overwritten.
+                        if _file_digest(b.root / rel) != seen[rel]:
+                            raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
+                                            "run again")
+                        if real[rel] is None:
+                            (b.root / rel).unlink(missing_ok=True)
+                            checkpoint("txn:unlink")
+                        else:
+                            # and once more after the temp file's fsync, right before the rename
+                            write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
+                    for attempt in range(5):
+                        try:
+                            sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())
+                            break
+                        except HeadMoved:
+                            # A person's commit got to HEAD first (it was in its hooks, past the
+                            # index, when this one began). If it left this run's files as they
+                            # were, commit on top of it.
+                            moved = b.repo.head()
+                            if attempt == 4 or b.repo.operation() or b.repo.branch() != branch or (
+                                    head and b.repo.run("diff", "--name-only", head, moved or "HEAD", "--", *paths)):
+                                raise
+                            head = record["head"] = moved
+                            write_atomic(journal, json.dumps(record))
+                    landed_on = b.repo.branch()
+                    if landed_on != branch:
+                        # A branch switch that takes no index lock (`git checkout -b` from HEAD)
+                        # came after the last check: take the commit back from that branch.
+                        why = "pamd: undo a commit made on a branch switched to meanwhile"
+                        if landed_on and head:
+                            b.repo.run("update-ref", "-m", why, f"refs/heads/{landed_on}", head, sha)
+                        raise PamdError(f"the brain switched to branch {landed_on} while pamd was committing; "
+                                        "nothing was committed", "run again on the home branch", exit_code=75)
+                    swept = b.repo.not_committed({rel: real[rel] for rel in paths})
+                    if swept:
+                        # An edit saved between pamd's write and git reading the file went
+                        # into pamd's commit: take the commit back (we hold the lock, nobody
+                        # has built on it) and leave the edit in the tree, uncommitted.
+                        why = "pamd: undo a commit that took a person's edit"
+                        if head:
+                            b.repo.run("update-ref", "-m", why, "HEAD", head, sha)
+                        else:
+                            b.repo.run("update-ref", "-m", why, "-d", "HEAD", sha)
+                        raise PamdError(f"{swept[0]} changed while pamd was committing; "
+                                        "nothing was committed", "run again")
+                except BaseException:
+                    # Undo while git's index is still this run's: a person's rebase or checkout
+                    # waiting for the lock must never find the tree half restored (a rebase would
+                    # stop on pamd's files, "your local changes would be overwritten").
+                    if not _landed(b.repo, run_id, head):
+                        with contextlib.suppress(Exception):  # else the handler below tries again
+                            _restore(b, head, paths, written, before)
+                            restored = True
+                    raise
         except BaseException as exc:
             if _landed(b.repo, run_id, head):
                 # git was killed after it recorded the commit (before it renamed its
@@ -492,7 +504,8 @@ class Transaction:
             # itself fails, the journal stays and the next run's recovery finishes it.
             try:
                 _clear_git_locks(b, record.get("git"))
-                _restore(b, head, paths, written, before)
+                if not restored:
+                    _restore(b, head, paths, written, before)
             except Exception:
                 # The rollback failed too (the disk that refused the write refuses the
                 # rollback's): the journal stays, the next run finishes it, and the person

@@ -573,6 +573,20 @@ class Repo:
         paths = self.staged(paths)
         if not paths:
             return
+        if self._index_lock is not None:  # this run holds git's index lock: reset a copy, put it in place
+            index = self._index_lock.with_suffix("")
+            own = index.parent / f"{INDEX_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+            try:
+                shutil.copyfile(index, own)
+                args = (["reset", "-q", "HEAD", "--"] if self.head()
+                        else ["rm", "--cached", "-q", "--ignore-unmatch", "--"])
+                self._exec([*args, *paths], env={"GIT_INDEX_FILE": str(own)})
+                os.replace(own, index)
+            except git.GitCommandError as exc:
+                raise PamdError(f"git reset failed: {_first(exc)}") from None
+            finally:
+                own.unlink(missing_ok=True)
+            return
         deadline = time.monotonic() + self.lock_wait
         while True:
             try:

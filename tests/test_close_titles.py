@@ -16,9 +16,10 @@ def test_a_trackers_show_and_listing_lines_give_titles_and_a_status_line_does_no
     assert facts.item_titles(shown) == {"app-gqc.4": "Add a lifecycle state to annotations"}
     listed = ("1. [● P2] [epic] app-u4u: Add project filter chips to the dashboard\n"
               "○ app-obz.1 [● P1] - Fix the export (blocked by app-2)\n"
-              "app-4 is now unblocked\n✓ Closed app-5: shipped\n42: some line of a file")
+              "app-4 is now unblocked\n✓ Closed app-5: shipped\n42: some line of a file\n"
+              "CHILDREN\n  ↳ ○ app-gqc.1: Extend the annotation schema ● P2")
     assert facts.item_titles(listed) == {"app-u4u": "Add project filter chips to the dashboard",
-                                         "app-obz.1": "Fix the export"}
+                                         "app-obz.1": "Fix the export", "app-gqc.1": "Extend the annotation schema"}
     assert facts.listed_titles("Listed by `bd ready`: app-1 Add the export, app-2 (P1) Fix it, and 3 more") == {
         "app-1": "Add the export", "app-2": "Fix it"}
 

@@ -773,7 +773,8 @@ def _listing_name(command: str) -> str:
 _TITLED = re.compile(r"^[^\w\[#]*(?:\d+[.)]\s+)?(?:\[[^\]\n]*\]\s*)*#?"
                      r"([A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]+(?:\.\d+)*|\d+(?=\t))"
                      r"(?:\s*\[[^\]\n]*\])*(?:\s*[·:|–—]\s*|\s+-\s+|\t)(.+)$")
-_STATUS_TAIL = re.compile(r"\s*(?:\[[^\]\n]*\]|\((?:blocked|blocks|parent|deps?)\b[^)]*\)?)\s*$")
+# ... and what a tracker prints after a title: `[● P2 · OPEN]`, `(blocked by: x)`, `● P2` (a child's)
+_STATUS_TAIL = re.compile(r"\s*(?:\[[^\]\n]*\]|\((?:blocked|blocks|parent|deps?)\b[^)]*\)?|[●○◐✓]\s*P[0-4])\s*$")
 
 
 def item_titles(output: str) -> dict[str, str]:

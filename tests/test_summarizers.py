@@ -403,3 +403,20 @@ def test_a_persons_statement_kept_whole_still_keeps_to_the_groups_tokens():
     group = Group("g", "L3", entries(("user", "Alice Alice Alice решили")), 0)
     text = ExtractiveSummarizer().summarize([group])[0][0]
     assert text.strip() and count_tokens(text) <= group.budget
+
+
+def test_a_lesson_from_a_long_edit_says_the_line_it_added():
+    """An edit too long to quote whole is named by the line it added, not by its file alone."""
+    import json
+
+    old = "import Config\n\nconfig :app, App.Repo,\n  database: \"test.db\",\n  pool_size: 10\n"
+    new = old + "\n# the endpoint LiveView tests need\nconfig :app, AppWeb.Endpoint,\n  secret_key_base: \"abc\",\n" \
+                "  server: false\n"
+    edit = json.dumps({"file_path": "/home/ann/app/config/test.exs", "old_string": old, "new_string": new})
+    es = entries(("tool", "[tool error] ** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint."),
+                 ("assistant", "The test config needs the endpoint's `secret_key_base`."),
+                 ("assistant", f"[tool Edit] {edit}"),
+                 ("tool", "[tool result] The file has been updated."),
+                 ("tool", "[tool result] 12 tests, 0 failures"), neuro=("cortisol",))
+    assert lesson(es).endswith("(app/config/test.exs: added `config :app, AppWeb.Endpoint, secret_key_base: "
+                               "\"abc\", server: false`)"), lesson(es)

@@ -308,7 +308,8 @@ def edit_fix(entries: Sequence[Entry], failure: str = "") -> str:
             path = "/".join(str(args["file_path"]).split("/")[-3:])
             old, new = (" ".join(str(args.get(k, "")).split()) for k in ("old_string", "new_string"))
             change = (f"`{old}` -> `{new}`" if old and new and max(len(old), len(new)) <= _SHORT_CHANGE
-                      and "`" not in old + new else "")
+                      and "`" not in old + new else _added(str(args.get("old_string", "")),
+                                                           str(args.get("new_string") or args.get("content") or "")))
             why = _reason(entries[: i + 1])
             if not why and not change:
                 return ""
@@ -316,6 +317,24 @@ def edit_fix(entries: Sequence[Entry], failure: str = "") -> str:
                 return ""
             return f"{why} ({path}{': ' + change if change else ''})" if why else f"{path}: {change}"
     return ""
+
+
+def _added(old: str, new: str) -> str:
+    """The first line a change too long to quote whole added, as the lesson says it
+    (`added `secret_key_base: "…"``): what was done, not only the file it was done in."""
+    before = {" ".join(ln.split()) for ln in old.splitlines()}
+    added: list[str] = []
+    for line in new.splitlines():
+        flat = " ".join(line.split())
+        if not flat or flat in before or "`" in flat or flat.startswith(("#", "//", "--", "/*", "*", "@doc", '"""')):
+            if added:
+                break  # the first block of added lines only
+            continue
+        if added or (len(flat) >= 8 and _NAMES.search(flat)):
+            if added and len(" ".join([*added, flat])) > _SHORT_CHANGE:
+                break
+            added.append(flat)
+    return f"added `{tx.trim(' '.join(added), _SHORT_CHANGE)}`" if added else ""
 
 
 def _reason(entries: Sequence[Entry]) -> str:

@@ -292,3 +292,31 @@ def test_a_failed_run_puts_the_tree_back_before_it_lets_go_of_gits_index(brain, 
     assert git(root, "rev-parse", "HEAD").strip() == head
     assert not (root / ".git" / "index.lock").exists() and not (root / ".pamd" / "txn.json").exists()
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_run_waits_for_a_persons_pull_to_finish_before_taking_gits_index(brain, tmp_path):
+    """A `git pull` takes the index lock only when it merges: a pamd run that took it while
+    the pull fetched made the merge fail half-way ("Unable to write index"), leaving a
+    MERGE_HEAD over an index without the other side's changes, which a `git commit` then
+    records. pamd waits while a person's pull, merge, rebase or checkout is at work."""
+    root = brain.cwd
+    origin, other = tmp_path / "origin.git", tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", "--bare", str(root), str(origin)], check=True)
+    git(root, "remote", "add", "origin", str(origin))
+    subprocess.run(["git", "clone", "-q", str(origin), str(other)], check=True)
+    (other / "notes").mkdir()
+    (other / "notes" / "other.md").write_text("# From the other clone\n")
+    for args in (("add", "notes"), ("commit", "-qm", "other"), ("push", "-q", "origin", "HEAD")):
+        subprocess.run(["git", *args], cwd=other, check=True, capture_output=True)
+    # the fetch sits in a slow upload-pack for two seconds, holding no lock
+    pull = subprocess.Popen(["git", "pull", "-q", "--no-rebase", "--no-edit", "--upload-pack",
+                             "sleep 2; git-upload-pack", "origin", "main"], cwd=root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    run = start(root, "remember", "The staging database is db-7.")
+    assert run.wait(timeout=60) == 0, run.stderr.read()
+    assert pull.wait(timeout=60) == 0, pull.stderr.read()
+    # pamd's commit came after the pull's: it holds the other clone's note
+    assert git(root, "log", "-1", "--format=%s").startswith("pamd remember")
+    assert "notes/other.md" in git(root, "ls-tree", "-r", "--name-only", "HEAD~1").split()
+    assert git(root, "status", "--porcelain") == ""

@@ -109,6 +109,11 @@ class Person:
                 # person would, until the pull is done
                 if (gitdir / "rebase-merge").exists() or (gitdir / "rebase-apply").exists():
                     went_on = sh(self.root, "-c", "core.editor=true", "rebase", "--continue")
+                elif (gitdir / "MERGE_HEAD").exists() and "Unable to write index" in r.stderr:
+                    # git's merge met another git's index lock before it wrote anything, yet
+                    # left MERGE_HEAD: committing would record a merge without the other
+                    # side's changes, so a person aborts it and pulls again (docs/git.md)
+                    went_on = sh(self.root, "merge", "--abort")
                 elif (gitdir / "MERGE_HEAD").exists():
                     went_on = sh(self.root, "-c", "core.editor=true", "commit", "-q", "--no-edit")
                 else:

@@ -409,6 +409,32 @@ class Repo:
                 return True
         return False
 
+    def busy_git(self) -> str | None:
+        """The command of a person's git that is changing this repository's branch or tree
+        now (`pull`, `merge`, `rebase`, `checkout` …: see _BUSY), or None. Such a git takes
+        the index lock only at moments, and one that finds it taken part-way through may stop
+        in a state that loses work when a person goes on (a `git pull` whose merge could not
+        write the index leaves MERGE_HEAD over an index without the other side's changes).
+        Linux's /proc tells; elsewhere None."""
+        proc = Path("/proc")
+        if not (proc / "self").exists():
+            return None
+        top, gitdir, me = os.path.realpath(self.root), os.path.realpath(self.gitdir), os.getpid()
+        ours = _ancestors(me)  # the git whose hook started this pamd waits for it, not it for git
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or int(entry.name) in ours or _parent(entry) == me:
+                continue
+            try:
+                if not (entry / "comm").read_text().startswith("git"):
+                    continue
+                argv = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue  # it exited meanwhile, or another user's
+            if _subcommand(argv) in _BUSY and any(cwd == d or cwd.startswith(d + os.sep) for d in (top, gitdir)):
+                return " ".join(a for a in argv[:3] if a)
+        return None
+
     # ------------------------------------------------------------ writing
     def commit(self, paths: list[str], message: str, author: tuple[str, str]) -> str:
         """Commit exactly `paths` (added, changed or deleted) with git itself; return the sha."""
@@ -510,6 +536,13 @@ class Repo:
         lock = Path(f"{self.index_path()}.lock")
         deadline = time.monotonic() + (self.lock_wait if timeout is None else timeout)
         while True:
+            busy = self.busy_git()
+            if busy:  # let a person's pull, rebase or checkout finish first (busy_git says why)
+                if time.monotonic() >= deadline:
+                    raise PamdError(f"a person's `{busy}` is at work in the brain; nothing was changed",
+                                    "run again when it is done", exit_code=75)
+                time.sleep(0.05)
+                continue
             try:
                 os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
                 break
@@ -693,6 +726,35 @@ def _no_space(exc: git.GitCommandError, root: Path) -> bool:
         return shutil.disk_usage(root).free < (1 << 20)
     except OSError:
         return False
+
+
+# git commands that change the branch or the tree in several steps, taking the index lock
+# only for some of them
+_BUSY = frozenset({"pull", "merge", "rebase", "am", "cherry-pick", "revert", "checkout", "switch", "stash",
+                   "reset", "restore", "commit"})
+
+
+def _subcommand(argv: list[str]) -> str:
+    """The git command of a git process's arguments (`git -c a=b -C dir pull` -> pull)."""
+    args = iter(argv[1:])
+    for a in args:
+        if a in ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"):
+            next(args, None)
+        elif not a.startswith("-"):
+            return a
+    return ""
+
+
+def _ancestors(pid: int) -> set[int]:
+    """`pid` and the processes it descends from."""
+    out = {pid}
+    while pid > 1:
+        parent = _parent(Path("/proc") / str(pid))
+        if parent is None or parent in out:
+            break
+        out.add(parent)
+        pid = parent
+    return out
 
 
 def _parent(entry: Path) -> int | None:

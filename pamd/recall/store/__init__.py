@@ -54,6 +54,7 @@ from pamd.recall.embed import Embedder, has_tokens
 from pamd.recall.freshness import settings_id
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
+from pamd.recall.store import integrity
 from pamd.recall.vcache import VectorCache
 
 HNSW_M = 16
@@ -250,7 +251,7 @@ class Index:
         delta = None
         if in_graph < n:
             path = self.dir / f"delta-{self.meta.get('gen', '0')}.npy"
-            if not _intact(path, self.meta.get("delta_sum", "")):
+            if not integrity.intact(path, self.meta.get("delta_sum", "")):
                 return False
             try:
                 delta = np.load(path, allow_pickle=False)
@@ -259,7 +260,7 @@ class Index:
             if delta.dtype != np.float32 or delta.shape != (n - in_graph, int(self.meta["dims"])):
                 return False
         path = self.dir / f"hnsw-{_graph_gen(self.meta)}.bin"
-        if not _intact(path, self.meta.get("hnsw_sum", "")):
+        if not integrity.intact(path, self.meta.get("hnsw_sum", "")):
             return False
         self.hnsw, self.graph_file = None, path
         if graph and not self.load_graph():
@@ -316,7 +317,7 @@ class Index:
         manifest recorded (a copy, a clone of .pamd/, a refresh that died, a damaged file);
         a file that checks out is stamped again, so the next load is a stat."""
         path = self.dir / "toks.bin"
-        stamp = _stamp(path)
+        stamp = integrity.stamp(path)
         if stamp is None:  # no file: right only while nothing was ever appended (no chunks)
             sums = self.db.execute("SELECT start, end, hash FROM toksums ORDER BY start").fetchall()
             return not sums and not self.meta.get("toks_stamp")
@@ -327,8 +328,8 @@ class Index:
             with open(path, "rb") as f:
                 if not sums:  # an index written before the sums: taken as it is, summed from now on
                     self.db.execute("INSERT INTO toksums VALUES (0, ?, ?)",
-                                    (int(stamp.split(":")[0]), _hash_range(f, 0, int(stamp.split(":")[0]))))
-                elif any(_hash_range(f, a, b) != h for a, b, h in sums):
+                                    (int(stamp.split(":")[0]), integrity.hash_range(f, 0, int(stamp.split(":")[0]))))
+                elif any(integrity.hash_range(f, a, b) != h for a, b, h in sums):
                     self.db.rollback()
                     return False
         except OSError:
@@ -400,71 +401,6 @@ def _ino(idx: Index) -> int | None:
         return os.stat(idx.dir / "index.sqlite").st_ino
     except OSError:
         return None
-
-
-def _stamp(path: Path) -> str | None:
-    """size:mtime_ns:inode of a file (None if it is missing)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
-
-
-def _hash_range(f, start: int, end: int) -> str:
-    """blake2b of bytes [start, end) of an open file (short if the file is)."""
-    h = hashlib.blake2b(digest_size=16)
-    f.seek(start)
-    left = end - start
-    while left > 0 and (block := f.read(min(left, 1 << 20))):
-        h.update(block)
-        left -= len(block)
-    return h.hexdigest()
-
-
-def _checksum(path: Path) -> str | None:
-    """The graph file's stamp and a hash of all of it: "2:size:mtime_ns:inode:hash".
-
-    hnswlib trusts the file it loads (damage in its middle can crash the process),
-    so the whole file is hashed when it is written; a load reads it all again only
-    when its stamp differs from the one recorded (a clone, a copy, a damaged file).
-    """
-    try:
-        st = path.stat()
-        h = hashlib.blake2b(digest_size=16)
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-    except OSError:
-        return None
-    return f"2:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{h.hexdigest()}"
-
-
-def _intact(path: Path, recorded: str) -> bool:
-    """Whether the graph file is the one the manifest recorded (see _checksum)."""
-    if not recorded.startswith("2:"):
-        return _head_tail(path) == recorded  # an index written before whole-file hashes
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    if recorded.rsplit(":", 1)[0] == f"2:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}":
-        return True
-    now = _checksum(path)
-    return now is not None and now.rsplit(":", 1)[1] == recorded.rsplit(":", 1)[1]
-
-
-def _head_tail(path: Path) -> str | None:
-    """The older sum: size plus hashes of the head and tail (reads 128 KiB)."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(65536)
-            f.seek(max(0, size - 65536))
-            tail = f.read(65536)
-    except OSError:
-        return None
-    return f"{size}:{hashlib.blake2b(head + tail, digest_size=16).hexdigest()}"
 
 
 def lock(state_dir: Path) -> Lock:
@@ -811,7 +747,7 @@ def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
     at = start * maxsim.D
     idx.db.execute("INSERT OR REPLACE INTO toksums VALUES (?, ?, ?)",
                    (at, at + len(data), hashlib.blake2b(data, digest_size=16).hexdigest()))
-    idx.meta = {**idx.meta, "toks_stamp": _stamp(idx.dir / "toks.bin") or ""}
+    idx.meta = {**idx.meta, "toks_stamp": integrity.stamp(idx.dir / "toks.bin") or ""}
     lens = np.asarray([len(t) for t in toks], np.int64)
     idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
     idx.cols["tlen"][-n:] = lens
@@ -910,7 +846,7 @@ def _write_delta(idx: Index, rows: np.ndarray, gen: int) -> str:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    return _checksum(path) or ""
+    return integrity.checksum(path) or ""
 
 
 def _write_hnsw(idx: Index, dims: int, dead: list[int], labels: list[int], vectors: np.ndarray,
@@ -940,4 +876,4 @@ def _write_hnsw(idx: Index, dims: int, dead: list[int], labels: list[int], vecto
     index.save_index(str(tmp))
     os.replace(tmp, path)
     idx.hnsw = index
-    return _checksum(path)
+    return integrity.checksum(path)

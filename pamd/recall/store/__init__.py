@@ -37,24 +37,26 @@ import os
 import shutil
 import sqlite3
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from pamd.core.config import settings
 from pamd.core.fmt import conflict_region
-from pamd.core.words import plural
 from pamd.edge.lock import Lock
 from pamd.errors import PamdError
 from pamd.recall import maxsim
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder, has_tokens
-from pamd.recall.freshness import settings_id
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import TIERS, source_files
-from pamd.recall.store import integrity
+from pamd.recall.store import integrity, manifest
+
+# importers of these names move to the modules that define them once the split is done
+from pamd.recall.store.manifest import conflicted as conflicted
+from pamd.recall.store.report import Report
+from pamd.recall.store.report import conflicted_note as conflicted_note
 from pamd.recall.vcache import VectorCache
 
 HNSW_M = 16
@@ -76,72 +78,10 @@ COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cp
 # toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
 # before them has none, which is all right unless its manifest says it holds tokens
 TOKEN_COLS = ("toff", "tlen")
-TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
 # Each label's stable key: a hash of its chunk's key (path, lines, content hash, ids...), so ties
 # in a ranking break the same way whatever order refreshes added the chunks in (labels do
 # not); an index written before it gets it from its chunks table once (Index.load_state)
 STABLE_COL = "skey"
-
-
-@dataclass
-class Report:
-    files_changed: int = 0
-    added: int = 0
-    removed: int = 0
-    embedded: int = 0
-    rebuilt: bool = False
-    chunks: int = 0
-    conflicted: tuple[str, ...] = ()  # left out: git's conflict markers in them
-
-    def __str__(self) -> str:
-        how = "rebuilt" if self.rebuilt else "refreshed"
-        return (f"index {how}: {plural(self.chunks, 'chunk')}, +{self.added} -{self.removed}, "
-                f"{self.embedded} embedded, {plural(self.files_changed, 'file')} changed")
-
-
-def conflicted_note(paths) -> str | None:
-    """What recall and index say about files the index left out for their conflict markers."""
-    if not paths:
-        return None
-    return (f"left out of the index: {', '.join(paths[:3])}{' …' if len(paths) > 3 else ''}: "
-            "conflict markers from a merge not resolved (resolve, `git add` and commit; "
-            "docs/hooks.md, one brain on two machines)")
-
-
-def _paths(meta: dict, key: str) -> list[str] | None:
-    """A list of paths the manifest records under `key` ([] when absent); None when it holds
-    anything else (a hand-edited or damaged manifest: _readable has the index rebuilt)."""
-    try:
-        value = json.loads(meta.get(key, "[]"))
-    except ValueError:
-        return None
-    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        return None
-    return value
-
-
-def _readable(meta: dict) -> bool:
-    """Whether the manifest's own values parse (a hand-edited one may not): else rebuild."""
-    return (meta.get("labels", "0").isdigit() and _paths(meta, "unread") is not None
-            and _paths(meta, "conflicted") is not None
-            and all(meta.get(k, "0").isdigit() for k in ("graph_gen", "graph_labels")))
-
-
-def _graph_gen(meta: dict) -> str:
-    """The generation whose graph file the index reads (an index written before delta files
-    wrote its graph at every generation)."""
-    return meta.get("graph_gen", meta.get("gen", "0"))
-
-
-def _unread(meta: dict) -> list[str]:
-    """The files whose summaries' raw leaves a refresh could not read (recall.deep: the brain
-    did not load), as its manifest records them."""
-    return _paths(meta, "unread") or []
-
-
-def conflicted(meta: dict) -> tuple[str, ...]:
-    """The files a refresh left out for holding conflict markers, as its manifest records them."""
-    return tuple(_paths(meta, "conflicted") or ())
 
 
 class Index:
@@ -259,7 +199,7 @@ class Index:
                 return False
             if delta.dtype != np.float32 or delta.shape != (n - in_graph, int(self.meta["dims"])):
                 return False
-        path = self.dir / f"hnsw-{_graph_gen(self.meta)}.bin"
+        path = self.dir / f"hnsw-{manifest.graph_gen(self.meta)}.bin"
         if not integrity.intact(path, self.meta.get("hnsw_sum", "")):
             return False
         self.hnsw, self.graph_file = None, path
@@ -299,7 +239,7 @@ class Index:
 
     def has_tokens(self) -> bool:
         """Whether the index holds token matrices (pamd.recall.maxsim) for its chunks."""
-        return self.meta.get("tokens") == TOKENS
+        return self.meta.get("tokens") == manifest.TOKENS
 
     def _tokens_intact(self, cols: dict[str, np.ndarray]) -> bool:
         """Whether toks.bin holds every row the columns point at (a truncated or missing
@@ -449,10 +389,8 @@ def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
 def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config: dict,
              force: bool, progress, graph: bool = True) -> Report:
     rep = Report()
-    want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}
-    if has_tokens(embedder):  # absent otherwise: a USE brain's index stays valid
-        want["tokens"] = TOKENS
-    readable = _readable(idx.meta)
+    want = manifest.wanted(embedder, config)
+    readable = manifest.readable(idx.meta)
     loaded = readable and idx.cols and idx.cols["alive"].shape[0] == int(idx.meta.get("labels", "-1")) \
         and getattr(idx, "loaded_gen", None) == idx.meta.get("gen")
     fresh = force or not readable or any(idx.meta.get(k) != v for k, v in want.items()) or not (
@@ -481,7 +419,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     # A file with a merge's conflict markers holds both sides and git's marker lines: a hit
     # would span them and log ids the resolution may drop. It is indexed as empty (as boot
     # leaves it out) until its bytes change again; the manifest names it.
-    marked = set(conflicted(idx.meta))
+    marked = set(manifest.conflicted(idx.meta))
     base = str(root)
     for rel, tier in on_disk:
         seen.add(rel)
@@ -518,7 +456,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     # duplicate id: recall.deep): chunked again once any file changes (the person's fix),
     # so a plain refresh brings the leaves back; while nothing changes, nothing is retried.
     rep.files_changed = len(changed) + len(gone)  # not the files read again below
-    unread = set(_unread(idx.meta)).intersection(seen)
+    unread = set(manifest.unread(idx.meta)).intersection(seen)
     if unread and (changed or gone) and not fresh:
         redo = {rel for rel, _, _ in changed}
         for rel, tier in on_disk:
@@ -583,7 +521,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
                 db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
                 if changed or gone:
-                    idx.meta = {**idx.meta, "tree": _tree_hash(db), "conflicted": conflicted_meta,
+                    idx.meta = {**idx.meta, "tree": manifest.tree_hash(db), "conflicted": conflicted_meta,
                                 "unread": unread_meta}
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                    [("tree", idx.meta["tree"]), ("conflicted", conflicted_meta),
@@ -614,10 +552,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         gen = int(idx.meta.get("gen", "0")) + (1 if (dead or new_chunks or fresh) else 0)
-        old_graph = idx.dir / f"hnsw-{_graph_gen(idx.meta)}.bin"
+        old_graph = idx.dir / f"hnsw-{manifest.graph_gen(idx.meta)}.bin"
         old_delta = idx.dir / f"delta-{idx.meta.get('gen', '0')}.npy"
         hnsw_sum, delta_sum = idx.meta.get("hnsw_sum", ""), idx.meta.get("delta_sum", "")
-        graph_gen = _graph_gen(idx.meta)
+        graph_gen = manifest.graph_gen(idx.meta)
         if dead or new_chunks or fresh:
             if spill:
                 rows = vectors if idx.delta is None else np.vstack([idx.delta, vectors])
@@ -635,7 +573,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         _write_cols(idx)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
                 "graph_gen": graph_gen, "graph_labels": str(in_graph), "delta_sum": delta_sum,
-                "hnsw_sum": hnsw_sum, "tree": _tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
+                "hnsw_sum": hnsw_sum, "tree": manifest.tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
                 "conflicted": conflicted_meta, "unread": unread_meta,
                 "toks_stamp": idx.meta.get("toks_stamp", "")}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
@@ -649,13 +587,6 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             f.unlink(missing_ok=True)
     rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])
     return rep
-
-
-def _tree_hash(db: sqlite3.Connection) -> str:
-    """The manifest's hash over the file list (path and sha), as `pamd fsck` recomputes it."""
-    return hashlib.sha256("\n".join(
-        f"{p}\0{h}" for p, h in db.execute("SELECT path, sha FROM files ORDER BY path")
-    ).encode()).hexdigest()
 
 
 def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Report,

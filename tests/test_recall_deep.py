@@ -180,7 +180,7 @@ def test_a_summary_re_added_after_its_leaves_still_stands_for_its_place():
 
     import numpy as np
 
-    from pamd.recall import store
+    from pamd.recall.store import columns
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE chunks(label INTEGER PRIMARY KEY, key TEXT, path TEXT, start INT, end INT,"
@@ -190,7 +190,7 @@ def test_a_summary_re_added_after_its_leaves_still_stands_for_its_place():
     db.executemany("INSERT INTO chunks VALUES (?, '', 'f.md', ?, ?, 'L1', ?, NULL, ?, '', '', 1)",
                    [(lb, a, b, float(lb), ids) for lb, a, b, ids in rows])
     cols = {c: np.full(5, -1, np.int64) for c in ("prev", "next", "cprev", "cnext")}
-    store._link_neighbours(db, cols, {"f.md"})
+    columns.link_neighbours(db, cols, {"f.md"})
     assert cols["next"][0] == 4 and cols["prev"][3] == 4  # the summary, as in a rebuild
     assert cols["prev"][4] == cols["prev"][1] == 0 and cols["next"][2] == 3
 

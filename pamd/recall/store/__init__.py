@@ -50,8 +50,8 @@ from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder, has_tokens
 from pamd.recall.lexical import term_counts
-from pamd.recall.sources import TIERS, source_files
-from pamd.recall.store import integrity, manifest
+from pamd.recall.sources import source_files
+from pamd.recall.store import columns, integrity, manifest
 
 # importers of these names move to the modules that define them once the split is done
 from pamd.recall.store.manifest import conflicted as conflicted
@@ -71,17 +71,6 @@ MAX_DEAD = 0.5
 # (~85 MB at 50,000 chunks) to write and hash.
 DELTA_MAX = 4096
 
-# prev/next: the neighbouring places in the file (hit shaping); cprev/cnext: the chunks whose
-# words a chunk's BM25 also counts — the same, except for a summary's raw leaves, whose
-# context is the leaves said before and after them (recall.deep)
-COLS = ("alive", "tier", "ts", "importance", "dl", "fileid", "prev", "next", "cprev", "cnext")
-# toks.bin's first row and row count per label (-1 and 0 without tokens); an index written
-# before them has none, which is all right unless its manifest says it holds tokens
-TOKEN_COLS = ("toff", "tlen")
-# Each label's stable key: a hash of its chunk's key (path, lines, content hash, ids...), so ties
-# in a ranking break the same way whatever order refreshes added the chunks in (labels do
-# not); an index written before it gets it from its chunks table once (Index.load_state)
-STABLE_COL = "skey"
 
 
 class Index:
@@ -162,12 +151,12 @@ class Index:
         n = int(self.meta.get("labels", "0"))
         try:
             with np.load(self.dir / "cols.npz") as z:
-                cols = {c: z[c] for c in COLS}
-                for c in TOKEN_COLS:
+                cols = {c: z[c] for c in columns.COLS}
+                for c in columns.TOKEN_COLS:
                     cols[c] = z[c] if c in z.files else np.full(n, -1 if c == "toff" else 0, np.int64)
-                keyed = STABLE_COL in z.files
+                keyed = columns.STABLE_COL in z.files
                 if keyed:
-                    cols[STABLE_COL] = z[STABLE_COL]
+                    cols[columns.STABLE_COL] = z[columns.STABLE_COL]
             if any(v.shape[0] != n for v in cols.values()):
                 return False
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
@@ -176,11 +165,11 @@ class Index:
             return False
         self.cols = cols
         if not keyed:
-            cols[STABLE_COL] = np.zeros(n, np.int64)
+            cols[columns.STABLE_COL] = np.zeros(n, np.int64)
             for label, key in self.db.execute("SELECT label, key FROM chunks"):
                 if 0 <= label < n:
-                    cols[STABLE_COL][label] = stable_key(key)
-            _write_cols(self)
+                    cols[columns.STABLE_COL][label] = columns.stable_key(key)
+            columns.write(self.dir, self.cols)
         if n == 0:
             self.hnsw, self.delta, self.graph_labels, self.graph_file = None, None, 0, None
             self.loaded_gen = self.meta.get("gen")
@@ -398,13 +387,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     if fresh:
         idx.wipe()
         idx.open()
-        idx.cols = {"alive": np.zeros(0, bool), "tier": np.zeros(0, np.int8),
-                    "ts": np.zeros(0, np.float64), "importance": np.zeros(0, np.float32),
-                    "dl": np.zeros(0, np.float32), "fileid": np.zeros(0, np.int64),
-                    "prev": np.zeros(0, np.int64), "next": np.zeros(0, np.int64),
-                    "cprev": np.zeros(0, np.int64), "cnext": np.zeros(0, np.int64),
-                    "toff": np.zeros(0, np.int64), "tlen": np.zeros(0, np.int64),
-                    STABLE_COL: np.zeros(0, np.int64)}
+        idx.cols = columns.empty()
         rep.rebuilt = True
     db = idx.db
     ix = settings(config).index
@@ -545,10 +528,10 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
              for lb, c in zip(labels, new_chunks, strict=False)],
         )
         dl = _add_postings(db, labels, new_chunks)
-        _extend_cols(idx, new_chunks, dl)
+        columns.extend(idx.cols, new_chunks, dl)
         if toks:
             _append_tokens(idx, len(new_chunks), toks)
-        _link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
+        columns.link_neighbours(db, idx.cols, {rel for rel, _, _ in changed})
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         gen = int(idx.meta.get("gen", "0")) + (1 if (dead or new_chunks or fresh) else 0)
@@ -570,7 +553,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 hnsw_sum = _write_hnsw(idx, embedder.dims, dead, waiting + labels, vectors, gen) or ""
                 graph_gen, in_graph, delta_sum = str(gen), total, ""
                 idx.delta, idx.graph_labels = None, total
-        _write_cols(idx)
+        columns.write(idx.dir, idx.cols)
         meta = {**want, "labels": str(idx.cols["alive"].shape[0]), "gen": str(gen),
                 "graph_gen": graph_gen, "graph_labels": str(in_graph), "delta_sum": delta_sum,
                 "hnsw_sum": hnsw_sum, "tree": manifest.tree_hash(db), "live": str(int(idx.cols["alive"].sum())),
@@ -682,77 +665,6 @@ def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
     lens = np.asarray([len(t) for t in toks], np.int64)
     idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
     idx.cols["tlen"][-n:] = lens
-
-
-def _extend_cols(idx: Index, chunks: list[Chunk], dl: list[int]) -> None:
-    tier_code = {t: i for i, t in enumerate(TIERS)}
-    c = idx.cols
-    c["alive"] = np.concatenate([c["alive"], np.ones(len(chunks), bool)])
-    c["tier"] = np.concatenate([c["tier"], np.asarray([tier_code.get(x.tier, -1) for x in chunks],
-                                                      np.int8)])
-    c["ts"] = np.concatenate([c["ts"], np.asarray(
-        [x.ts.timestamp() if x.ts else np.nan for x in chunks], np.float64)])
-    c["importance"] = np.concatenate([c["importance"], np.asarray(
-        [x.importance if x.importance is not None else np.nan for x in chunks], np.float32)])
-    c["dl"] = np.concatenate([c["dl"], np.asarray(dl, np.float32)])
-    fids = np.asarray([file_id(x.path) for x in chunks], np.int64)
-    c["fileid"] = np.concatenate([c["fileid"], fids])
-    for side in ("prev", "next", "cprev", "cnext", "toff"):
-        c[side] = np.concatenate([c[side], np.full(len(chunks), -1, np.int64)])
-    c["tlen"] = np.concatenate([c["tlen"], np.zeros(len(chunks), np.int64)])
-    c[STABLE_COL] = np.concatenate([c[STABLE_COL], np.asarray([stable_key(x.key) for x in chunks], np.int64)])
-
-
-def stable_key(key: str) -> int:
-    """A chunk's tie-break in rankings: the same in every index of the same tree (see STABLE_COL)."""
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=7).digest(), "big")
-
-
-def file_id(path: str) -> int:
-    """A stable integer per path, so chunks of one file group without a lookup table."""
-    return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=7).digest(), "big")
-
-
-def _link_neighbours(db: sqlite3.Connection, cols: dict[str, np.ndarray], paths: set[str]) -> None:
-    """prev/next and cprev/cnext label of each live chunk in file order (see COLS)."""
-    for rel in paths:
-        # a place's own chunk (one id: the entry, not a raw leaf behind it) first, as chunking
-        # (a rebuild's label order) has it: after refreshes a leaf can hold the lower label
-        rows = db.execute("SELECT label, start, end, ids, ts FROM chunks WHERE path=? AND alive=1"
-                          " ORDER BY start, end, instr(ids, ',') > 0, label", (rel,)).fetchall()
-        if not rows:
-            continue
-        # Neighbours are places, not chunks: a summary's raw leaves (recall.deep) share its
-        # lines and its neighbours; the place's first chunk (the entry itself) stands for it.
-        places: list[list[int]] = []
-        leaves: list[list[tuple[float, int]]] = []
-        last = None
-        for label, start, end, ids, ts in rows:
-            if (start, end) != last:
-                places.append([])
-                leaves.append([])
-                last = (start, end)
-            places[-1].append(label)
-            if ids.count(",") == 1:  # (summary, raw leaf)
-                leaves[-1].append((ts if ts is not None else float("inf"), label))
-        for i, labels in enumerate(places):
-            arr = np.asarray(labels, np.int64)
-            cols["prev"][arr] = cols["cprev"][arr] = places[i - 1][0] if i > 0 else -1
-            cols["next"][arr] = cols["cnext"][arr] = places[i + 1][0] if i + 1 < len(places) else -1
-            said = [lb for _, lb in sorted(leaves[i])]  # in the order they were said
-            if said:
-                run = np.asarray(said, np.int64)
-                cols["cprev"][run] = [-1, *said[:-1]]
-                cols["cnext"][run] = [*said[1:], -1]
-
-
-def _write_cols(idx: Index) -> None:
-    tmp = idx.dir / "cols.tmp.npz"
-    with open(tmp, "wb") as f:
-        np.savez(f, **idx.cols)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, idx.dir / "cols.npz")
 
 
 def _hnswlib():

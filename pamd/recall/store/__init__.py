@@ -51,7 +51,7 @@ from pamd.recall.deep import Lookup
 from pamd.recall.embed import Embedder, has_tokens
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import source_files
-from pamd.recall.store import columns, integrity, manifest
+from pamd.recall.store import columns, hnsw, integrity, manifest
 
 # importers of these names move to the modules that define them once the split is done
 from pamd.recall.store.manifest import conflicted as conflicted
@@ -59,8 +59,6 @@ from pamd.recall.store.report import Report
 from pamd.recall.store.report import conflicted_note as conflicted_note
 from pamd.recall.vcache import VectorCache
 
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 100
 EMBED_BATCH = 32
 POSTINGS_CACHE = 64 << 20  # bytes of decoded postings a warm Index keeps
 # Rebuild from scratch when more than this share of labels are retired chunks.
@@ -179,7 +177,7 @@ class Index:
             return False
         delta = None
         if in_graph < n:
-            path = self.dir / f"delta-{self.meta.get('gen', '0')}.npy"
+            path = hnsw.delta_path(self.dir, self.meta.get("gen", "0"))
             if not integrity.intact(path, self.meta.get("delta_sum", "")):
                 return False
             try:
@@ -188,7 +186,7 @@ class Index:
                 return False
             if delta.dtype != np.float32 or delta.shape != (n - in_graph, int(self.meta["dims"])):
                 return False
-        path = self.dir / f"hnsw-{manifest.graph_gen(self.meta)}.bin"
+        path = hnsw.hnsw_path(self.dir, manifest.graph_gen(self.meta))
         if not integrity.intact(path, self.meta.get("hnsw_sum", "")):
             return False
         self.hnsw, self.graph_file = None, path
@@ -202,7 +200,7 @@ class Index:
         """The graph load_state checked and left on disk, loaded; False if hnswlib cannot."""
         if self.graph_file is None:
             return True
-        hnswlib = _hnswlib()
+        hnswlib = hnsw.hnswlib()
         index = hnswlib.Index(space="ip", dim=int(self.meta["dims"]))
         try:
             index.load_index(str(self.graph_file), max_elements=0, allow_replace_deleted=False)
@@ -535,22 +533,24 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?)", file_rows)
         db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         gen = int(idx.meta.get("gen", "0")) + (1 if (dead or new_chunks or fresh) else 0)
-        old_graph = idx.dir / f"hnsw-{manifest.graph_gen(idx.meta)}.bin"
-        old_delta = idx.dir / f"delta-{idx.meta.get('gen', '0')}.npy"
+        old_graph = hnsw.hnsw_path(idx.dir, manifest.graph_gen(idx.meta))
+        old_delta = hnsw.delta_path(idx.dir, idx.meta.get("gen", "0"))
         hnsw_sum, delta_sum = idx.meta.get("hnsw_sum", ""), idx.meta.get("delta_sum", "")
         graph_gen = manifest.graph_gen(idx.meta)
         if dead or new_chunks or fresh:
             if spill:
                 rows = vectors if idx.delta is None else np.vstack([idx.delta, vectors])
                 rows = np.ascontiguousarray(rows, np.float32)
-                delta_sum = _write_delta(idx, rows, gen)
+                delta_sum = hnsw.write_delta(idx.dir, rows, gen)
                 idx.delta = rows
             else:
                 # the delta's live chunks join the graph with the new ones
                 waiting = [lb for lb in range(in_graph, n_old) if idx.cols["alive"][lb]]
                 if waiting:
                     vectors = np.vstack([idx.delta[np.asarray(waiting) - in_graph], vectors])
-                hnsw_sum = _write_hnsw(idx, embedder.dims, dead, waiting + labels, vectors, gen) or ""
+                idx.hnsw, written = hnsw.write_hnsw(idx.dir, idx.hnsw, idx.cols["alive"].shape[0], embedder.dims,
+                                                     dead, waiting + labels, vectors, gen)
+                hnsw_sum = written or ""
                 graph_gen, in_graph, delta_sum = str(gen), total, ""
                 idx.delta, idx.graph_labels = None, total
         columns.write(idx.dir, idx.cols)
@@ -665,58 +665,3 @@ def _append_tokens(idx: Index, n: int, toks: list[np.ndarray]) -> None:
     lens = np.asarray([len(t) for t in toks], np.int64)
     idx.cols["toff"][-n:] = start + np.concatenate([[0], np.cumsum(lens)[:-1]])
     idx.cols["tlen"][-n:] = lens
-
-
-def _hnswlib():
-    """hnswlib, or the one-line error a base install (`pip install pamd`, no search extra)
-    gets instead of an internal error's traceback."""
-    try:
-        import hnswlib
-    except ImportError:
-        from pamd.errors import PamdError
-
-        raise PamdError("pamd's search stack is not installed (no hnswlib): recall, index and probe "
-                        "need it", "pip install 'pamd[search]'") from None
-    return hnswlib
-
-
-def _write_delta(idx: Index, rows: np.ndarray, gen: int) -> str:
-    """delta-N.npy: the vectors of the chunks waiting beside the graph; its checksum."""
-    path = idx.dir / f"delta-{gen}.npy"
-    tmp = idx.dir / f"delta-{gen}.tmp"
-    with open(tmp, "wb") as f:
-        np.save(f, np.ascontiguousarray(rows, np.float32), allow_pickle=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return integrity.checksum(path) or ""
-
-
-def _write_hnsw(idx: Index, dims: int, dead: list[int], labels: list[int], vectors: np.ndarray,
-                gen: int) -> str | None:
-    hnswlib = _hnswlib()
-    index = idx.hnsw
-    total = idx.cols["alive"].shape[0]
-    if total == 0:
-        idx.hnsw = None
-        return None
-    if index is None:
-        index = hnswlib.Index(space="ip", dim=dims)
-        index.init_index(max_elements=max(total, 16), M=HNSW_M,
-                         ef_construction=HNSW_EF_CONSTRUCTION, random_seed=100)
-    for d in dead:
-        try:
-            index.mark_deleted(d)
-        except RuntimeError:
-            pass  # already gone
-    if labels:
-        if index.get_max_elements() < total:
-            index.resize_index(max(total, int(index.get_max_elements() * 1.5)))
-        # one thread: a graph built the same way twice is the same graph
-        index.add_items(vectors, np.asarray(labels, np.int64), num_threads=1)
-    path = idx.dir / f"hnsw-{gen}.bin"
-    tmp = idx.dir / f"hnsw-{gen}.tmp"
-    index.save_index(str(tmp))
-    os.replace(tmp, path)
-    idx.hnsw = index
-    return integrity.checksum(path)

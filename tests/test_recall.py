@@ -212,11 +212,11 @@ def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_ex
     delta file, searched exactly beside the graph, instead of writing (and hashing) the whole
     graph again (85 MB at 50,000 chunks); `pamd index` and the hooks' refresh do not even read
     the graph. What recall finds is what a rebuilt index finds."""
-    from pamd.recall import store
+    from pamd.recall.store.index import Index
 
     read = []
-    real = store.Index.load_graph
-    monkeypatch.setattr(store.Index, "load_graph", lambda self: read.append(self.graph_file) or real(self))
+    real = Index.load_graph
+    monkeypatch.setattr(Index, "load_graph", lambda self: read.append(self.graph_file) or real(self))
     queries = ["coffee machine broken", "what does Anna drink", "deployment day"]
     recall_json(brain, queries[0], capsys)
     graph = _graph(brain)

@@ -31,7 +31,7 @@ from pamd.recall.embed import Background, Embedder, query_pass
 from pamd.recall.hit import Hit, snippet, split_role
 from pamd.recall.lexical import _WORD, _idf, bm25, coverage, file_rank, tokenize
 from pamd.recall.sources import TIERS
-from pamd.recall.store import Index
+from pamd.recall.store.index import Index
 
 CANDIDATES = 100
 

@@ -44,10 +44,10 @@ from pamd.core.fmt import conflict_region
 from pamd.recall import maxsim
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
-from pamd.recall.embed import Embedder, has_tokens
+from pamd.recall.embed import Embedder
 from pamd.recall.lexical import term_counts
 from pamd.recall.sources import source_files
-from pamd.recall.store import columns, hnsw, integrity, manifest
+from pamd.recall.store import columns, hnsw, integrity, manifest, vectors
 
 # importers of these names move to the modules that define them once the split is done
 from pamd.recall.store.index import Index as Index
@@ -56,9 +56,7 @@ from pamd.recall.store.index import lock as lock
 from pamd.recall.store.manifest import conflicted as conflicted
 from pamd.recall.store.report import Report
 from pamd.recall.store.report import conflicted_note as conflicted_note
-from pamd.recall.vcache import VectorCache
 
-EMBED_BATCH = 32
 # Rebuild from scratch when more than this share of labels are retired chunks.
 MAX_DEAD = 0.5
 # Chunks a refresh may keep beside the graph (delta-N.npy, searched exactly) before it writes
@@ -244,7 +242,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         return rep
 
     # 3. vectors: cache first, embed the rest
-    vectors, toks = _vectors(state_dir, embedder, new_chunks, rep, progress)
+    vecs, toks = vectors.for_chunks(state_dir, embedder, new_chunks, rep, progress)
 
     # 4. write: chunks, postings, columns, hnsw, then the manifest (one sqlite commit)
     with db:
@@ -272,7 +270,7 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
         graph_gen = manifest.graph_gen(idx.meta)
         if dead or new_chunks or fresh:
             if spill:
-                rows = vectors if idx.delta is None else np.vstack([idx.delta, vectors])
+                rows = vecs if idx.delta is None else np.vstack([idx.delta, vecs])
                 rows = np.ascontiguousarray(rows, np.float32)
                 delta_sum = hnsw.write_delta(idx.dir, rows, gen)
                 idx.delta = rows
@@ -280,9 +278,9 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
                 # the delta's live chunks join the graph with the new ones
                 waiting = [lb for lb in range(in_graph, n_old) if idx.cols["alive"][lb]]
                 if waiting:
-                    vectors = np.vstack([idx.delta[np.asarray(waiting) - in_graph], vectors])
+                    vecs = np.vstack([idx.delta[np.asarray(waiting) - in_graph], vecs])
                 idx.hnsw, written = hnsw.write_hnsw(idx.dir, idx.hnsw, idx.cols["alive"].shape[0], embedder.dims,
-                                                     dead, waiting + labels, vectors, gen)
+                                                     dead, waiting + labels, vecs, gen)
                 hnsw_sum = written or ""
                 graph_gen, in_graph, delta_sum = str(gen), total, ""
                 idx.delta, idx.graph_labels = None, total
@@ -303,49 +301,6 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
             f.unlink(missing_ok=True)
     rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(meta["live"])
     return rep
-
-
-def _vectors(state_dir: Path, embedder: Embedder, chunks: list[Chunk], rep: Report,
-             progress) -> tuple[np.ndarray, list[np.ndarray] | None]:
-    """The chunks' vectors and, for an embedder with token states, their token matrices
-    (else None): from the vector cache, the rest embedded (vector and tokens in one pass)."""
-    tok_on = has_tokens(embedder)
-    if not chunks:
-        return np.zeros((0, embedder.dims), np.float32), [] if tok_on else None
-    cache = VectorCache(state_dir / "vectors.sqlite")
-    try:
-        hashes = [c.vhash for c in chunks]
-        have = cache.get(embedder.identity, sorted(set(hashes)))
-        toks = cache.get_tokens(embedder.identity, sorted({c.tkey for c in chunks}), maxsim.D) \
-            if tok_on else {}
-        todo: dict[str, tuple[str, str, tuple[int, int] | None]] = {}  # key: (vhash, text, own)
-        for c in chunks:
-            if c.vhash not in have or (tok_on and c.tkey not in toks):
-                todo.setdefault(c.tkey if tok_on else c.vhash,
-                                (c.vhash, c.text if c.embed is None else c.embed, c.own))
-        items = list(todo.items())
-        # equal batches (100 texts: 4 x 25, not 3 x 32 + 4): the embedder spreads each over cores
-        size = -(-len(items) // -(-len(items) // EMBED_BATCH)) if items else 1
-        for i in range(0, len(items), size):
-            part = items[i : i + size]
-            texts = [t for _, (_, t, _) in part]
-            if tok_on:
-                vecs, tk = embedder.passages_tokens(texts, [own for _, (_, _, own) in part])
-                got = {k: t for (k, _), t in zip(part, tk, strict=True)}
-                cache.put_tokens(embedder.identity, got)
-                toks.update(got)
-            else:
-                vecs = embedder.passages(texts)
-            fresh = {vh: v for (_, (vh, _, _)), v in zip(part, vecs, strict=False)}
-            cache.put(embedder.identity, fresh)
-            have.update(fresh)
-            rep.embedded += len(part)
-            if progress:
-                progress(rep.embedded, len(items))
-        vectors = np.stack([have[h] for h in hashes]).astype(np.float32)
-        return vectors, [toks[c.tkey] for c in chunks] if tok_on else None
-    finally:
-        cache.close()
 
 
 def _add_postings(db: sqlite3.Connection, labels: list[int], chunks: list[Chunk]) -> list[int]:

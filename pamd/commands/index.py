@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pamd.edge.brain import Brain
-    from pamd.recall import api, store
+    from pamd.recall import api
+    from pamd.recall.store.report import conflicted_note
 
     brain = Brain.find(args.brain)
     progress = Progress(quiet=args.quiet)
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         progress.done()
     if not args.quiet:
         print(rep)
-    note = store.conflicted_note(rep.conflicted)
+    note = conflicted_note(rep.conflicted)
     if note:
         print(f"pamd: warning: {note}", file=sys.stderr)
     return 0
@@ -45,7 +46,7 @@ class Progress:
     seconds (default 2); nothing when stderr is not a terminal (a pipe, a hook, a log)."""
 
     WIDTH = 24
-    phases = True  # also told of steps before embedding (store._refresh)
+    phases = True  # also told of steps before embedding (recall.store.changes)
 
     def __init__(self, quiet: bool = False, what: str = "embedding") -> None:
         self.on = sys.stderr.isatty() and not quiet

@@ -49,7 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pamd.commands.index import Progress
     from pamd.edge.brain import Brain
-    from pamd.recall import api, store
+    from pamd.recall import api
+    from pamd.recall.store.report import conflicted_note
 
     brain = Brain.find(args.brain)
     brain.recover_for_reading()
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         progress.done()  # an error starts on a line of its own
-    note = store.conflicted_note(api.left_out(brain))
+    note = conflicted_note(api.left_out(brain))
     if note:
         print(f"pamd: warning: {note}", file=sys.stderr)
     expanded = _expand(brain, hits, args.now) if args.expand else {}

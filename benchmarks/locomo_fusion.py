@@ -48,7 +48,7 @@ def rows_for(conv_dir: Path, questions: list[dict], work: Path, embedder_name: s
     from pamd.recall import api, fusion, rerank
     from pamd.recall.embed import Background, query_pass
     from pamd.recall.search import CANDIDATES, lists, query_cover, with_maxsim
-    from pamd.recall.store import Index
+    from pamd.recall.store.index import Index
 
     root = build_brain(conv_dir, work / conv_dir.name, embedder_name, PROPOSED)
     brain = Brain(root)

@@ -212,11 +212,11 @@ def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_ex
     delta file, searched exactly beside the graph, instead of writing (and hashing) the whole
     graph again (85 MB at 50,000 chunks); `pamd index` and the hooks' refresh do not even read
     the graph. What recall finds is what a rebuilt index finds."""
-    from pamd.recall import store
+    from pamd.recall.store.index import Index
 
     read = []
-    real = store.Index.load_graph
-    monkeypatch.setattr(store.Index, "load_graph", lambda self: read.append(self.graph_file) or real(self))
+    real = Index.load_graph
+    monkeypatch.setattr(Index, "load_graph", lambda self: read.append(self.graph_file) or real(self))
     queries = ["coffee machine broken", "what does Anna drink", "deployment day"]
     recall_json(brain, queries[0], capsys)
     graph = _graph(brain)
@@ -242,7 +242,7 @@ def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_ex
 
 
 def test_retiring_a_chunk_of_the_graph_writes_the_waiting_chunks_into_it(brain, capsys, monkeypatch):
-    from pamd.recall import store
+    from pamd.recall.store import refresh
 
     q = "espresso machine broken"
     recall_json(brain, q, capsys)
@@ -259,7 +259,7 @@ def test_retiring_a_chunk_of_the_graph_writes_the_waiting_chunks_into_it(brain, 
     assert not list((brain / ".pamd/index").glob("delta-*.npy"))
     assert new[0].id in recall_json(brain, q, capsys, "--no-log")[0]["ids"]
     # more waiting chunks than DELTA_MAX go into the graph too
-    monkeypatch.setattr(store, "DELTA_MAX", 1)
+    monkeypatch.setattr(refresh, "DELTA_MAX", 1)
     more = entries([("user", "The printer on the second floor is out of toner."),
                     ("user", "The fire drill is at noon on Thursday.")], start=new[0].ts.replace(hour=16))
     (brain / "memory/L0/2026-12-02.md").write_text(render_doc({}, "", more), "utf-8")

@@ -180,7 +180,7 @@ def test_a_summary_re_added_after_its_leaves_still_stands_for_its_place():
 
     import numpy as np
 
-    from pamd.recall import store
+    from pamd.recall.store import columns
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE chunks(label INTEGER PRIMARY KEY, key TEXT, path TEXT, start INT, end INT,"
@@ -190,7 +190,7 @@ def test_a_summary_re_added_after_its_leaves_still_stands_for_its_place():
     db.executemany("INSERT INTO chunks VALUES (?, '', 'f.md', ?, ?, 'L1', ?, NULL, ?, '', '', 1)",
                    [(lb, a, b, float(lb), ids) for lb, a, b, ids in rows])
     cols = {c: np.full(5, -1, np.int64) for c in ("prev", "next", "cprev", "cnext")}
-    store._link_neighbours(db, cols, {"f.md"})
+    columns.link_neighbours(db, cols, {"f.md"})
     assert cols["next"][0] == 4 and cols["prev"][3] == 4  # the summary, as in a rebuild
     assert cols["prev"][4] == cols["prev"][1] == 0 and cols["next"][2] == 3
 
@@ -235,7 +235,7 @@ def test_the_text_output_says_a_hit_matched_words_behind_a_summary(brain, tmp_pa
 def test_a_summary_s_leaves_count_the_words_of_the_leaves_said_around_them(brain, tmp_path):
     """Raw leaves keep their conversation: BM25 context (cprev/cnext) runs from leaf to leaf in
     the order they were said, while hit shaping still sees places (prev/next)."""
-    from pamd.recall.store import Index
+    from pamd.recall.store.index import Index
 
     _brain_with_a_compressed_fact(brain, tmp_path)
     assert brain("index")[0] == 0
@@ -383,7 +383,7 @@ def test_a_summary_corrected_by_hand_stays_findable_after_it_is_compressed(brain
 
 
 def test_a_summary_nobody_edited_adds_no_leaf_of_its_own(brain, tmp_path):
-    from pamd.recall.store import Index
+    from pamd.recall.store.index import Index
 
     _compress_l1(brain, tmp_path)
     for clone in (None, brain.cwd.parent / "clone"):  # leaves recorded by compaction, then read from history

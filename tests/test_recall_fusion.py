@@ -78,7 +78,7 @@ def test_query_cover_reads_live_postings_of_the_candidates(tmp_path):
     from pamd.edge.brain import Brain
     from pamd.recall import api
     from pamd.recall.search import Lists, query_cover
-    from pamd.recall.store import Index
+    from pamd.recall.store.index import Index
 
     talk = [("boris", "Where is the budget?"), ("anna", "Travel took it."),
             ("boris", "The dinner then."), ("anna", "Lunch is fine."),

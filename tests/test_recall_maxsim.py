@@ -15,9 +15,10 @@ from recall_helpers import entries, make_brain  # noqa: E402
 
 from pamd.core.fmt import render_doc  # noqa: E402
 from pamd.edge.brain import Brain  # noqa: E402
-from pamd.recall import api, fusion, maxsim, store  # noqa: E402
+from pamd.recall import api, fusion, maxsim  # noqa: E402
 from pamd.recall.chunks import chunk_file, for_embedding  # noqa: E402
 from pamd.recall.embed import load  # noqa: E402
+from pamd.recall.store.index import Index  # noqa: E402
 
 CONTEXT = '[index]\nembedder = "e5-small"\nfusion = "learned"\ndense_context = 1\nrerank = 0\n'
 DAY = "memory/L0/2026-11-30.md"
@@ -30,7 +31,7 @@ def emb():
 
 def index_tokens(root) -> dict[str, np.ndarray]:
     """Each live chunk's stored tokens, by its key."""
-    idx = store.Index(root / ".pamd")
+    idx = Index(root / ".pamd")
     idx.open()
     try:
         assert idx.load_state()
@@ -200,7 +201,7 @@ def test_without_token_states_fusion_ranks_as_before(tmp_path, emb, monkeypatch)
     brain = Brain(root)
     plain = NoTokens(emb)
     api.index(brain, embedder=plain)
-    idx = store.Index(brain.state_dir)
+    idx = Index(brain.state_dir)
     idx.open()
     assert idx.load_state() and not idx.has_tokens() and "tokens" not in idx.meta
     assert not (root / ".pamd/index/toks.bin").exists() and not idx.cols["tlen"].any()

@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pamd.core.console import Progress
     from pamd.edge.brain import Brain
-    from pamd.recall import api, store
+    from pamd.recall import api
+    from pamd.recall.store.report import conflicted_note
 
     brain = Brain.find(args.brain)
     progress = Progress(quiet=args.quiet)
@@ -33,8 +34,7 @@ def run(args: argparse.Namespace) -> int:
         progress.done()
     if not args.quiet:
         print(rep)
-    note = store.conflicted_note(rep.conflicted)
+    note = conflicted_note(rep.conflicted)
     if note:
         print(f"pamd: warning: {note}", file=sys.stderr)
     return 0
-

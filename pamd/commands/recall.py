@@ -49,8 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pamd.core.console import Progress
     from pamd.edge.brain import Brain
-    from pamd.recall import api, store
+    from pamd.recall import api
     from pamd.recall.expanded import expand_hits
+    from pamd.recall.store.report import conflicted_note
 
     brain = Brain.find(args.brain)
     brain.recover_for_reading()
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         progress.done()  # an error starts on a line of its own
-    note = store.conflicted_note(api.left_out(brain))
+    note = conflicted_note(api.left_out(brain))
     if note:
         print(f"pamd: warning: {note}", file=sys.stderr)
     expanded = expand_hits(brain, hits) if args.expand else {}

@@ -130,7 +130,7 @@ class Progress:
     seconds (default 2); nothing when stderr is not a terminal (a pipe, a hook, a log)."""
 
     WIDTH = 24
-    phases = True  # also told of steps before embedding (store._refresh)
+    phases = True  # also told of steps before embedding (recall.store.changes)
 
     def __init__(self, quiet: bool = False, what: str = "embedding") -> None:
         self.on = sys.stderr.isatty() and not quiet

@@ -12,17 +12,21 @@ from datetime import UTC, datetime
 
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
-from pamd.recall import exact, store
+from pamd.recall import exact
 from pamd.recall.embed import Background, Embedder, load, query_pass
 from pamd.recall.lexical import searchable
 from pamd.recall.search import Filters, search
 from pamd.recall.sources import TIERS
+from pamd.recall.store.index import Index, lock
+from pamd.recall.store.manifest import conflicted
+from pamd.recall.store.refresh import refresh
+from pamd.recall.store.report import Report
 
 MAX_QUERY = 4000
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Open indexes by state dir: a long-lived caller (benchmarks, a future `pamd serve`)
 # keeps the loaded graph between queries; a CLI process uses it once.
-_OPEN: dict[str, store.Index] = {}
+_OPEN: dict[str, Index] = {}
 
 
 class Hits(list):
@@ -43,14 +47,14 @@ def embedder_for(config: dict) -> Embedder:
 
 
 def index(brain, force: bool = False, embedder: Embedder | None = None,
-          progress=None) -> store.Report:
+          progress=None) -> Report:
     """Build or refresh the brain's index; `force` starts from empty (the vector cache stays)."""
     emb = embedder or embedder_for(brain.config)
     cached = _OPEN.pop(str(brain.index_state), None)
     if cached is not None:
         cached.close()
-    with store.lock(brain.index_state):
-        rep, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+    with lock(brain.index_state):
+        rep, idx = refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
         idx.close()
     return rep
 
@@ -58,7 +62,7 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
 def left_out(brain) -> tuple[str, ...]:
     """Files the last refresh of this process left out of the index for their conflict markers."""
     idx = _OPEN.get(str(brain.index_state))
-    return store.conflicted(idx.meta) if idx is not None else ()
+    return conflicted(idx.meta) if idx is not None else ()
 
 
 def close(brain) -> None:
@@ -110,9 +114,9 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     qvec = Background(query_pass, emb, query) if dense and mode != "exact" and getattr(emb, "concurrent", False) \
         else None
     try:
-        with store.lock(brain.index_state):
+        with lock(brain.index_state):
             key = str(brain.index_state)
-            _, idx = store.refresh(brain.root, brain.index_state, emb, brain.config,
+            _, idx = refresh(brain.root, brain.index_state, emb, brain.config,
                                    progress=progress, idx=_OPEN.pop(key, None))
             flt = Filters(tuple(tiers), since, until)
             hits = Hits()
@@ -125,7 +129,7 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
                     hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
             except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
                 idx.wipe()
-                _, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, True, progress, idx)
+                _, idx = refresh(brain.root, brain.index_state, emb, brain.config, True, progress, idx)
                 hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
             _OPEN[key] = idx
     finally:

@@ -201,7 +201,7 @@ def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
             if i == 0 or len(chunks[i - 1].ids) != 2 or chunks[i - 1].ids[0] != c.ids[0]:
                 runs.append([])
             runs[-1].append(i)
-    for run in runs[1:]:  # leaves in the order they were said (as store._link_neighbours)
+    for run in runs[1:]:  # leaves in the order they were said (as store.columns.link_neighbours)
         run.sort(key=lambda i: (chunks[i].ts is None, chunks[i].ts.timestamp() if chunks[i].ts else 0.0, i))
     for run in runs[1:]:  # a leaf whose raw neighbours are known is read among them instead
         for i in [i for i in run if chunks[i].around is not None]:

@@ -14,7 +14,7 @@ import re
 from datetime import datetime
 
 from pamd.recall.hit import Hit, exact_pattern
-from pamd.recall.store import Index
+from pamd.recall.store.index import Index
 
 # One token that reads as code rather than words: snake_case, CamelCase (a capital after a
 # lower-case letter), a dotted path, a flag, or a file name with an extension.

@@ -81,7 +81,7 @@ def content_sha(path: Path) -> str:
 
 
 def _rebuild(meta: dict[str, str], config: dict) -> str | None:
-    """Why the next recall builds this index anew (as store's refresh decides it), where that
+    """Why the next recall builds this index anew (as store.refresh decides it), where that
     is known without loading the embedder: other chunking settings, another embedder named."""
     try:
         built, want = json.loads(meta.get("settings", "")), json.loads(settings_id(config))

@@ -31,7 +31,7 @@ from pamd.recall.embed import Background, Embedder, query_pass
 from pamd.recall.hit import Hit, snippet, split_role
 from pamd.recall.lexical import _WORD, _idf, bm25, coverage, file_rank, tokenize
 from pamd.recall.sources import TIERS
-from pamd.recall.store import Index
+from pamd.recall.store.index import Index
 
 CANDIDATES = 100
 
@@ -273,7 +273,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         lex = own
         if neighbour_weight > 0:
             memo = idx.memo()
-            if "neighbours" not in memo:  # words count across cprev/cnext (store.COLS)
+            if "neighbours" not in memo:  # words count across cprev/cnext (store.columns.COLS)
                 memo["neighbours"] = neighbour_plan(cols, ("cprev", "cnext"))
                 memo["bytes"] += 16 * cols["prev"].shape[0]
             lex = _context(own, cols, neighbour_weight, memo["neighbours"])
@@ -298,7 +298,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         if idx.delta is not None and found:
             found = _exact(idx, q, found)
         # rank by exact similarity, ties by the chunks' stable keys: the same order in every
-        # index of the tree, however refreshes numbered its chunks (store.STABLE_COL)
+        # index of the tree, however refreshes numbered its chunks (store.columns.STABLE_COL)
         skey = cols["skey"]
         order = sorted((d, int(skey[lb]), lb) for d, lb in found)[:kk]
         dense_top = [lb for _, _, lb in order]
@@ -323,7 +323,7 @@ def _graph_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray,
 
 
 def _delta_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray) -> list[tuple[float, int]]:
-    """The same for the chunks waiting beside the graph (store.DELTA_MAX), by exact search."""
+    """The same for the chunks waiting beside the graph (store.refresh.DELTA_MAX), by exact search."""
     if idx.delta is None or not idx.delta.shape[0]:
         return []
     first = idx.graph_labels
@@ -397,10 +397,10 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     the budget of the last slots, so there may be fewer than k hits, each wider.
     Hits keep the rank of their best chunk.
 
-    `prev`/`next` name a neighbouring place by its representative chunk (store's
-    _link_neighbours), and a summary's place holds its raw leaves too (recall.deep): the
-    ranked chunk standing for a place may be any of them, and which one represents it
-    depends on the order they were indexed in. So a join compares places: a chunk's own
+    `prev`/`next` name a neighbouring place by its representative chunk
+    (store.columns.link_neighbours), and a summary's place holds its raw leaves too
+    (recall.deep): the ranked chunk standing for a place may be any of them, and which one
+    represents it depends on the order they were indexed in. So a join compares places: a chunk's own
     place is the one its neighbour points back at. A chunk in `solo` (a raw leaf behind a
     summary, a hit about that message) neither joins a hit nor is joined by one.
     """
@@ -513,7 +513,7 @@ def _role_prior(fused: dict[int, float], rows: dict[int, tuple], query: str, w: 
 
 
 def _top(scores: np.ndarray, n: int, skey: np.ndarray) -> list[int]:
-    """The n best labels, ties by stable key (store.STABLE_COL): labels depend on refresh
+    """The n best labels, ties by stable key (store.columns.STABLE_COL): labels depend on refresh
     order, so every label tied at the cut competes and the key picks, as in a rebuild."""
     pos = np.flatnonzero(scores > 0)
     if pos.shape[0] > n:

@@ -107,6 +107,14 @@ def _cli(root: Path, *args: str, now: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+def age(root: Path, start: datetime, until: datetime, every: timedelta = timedelta(hours=6)) -> None:
+    """Run what is due every `every` from `start` to `until`, as cron or the daemon would."""
+    t = start
+    while t < until:
+        assert _cli(root, "run-due", now=t.strftime("%Y-%m-%dT%H:%M:%SZ"))[0] == 0, t
+        t += every
+
+
 @pytest.fixture(scope="module")
 def aged(tmp_path_factory):
     """Two days of sessions, ingested as the Stop hook does, aged eight days by run-due."""
@@ -117,10 +125,7 @@ def aged(tmp_path_factory):
     for i, s in enumerate((day_one(t0), day_two(t0 + timedelta(days=1)))):
         end = s.write(tmp / f"{s.sid}.jsonl")
         assert _cli(root, "ingest", str(tmp / f"{s.sid}.jsonl"), now=end)[0] == 0, i
-    t = t0 + timedelta(days=1, hours=12)
-    while t < t0 + timedelta(days=9):
-        assert _cli(root, "run-due", now=t.strftime("%Y-%m-%dT%H:%M:%SZ"))[0] == 0
-        t += timedelta(hours=6)
+    age(root, t0 + timedelta(days=1, hours=12), t0 + timedelta(days=9))
     return root
 
 

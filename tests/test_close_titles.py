@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from test_boot_quality import Session, _cli
+from test_boot_quality import Session, _cli, age
 
 from pamd.consolidate.summarizers import facts
 from pamd.core.fmt import split_frontmatter
@@ -38,10 +38,7 @@ def test_a_close_without_a_reason_gets_the_title_the_tracker_showed_and_keeps_it
     s.tool("Bash", {"command": "bd close app-gqc.4 app-gqc.6"}, "✓ Closed app-gqc.4\n✓ Closed app-gqc.6")
     end = s.write(tmp_path / "s.jsonl")
     assert _cli(root, "ingest", str(tmp_path / "s.jsonl"), now=end)[0] == 0
-    t = datetime(2026, 3, 2, 12, 0)
-    while t < datetime(2026, 3, 11):
-        assert _cli(root, "run-due", now=t.strftime("%Y-%m-%dT%H:%M:%SZ"))[0] == 0
-        t += timedelta(hours=8)
+    age(root, datetime(2026, 3, 2, 12, 0), datetime(2026, 3, 11), timedelta(hours=8))
     done = split_frontmatter((root / "STATE.md").read_text(), "STATE.md")[0]["done"]
     assert ("Closed app-gqc.4, app-gqc.6: app-gqc.4 Add a lifecycle state to annotations; "
             "app-gqc.6 Count closed annotations per session") in done, done

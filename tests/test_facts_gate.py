@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from test_boot_quality import Session, _cli
+from test_boot_quality import Session, _cli, age
 
 from pamd.consolidate.summarizers import facts
 from pamd.consolidate.summarizers.base import Group
@@ -133,10 +133,7 @@ def spotter(tmp_path_factory):
     s = spotter_day(t0)
     end = s.write(tmp / f"{s.sid}.jsonl")
     assert _cli(root, "ingest", str(tmp / f"{s.sid}.jsonl"), now=end)[0] == 0
-    t = t0 + timedelta(hours=12)
-    while t < t0 + timedelta(days=9):
-        assert _cli(root, "run-due", now=t.strftime("%Y-%m-%dT%H:%M:%SZ"))[0] == 0
-        t += timedelta(hours=6)
+    age(root, t0 + timedelta(hours=12), t0 + timedelta(days=9))
     return root
 
 

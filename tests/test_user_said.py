@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from test_boot_quality import Session, _boot, _cli
+from test_boot_quality import Session, _boot, _cli, age
 
 from pamd.consolidate.summarizers import facts
 from pamd.consolidate.summarizers.base import Group
@@ -149,10 +149,7 @@ def test_an_aged_brain_boots_with_what_the_person_said_and_decided(tmp_path):
     s.user("thanks, now the PDF invoices please")
     end = s.write(tmp_path / "s.jsonl")
     assert _cli(root, "ingest", str(tmp_path / "s.jsonl"), now=end)[0] == 0
-    t = datetime(2026, 3, 2, 12, 0)
-    while t < datetime(2026, 3, 10):
-        assert _cli(root, "run-due", now=t.strftime("%Y-%m-%dT%H:%M:%SZ"))[0] == 0
-        t += timedelta(hours=6)
+    age(root, datetime(2026, 3, 2, 12, 0), datetime(2026, 3, 10))
     assert not list(root.glob("memory/L0/*.md")) or "4 places" not in "".join(
         p.read_text() for p in root.glob("memory/L0/*.md"))  # the raw message is gone from L0
     meta, _, _ = split_frontmatter((root / "STATE.md").read_text(), "STATE.md")

@@ -420,3 +420,11 @@ def test_a_lesson_from_a_long_edit_says_the_line_it_added():
                  ("tool", "[tool result] 12 tests, 0 failures"), neuro=("cortisol",))
     assert lesson(es).endswith("(app/config/test.exs: added `config :app, AppWeb.Endpoint, secret_key_base: "
                                "\"abc\", server: false`)"), lesson(es)
+    # no room for both the reason and the change: the change as it was made stays
+    long_error = "[tool error] ** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint " \
+                 "while starting the LiveView test case for the project review page (AppWeb.ReviewLiveTest)."
+    reason = ("assistant", "The test config is missing `secret_key_base` and the endpoint server config that "
+                           "LiveView tests need when they start the endpoint.")
+    short = lesson(entries(("tool", long_error), reason, *((e.role, e.text) for e in es[2:]), neuro=("cortisol",)))
+    assert short.endswith(": app/config/test.exs: added `config :app, AppWeb.Endpoint, secret_key_base: "
+                          "\"abc\", server: false`"), short

@@ -266,6 +266,9 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 280) -> str:
     if not fix or _same(fix, failure):
         return ""
     error = tx.trim(failure.replace("`", "'"), min(_ERROR_CHARS, max(max_chars // 2, 16)))
+    made = _MADE.match(fix)
+    if made and len(error) + len(fix) + 4 > max_chars:
+        fix = made.group(1)  # the change as it was made says more than the reason given for it
     fix = fix[:1].lower() + fix[1:] if fix[:2] != fix[:2].upper() else fix
     fix = tx.trim(fix, max(max_chars - len(error) - 4, 8))
     if fix.count("`") % 2:
@@ -274,6 +277,8 @@ def extract_lesson(entries: Sequence[Entry], max_chars: int = 280) -> str:
 
 
 _EDITS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# edit_fix's "reason (path: change)"
+_MADE = re.compile(r"^.+ \(([^()\s]+: (?:added `.+`|`.+` -> `.+`))\)$")
 # What the agent says before a change, without its lead: "I need to also import X" -> "import X".
 _PLAN_LEAD = re.compile(
     r"^(?:(?:now|next|so|ok(?:ay)?|good|great|perfect|right|alright)[,.!:]?\s+)*"

@@ -197,3 +197,26 @@ def test_a_subagents_messages_between_do_not_pair_a_reply_with_its_question_or_c
     st = snapshot([*es, summary], T0 + timedelta(hours=1))
     assert st["last_instruction"] == "check again please", st
     assert st["user_said"][-1] == 'Asked "Fix or skip the hook?": the user answered "fix it" (2026-03-02 09:30)'
+
+
+def test_a_choice_names_the_options_offered_and_a_persons_question_gets_the_agents_answer():
+    ask = {"questions": [{"question": "The hook blocks on old issues. How should we proceed?",
+                          "options": [{"label": "Skip hook (--no-verify)"}, {"label": "Fix pre-existing issues"}]}]}
+    import json
+
+    es = _entries([
+        ("assistant", f"[tool AskUserQuestion] {json.dumps(ask)}"),
+        ("tool", '[tool result] User has answered your questions: "The hook blocks on old issues. How should we '
+                 'proceed?"="main was clean; fix the issues". You can now continue.'),
+        ("user", "did you push?"),
+        ("assistant", "Let me check."),
+        ("assistant", '[tool Bash] {"command": "git status"}'),
+        ("tool", "[tool result] Your branch is up to date with 'origin/main'."),
+        ("assistant", "Yes, everything is pushed to origin/spotter-gqc and the tree is clean. The epic is closed."),
+        ("user", "Now the PDF invoices, please."),
+    ])
+    assert snapshot(es, T0 + timedelta(hours=1))["user_said"][:2] == [
+        'Asked "The hook blocks on old issues. How should we proceed?" (Skip hook (--no-verify) / Fix '
+        'pre-existing issues): the user answered "main was clean; fix the issues" (2026-03-02 09:01)',
+        'did you push? → the agent: "Yes, everything is pushed to origin/spotter-gqc and the tree is clean." '
+        '(2026-03-02 09:02)']

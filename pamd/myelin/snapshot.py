@@ -233,25 +233,38 @@ def _user_said(entries: list[Entry]) -> list[str]:
     A person writes little in an agent's session and every line of it steers the work."""
     from pamd.consolidate.summarizers import facts
 
-    out: list[str] = []
+    out: list[list[str]] = []  # [what was said, when]
     # per session (a subagent's transcript interleaves with its parent's): the question the
-    # agent asked last, its last call, the call the person refused
+    # agent asked last, its last call, the call the person refused, the options it offered,
+    # the person's question its next words answer
     asked: dict[str, str] = {}
     last_call: dict[str, str] = {}
     refused: dict[str, str] = {}
+    offered: dict[str, dict[str, list[str]]] = {}
+    waiting: dict[str, list[str]] = {}
     for e in entries:
         at, s = e.ts.strftime("%Y-%m-%d %H:%M"), e.session
         if e.is_summary:
-            out += [f"{_clip(line, 240)} ({at})" for speaker, line in _said_lines(e)
+            out += [[_clip(line, 240), at] for speaker, line in _said_lines(e)
                     if speaker == "user" and len(line.split()) >= 2]
         elif e.role == "assistant":
             said = toolcall.prose(e.text).strip()
-            calls = [m.group(1) for m in toolcall.CALL.finditer(e.text)]
-            last_call[s] = calls[-1] if calls else last_call.get(s, "")
+            names = [m.group(1) for m in toolcall.CALL.finditer(e.text)]
+            last_call[s] = names[-1] if names else last_call.get(s, "")
+            if "AskUserQuestion" in names:
+                for call in _calls(e.text):
+                    offered.setdefault(s, {}).update(facts.offered(call))
             q = _QUESTION_END.search(said)
             asked[s] = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked.get(s, ""))
+            reply = next((x for x in _sentences(said) if not facts.is_narration(x)), "") if said else ""
+            if reply and waiting.get(s):  # the person asked; these are the agent's first words back
+                waiting.pop(s)[0] += f' → the agent: "{_clip(reply, 140)}"'
         elif e.role == "tool":
-            out += [f"{choice} ({at})" for choice in facts.answered(e.text)]
+            for question, answer in facts.answers(e.text):
+                options = next((o for q, o in offered.get(s, {}).items() if q[:60] == question[:60]), [])
+                choice = f'Asked "{_clip(question, 160)}"' + (
+                    f" ({' / '.join(_clip(o, 60) for o in options[:4])})" if options else "")
+                out.append([f'{choice}: the user answered "{_clip(answer, 200)}"', at])
             if facts.REJECTED in e.text:
                 refused[s] = last_call.get(s, "") or "a tool call"
         elif e.role == "user":
@@ -260,9 +273,17 @@ def _user_said(entries: list[Entry]) -> list[str]:
                 continue
             lead = (f"(after refusing {refused[s]}) " if refused.get(s)
                     else f'(to "{asked[s]}") ' if asked.get(s) and len(text.split()) <= 15 else "")
-            out.append(f"{lead}{_clip(text, 240)} ({at})")
+            out.append([f"{lead}{_clip(text, 240)}", at])
             asked[s] = refused[s] = ""
-    return out
+            if _QUESTION.search(text):
+                waiting[s] = out[-1]
+    return [f"{said} ({at})" for said, at in out]
+
+
+def _sentences(text: str) -> list[str]:
+    from pamd.consolidate.summarizers import text as tx
+
+    return tx.split_sentences(text)
 
 
 def _recent(entries: list[Entry]) -> list[Entry]:

@@ -315,17 +315,31 @@ _QA = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"')
 REJECTED = "The user doesn't want to proceed with this tool use"
 
 
-def answered(output: str) -> list[str]:
-    """The person's choices in an AskUserQuestion result, each with its question:
-    'Asked "How should we proceed?": the user answered "fix the issues"'."""
+def answers(output: str) -> list[tuple[str, str]]:
+    """(question, the person's answer) of an AskUserQuestion result."""
     m = _ANSWERED.search(output)
     if not m:
         return []
-    out = []
-    for q, a in _QA.findall(m.group(1)):
-        q, a = (" ".join(x.replace('\\"', '"').split()) for x in (q, a))
-        if a:
-            out.append(f'Asked "{_one(q, 160)}": the user answered "{_one(a, 200)}"')
+    pairs = [tuple(" ".join(x.replace('\\"', '"').split()) for x in qa) for qa in _QA.findall(m.group(1))]
+    return [(q, a) for q, a in pairs if a]
+
+
+def answered(output: str) -> list[str]:
+    """The person's choices in an AskUserQuestion result, each with its question:
+    'Asked "How should we proceed?": the user answered "fix the issues"'."""
+    return [f'Asked "{_one(q, 160)}": the user answered "{_one(a, 200)}"' for q, a in answers(output)]
+
+
+def offered(call: str) -> dict[str, list[str]]:
+    """{question: the labels of its options} of an AskUserQuestion call."""
+    name, args = _args(call)
+    if name != "AskUserQuestion" or not isinstance(args.get("questions"), list):
+        return {}
+    out = {}
+    for q in args["questions"]:
+        if isinstance(q, dict) and isinstance(q.get("question"), str):
+            labels = [str(o.get("label")) for o in q.get("options") or [] if isinstance(o, dict) and o.get("label")]
+            out[" ".join(q["question"].split())] = labels
     return out
 
 

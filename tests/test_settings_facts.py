@@ -41,6 +41,10 @@ def test_a_module_attribute_a_constant_an_env_default_and_a_route_are_settings()
         "route `GET /review-context/:token` → ContextController"]
     assert facts.settings_facts(_write("/p/hooks/hooks.json", '{\n  "timeout": 15000\n}')) == [
         "hooks/hooks.json: `timeout: 15000`"]
+    # a key set once for each item of a list names no one setting
+    hooks = ('{"hooks": [\n  {"type": "command",\n   "timeout": 5000},\n  {"type": "command",\n   "timeout": 15000,'
+             '\n   "matcher": "startup"\n  }\n]}')
+    assert facts.settings_facts(_write("/p/hooks/hooks.json", hooks)) == ['hooks/hooks.json: `matcher: "startup"`']
 
 
 def test_tests_styles_and_prose_set_no_settings():

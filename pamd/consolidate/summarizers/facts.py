@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections import Counter
 
 from pamd.core import toolcall
 
@@ -580,6 +581,7 @@ _SETTING_LINES = (
                rf"\s*:?=\s*({_LITERAL})\s*[;,]?\s*(?:(?://|#).*)?$"),
 )
 # A line of a configuration file: `port = 8080`, `timeout: 15000`, `"timeout": 15000,`
+_KEY_SET = re.compile(r"""^\s*\{?\s*["']?([A-Za-z_][\w.-]*)["']?\s*[:=]""", re.MULTILINE)
 _CONFIG_LINE = re.compile(rf"^[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*({_LITERAL})\s*,?\s*(?:#.*)?$")
 # An environment variable's default in a shell script: `PORT="${SPOTTER_PORT:-1100}"`
 _ENV_DEFAULT = re.compile(r"\$\{([A-Z][A-Z0-9_]{2,}):?-([^}\s]{0,40})\}")
@@ -627,6 +629,8 @@ def settings(path: str, text: str) -> list[str]:
         return []
     config = bool(_CONFIG_FILE.search(path))
     out: list[str] = []
+    # a key set more than once in the file (`timeout` of each hook in a list) names no one setting
+    keys = Counter(_KEY_SET.findall(text) if config else ())
 
     def add(item: str) -> None:
         if item not in out and len(out) < _MAX_SETTINGS:
@@ -660,7 +664,7 @@ def settings(path: str, text: str) -> list[str]:
                 break
         if not matched and config:
             key = _CONFIG_LINE.match(line)
-            if key and re.search(r"[A-Za-z]{2}", key.group(1)):
+            if key and re.search(r"[A-Za-z]{2}", key.group(1)) and keys[key.group(1)] == 1:
                 add(f"`{key.group(1)}: {_value(key.group(2))}`")
                 matched = True
         if not matched:

@@ -245,8 +245,10 @@ def _user_said(entries: list[Entry]) -> list[str]:
     for e in entries:
         at, s = e.ts.strftime("%Y-%m-%d %H:%M"), e.session
         if e.is_summary:
+            # (an answer to the agent's question is read from its raw message, which names
+            # the options offered, and carried over from there)
             out += [[_clip(line, 240), at] for speaker, line in _said_lines(e)
-                    if speaker == "user" and len(line.split()) >= 2]
+                    if speaker == "user" and len(line.split()) >= 2 and not line.startswith(_ANSWERED)]
         elif e.role == "assistant":
             said = toolcall.prose(e.text).strip()
             names = [m.group(1) for m in toolcall.CALL.finditer(e.text)]
@@ -256,7 +258,8 @@ def _user_said(entries: list[Entry]) -> list[str]:
                     offered.setdefault(s, {}).update(facts.offered(call))
             q = _QUESTION_END.search(said)
             asked[s] = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked.get(s, ""))
-            reply = next((x for x in _sentences(said) if not facts.is_narration(x)), "") if said else ""
+            told = [x for x in _sentences(said) if not facts.is_narration(x)] if said else []
+            reply = " ".join(told[:2]) if told and told[0].endswith(":") else (told[0] if told else "")
             if reply and waiting.get(s):  # the person asked; these are the agent's first words back
                 waiting.pop(s)[0] += f' → the agent: "{_clip(reply, 140)}"'
         elif e.role == "tool":

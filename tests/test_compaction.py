@@ -1173,3 +1173,60 @@ def test_one_config_line_has_a_logged_in_claude_write_the_summaries(week, monkey
     assert t["Pamd-Summarizer"] == "claude-cli" and "Pamd-Fallback" not in t, git(week.cwd, "log", "-1", "--format=%B")
     assert float(t["Pamd-Cost-USD"]) == pytest.approx(0.0125 * len(standin.runs))
     assert any("summary of" in e.text for e in tier_entries(week.cwd) if e.tier == "L1")
+
+
+def test_an_llm_backend_writes_states_open_work_and_focus_in_the_same_batch(week, monkeypatch):
+    """With an LLM backend a compaction also hands it the last day's raw messages (tier
+    "state"): its "open: …" facts join STATE.md's open work and its "focus: …" is the focus;
+    its "done: …" is left to the commits and closes the entries record. When it fails,
+    STATE.md is the extractive snapshot and the run still lands."""
+    from gemini_stub import OpenAIStub, chat_answer
+
+    from pamd.core.fmt import split_frontmatter
+
+    def answer(request):
+        out = []
+        for i, g in enumerate(request.groups):
+            first = g["messages"][0]["id"]
+            facts = ([{"text": "open: the PDF invoices for billing-9, asked for and not started", "sources": [first]},
+                      {"text": "focus: the GBP rounding in Billing.Rates", "sources": [first]},
+                      {"text": "done: shipped everything", "sources": [first]}]
+                     if g["tier"] == "state" else [{"text": f"summary of {g['messages'][0]['text']}"[:200],
+                                                   "sources": [first]}])
+            out.append({"i": i, "facts": facts})
+        return chat_answer(json.dumps({"summaries": out}))
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIStub(responder=answer) as stub:
+        _use_gemini(week.cwd, stub.base_url, backend="openai", model="llama3.2")
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        tiers = [g["tier"] for r in stub.requests for g in r.groups]
+    assert tiers.count("state") == 1 and "L1" in tiers, tiers
+    meta = split_frontmatter((week.cwd / "STATE.md").read_text(), "STATE.md")[0]
+    assert "the PDF invoices for billing-9, asked for and not started" in meta["active_goals"], meta
+    assert meta["current_focus"] == "the GBP rounding in Billing.Rates"
+    assert "shipped everything" not in str(meta["done"])
+
+
+def test_a_failing_llm_leaves_state_extractive(week, monkeypatch, tmp_path, capsys):
+    from gemini_stub import OpenAIStub, chat_error
+
+    from pamd.core.fmt import split_frontmatter
+
+    # the same compaction with the extractive backend, on a copy: what STATE.md must say
+    shutil.copytree(week.cwd, tmp_path / "copy", symlinks=True)
+    other = Pamd(tmp_path, capsys)
+    other.cwd = tmp_path / "copy"
+    assert other("compact", now=iso(START + timedelta(days=1, hours=6)))[0] == 0
+    want = split_frontmatter((other.cwd / "STATE.md").read_text(), "STATE.md")[0]
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIStub(responder=lambda req: chat_error(500)) as stub:
+        _use_gemini(week.cwd, stub.base_url, backend="openai", model="llama3.2")
+        code, out, err = week("compact", now=iso(START + timedelta(days=1, hours=6)))
+        assert code == 0, err
+        assert any(g["tier"] == "state" for r in stub.requests for g in r.groups)
+    meta = split_frontmatter((week.cwd / "STATE.md").read_text(), "STATE.md")[0]
+    assert {k: meta.get(k) for k in ("active_goals", "current_focus", "done")} == \
+        {k: want.get(k) for k in ("active_goals", "current_focus", "done")}
+    assert "Pamd-Fallback:" in git(week.cwd, "log", "-1", "--format=%B")

@@ -50,6 +50,8 @@ class Premade:
 
     texts: dict[tuple, str] = field(default_factory=dict)
     usage: Usage | None = None
+# What an LLM may write of STATE: a few open items and a focus (snapshot.OPEN_ITEMS bounds them).
+STATE_TOKENS = 300
 
 
 def _signature(g: Group) -> tuple:
@@ -64,10 +66,12 @@ def _local(summarizer: Any) -> bool:
 
 def summarize_plan(plan: policy.Plan, config: Settings | dict[str, Any],
                    lessons: list[dict[str, Any]] | None = None, premade: Premade | None = None,
-                   defer: bool = False) -> tuple[list[Entry], Usage]:
+                   defer: bool = False, state: dict[str, Any] | None = None) -> tuple[list[Entry], Usage]:
     """Summaries for every group of the plan, and texts for new lessons, in one batch.
 
     A lesson's text is "" where the summarizer found none in it (a backend may say so).
+    `state` ({"entries": the last day's}) gets its "text": what an LLM says of the work
+    open and the focus in them (snapshot.snapshot reads it; "" from the extractive backend).
 
     Texts in `premade` are reused for groups that are still the same. With `defer`, a
     summarizer that is not local raises Deferred for the groups left, so that run()
@@ -82,6 +86,8 @@ def summarize_plan(plan: policy.Plan, config: Settings | dict[str, Any],
     extra = [Group(key=f"lesson|{i}", tier="lesson", entries=tuple(ls["entries"]),
                    target_tokens=LESSON_TOKENS)
              for i, ls in enumerate(lessons)]
+    if state is not None and state["entries"]:
+        extra.append(Group(key="state", tier="state", entries=tuple(state["entries"]), target_tokens=STATE_TOKENS))
     if not (groups or extra):
         texts, usage = [], Usage(backend_name(config), "-")
     else:
@@ -100,9 +106,11 @@ def summarize_plan(plan: policy.Plan, config: Settings | dict[str, Any],
             done.update(zip(map(_signature, missing), texts, strict=True))
             usage.add(more)
         texts = [done[_signature(g)] for g in groups + extra]
-    for ls, text in zip(lessons, texts[len(groups):], strict=True):
+    for ls, text in zip(lessons, texts[len(groups):len(groups) + len(lessons)], strict=True):
         ls["text"] = f"{text.strip()} (lesson of {ls['day']})" if text.strip() else ""
         del ls["entries"], ls["day"]
+    if state is not None:
+        state["text"] = texts[len(groups) + len(lessons)] if state["entries"] else ""
     summaries = [policy.summary_entry(g.key, g.tier, list(g.entries), text.strip() or "(empty)")
                  for g, text in zip(groups, texts, strict=False)]
     return summaries, usage
@@ -317,7 +325,12 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                 and not dna_over):
             out.usage = premade.usage  # what an earlier attempt paid for, if anything
             return out
-        summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer)
+        # An LLM backend that summarises anyway also reads the last day for STATE's open work
+        # and focus, in the same batch (a run with nothing to summarise asks it nothing)
+        waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
+        asks = cfg.summarizer.backend not in ("", "extractive") and bool(plan.groups or new_lessons)
+        state_group = {"entries": snapshot.for_llm(entries, now)} if asks and STATE not in waiting else None
+        summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer, state_group)
         # A lesson the summarizer found none in is remembered as tried (DNA.md's
         # learned_from), so the next run does not pay to ask for it again.
         declined = [ls["from"] for ls in new_lessons if not ls["text"]]
@@ -341,7 +354,6 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # PRELOAD.md are made anew from the tree at every run: one a person is editing (even
         # half-way, unparsable) waits for a later run instead of stopping every compaction
         # until it is committed (DNA.md, which keeps what pamd learned once, still stops it).
-        waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
         texts = _leaf_texts(brain, after, entries, cfg)
         if PRELOAD not in waiting:
             preload_text = brain.read(PRELOAD) or ""
@@ -356,7 +368,8 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
                 notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
             snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text),
-                                     int(cfg.myelin.settings_budget))
+                                     int(cfg.myelin.settings_budget),
+                                     told=state_group["text"] if state_group else "")
             last, ever = pamds_state(brain, state_text, tx.start_head)
             changes[STATE], state_notes = refreshed_state(state_text, snap, last, ever)
             notes += state_notes

@@ -297,12 +297,47 @@ def _recent(entries: list[Entry]) -> list[Entry]:
     return sorted((e for e in entries if e.ts >= last - timedelta(hours=WINDOW_HOURS)), key=lambda e: e.ts)
 
 
+# The last day's raw messages an LLM reads for STATE, newest kept: its open work and focus.
+LLM_TOKENS = 2000
+_TOLD = re.compile(r"^(open|focus):\s*(\S.*)$", re.IGNORECASE)
+
+
+def for_llm(entries: list[Entry], now: datetime) -> list[Entry]:
+    """The last day's raw messages, the newest within LLM_TOKENS, oldest first: what an LLM
+    backend reads to say what is still open and what the agent was on last."""
+    from pamd.core.entry import count_tokens
+
+    out: list[Entry] = []
+    room = LLM_TOKENS
+    for e in reversed(_recent([e for e in entries if e.ts <= now and not e.is_summary])):
+        room -= count_tokens(e.text)
+        if room < 0:
+            break
+        out.append(e)
+    return out[::-1]
+
+
+def _told(text: str) -> tuple[list[str], str]:
+    """(open items, focus) of an LLM's STATE facts ("open: …", "focus: …"; "done: …" is left
+    to the calls and closes the entries record, which name commits and items exactly)."""
+    items, focus = [], ""
+    for line in text.splitlines():
+        m = _TOLD.match(line.strip().lstrip("-* "))
+        if m and m.group(1).lower() == "open":
+            items.append(_clip(m.group(2), 200))
+        elif m and not focus:
+            focus = _clip(m.group(2), 300)
+    return items, focus
+
+
 def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | None = None,
-             settings_budget: int = settings_index.DEFAULT_BUDGET) -> dict[str, Any]:
+             settings_budget: int = settings_index.DEFAULT_BUDGET, told: str = "") -> dict[str, Any]:
     """What the agent was doing: the user's last standing instruction, work finished
     (commits, closed items, pushes), work open (a todo or tracker item not finished, an
     instruction nothing was delivered after), what it was on last, and the settings and
     names the work set (`settings`, pamd.myelin.settings_index, within `settings_budget`).
+    `told`: an LLM's facts of the last day (for_llm), whose open items join the open work
+    and whose focus is the focus.
 
     Raw messages say most; once they are summarised, the facts their summaries kept do,
     and what neither holds any more is carried over from `previous` (STATE.md's values)."""
@@ -372,6 +407,12 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         if m and item not in open_items and not re.search(
                 rf"(?<![\w.-]){re.escape(m.group(1))}(?![\w-])", closed):
             open_items.append(item)
+    from pamd.consolidate.summarizers import facts
+
+    llm_open, llm_focus = _told(told)
+    done_text = " ".join(done).casefold()
+    open_items += [i for i in llm_open if i.casefold() not in done_text
+                   and not any(facts.same_fact(i, o) for o in open_items)]
     open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
     heard = _user_said(sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts))
     heard_keys = set(map(_said_key, heard))
@@ -381,7 +422,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         last_said.pop(_said_key(item), None)
         last_said[_said_key(item)] = item
     done = _one_each(done)[-DONE_ITEMS:]
-    focus = open_items[0] if open_items else (f"last finished: {done[-1]}" if done else "")
+    focus = llm_focus or (open_items[0] if open_items else (f"last finished: {done[-1]}" if done else ""))
     hyps = _hypotheses(recent)
     return {
         "updated": fmt_time(now),

@@ -9,7 +9,7 @@ from pamd.core.entry import Entry
 
 # Tiers a summarizer writes. "lesson" is a pseudo-tier: one line, a failure as it appeared
 # and what resolved it, or "" for none (myelination turns it into a DNA reflex).
-SUMMARY_TIERS = ("L1", "L2", "L3", "L4", "lesson")
+SUMMARY_TIERS = ("L1", "L2", "L3", "L4", "lesson", "state")
 ONE_LINE_TIERS = frozenset({"L3", "L4", "lesson"})
 
 # However small a group's budget, a summary says at least this much, so a tiny target

@@ -63,6 +63,8 @@ def summarize_group(group: Group) -> str:
         from pamd.consolidate.summarizers.lesson import extract_lesson
 
         return extract_lesson(group.entries, group.budget * CHARS_PER_TOKEN)
+    if group.tier == "state":
+        return ""  # STATE.md's extractive snapshot is pamd.myelin.snapshot's, from the entries
     msgs, units, days = _units(group.entries, one_line=group.one_line)
     budget = group.budget * CHARS_PER_TOKEN
     agent = is_agent_group(group.entries)

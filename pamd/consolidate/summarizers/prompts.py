@@ -25,6 +25,8 @@ STYLES = {
     "L4": "ONE line: a durable fact worth keeping for months, for a MEMORY.md bullet",
     "lesson": "ONE line: the error as it appeared in backticks, a colon, the fix as it was made; "
     "no fact when either is missing",
+    "state": "facts starting 'done: ', 'open: ' or 'focus: ' (one focus at most): what was finished, "
+    "what is still open, what the agent was on last",
 }
 
 
@@ -36,7 +38,7 @@ def instructions(name: str) -> str:
 
 def _system(answer_shape: str) -> str:
     parts = [instructions("system")]
-    parts += [instructions(t) for t in INSTRUCTION_TIERS if t != "state"]
+    parts += [instructions(t) for t in INSTRUCTION_TIERS]
     return "\n\n".join(p.strip() for p in parts) + "\n\n" + answer_shape + "\n"
 
 
@@ -92,7 +94,7 @@ def source_tokens(group: Group) -> int:
 def longest(group: Group) -> int:
     """Tokens an LLM text may use: the budget and, for a summary (not a lesson, which is
     a new line learned beside its entries), never more than the text it replaces."""
-    if group.tier == "lesson":
+    if group.tier in ("lesson", "state"):  # new text beside its entries, replacing none
         return group.budget
     return max(1, min(group.budget, source_tokens(group)))
 

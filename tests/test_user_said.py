@@ -221,3 +221,14 @@ def test_a_choice_names_the_options_offered_and_a_persons_question_gets_the_agen
         'pre-existing issues): the user answered "main was clean; fix the issues" (2026-03-02 09:01)',
         'did you push? → the agent: "Yes, everything is pushed to origin/spotter-gqc and the tree is clean." '
         '(2026-03-02 09:02)']
+
+
+def test_one_answer_told_with_and_without_its_options_is_shown_once_and_a_reply_without_its_code():
+    plain = 'Asked "Fix or skip the hook?": the user answered "fix it" (2026-03-02 09:01)'
+    fuller = 'Asked "Fix or skip the hook?" (Skip (--no-verify) / Fix): the user answered "fix it" (2026-03-02 09:01)'
+    later = _entries([("user", "did you push?"),
+                      ("assistant", "Yes — everything is pushed and clean:\n```\n$ git status\nclean\n```")])
+    for before in ([plain, fuller], [fuller, plain]):
+        said = snapshot(later, T0 + timedelta(hours=1), previous={"user_said": before})["user_said"]
+        assert said == ['did you push? → the agent: "Yes — everything is pushed and clean" (2026-03-02 09:00)',
+                        fuller], said

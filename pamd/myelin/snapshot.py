@@ -206,13 +206,15 @@ def _instruction(e: Entry) -> str:
 
 _ANSWERED = 'Asked "'  # a summary's line of the person's answer to a question: not an instruction
 _SAID_AT = re.compile(r" \(\d{4}-\d\d-\d\d \d\d:\d\d\)$")
+_OPTIONS = re.compile(r'^(asked ".*?") \(.*?\)(: the user answered ")')
 _SAID_CONTEXT = re.compile(r"^\((?:to|after refusing) [^\n]*?\) ")
 _QUESTION_END = re.compile(r"([^.!?\n]{4,}\?)\s*$")
 
 
 def _said_key(item: str) -> str:
     """The person's words of a `user_said` item, without the context and time pamd adds."""
-    return " ".join(_SAID_CONTEXT.sub("", _SAID_AT.sub("", item)).split()).lower().rstrip(" .!")
+    said = " ".join(_SAID_CONTEXT.sub("", _SAID_AT.sub("", item)).split()).lower().rstrip(" .!")
+    return _OPTIONS.sub(r"\1\2", said)  # the same answer, whether the options were known or not
 
 
 def said_besides(said: list[Any], instruction: Any) -> list[Any]:
@@ -260,6 +262,7 @@ def _user_said(entries: list[Entry]) -> list[str]:
             asked[s] = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked.get(s, ""))
             told = [x for x in _sentences(said) if not facts.is_narration(x)] if said else []
             reply = " ".join(told[:2]) if told and told[0].endswith(":") else (told[0] if told else "")
+            reply = reply.split("```")[0].rstrip(" :")  # prose, not the code block it introduces
             if reply and waiting.get(s):  # the person asked; these are the agent's first words back
                 waiting.pop(s)[0] += f' → the agent: "{_clip(reply, 140)}"'
         elif e.role == "tool":
@@ -419,8 +422,10 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     heard = [i for i in map(str, previous.get("user_said") or []) if _said_key(i) not in heard_keys] + heard
     last_said: dict[str, str] = {}
     for item in sorted(heard, key=_said_at):  # a line said again is shown once, where it was said last
-        last_said.pop(_said_key(item), None)
-        last_said[_said_key(item)] = item
+        key = _said_key(item)
+        was = last_said.pop(key, None)
+        # the same moment told twice (with and without the options offered): the fuller telling
+        last_said[key] = was if was and _said_at(was) == _said_at(item) and len(was) > len(item) else item
     done = _one_each(done)[-DONE_ITEMS:]
     focus = llm_focus or (open_items[0] if open_items else (f"last finished: {done[-1]}" if done else ""))
     hyps = _hypotheses(recent)

@@ -184,8 +184,8 @@ def index(brain) -> str:
         try:
             from pamd.recall import api
         except ImportError:
-            api = None  # this pamd has no recall yet
-        if api is not None:
+            pass  # this pamd has no recall yet
+        else:
             try:
                 return str(api.index(brain))
             except Exception as exc:  # noqa: BLE001 - the next recall refreshes anyway
@@ -345,18 +345,18 @@ def _run(args: argparse.Namespace) -> int:
     if hook == "pre-commit":
         from pamd.ops.redaction import SCAN_SUFFIXES
 
-        rels = staged(brain)
-        problems = check_staged(brain, rels)
+        changed = staged(brain)
+        problems = check_staged(brain, changed)
         try:
             problems += secrets(
-                brain, [r for r in rels if r.lower().endswith(SCAN_SUFFIXES)], read_staged(brain)
+                brain, [r for r in changed if r.lower().endswith(SCAN_SUFFIXES)], read_staged(brain)
             )
         except PamdError as exc:  # an older pamd without the scanner: say so, keep the other checks
             print(f"pamd: warning: secrets not checked: {exc}", file=sys.stderr)
-        problems += synapse_readonly(brain, rels)
+        problems += synapse_readonly(brain, changed)
         # as the framework's pamd-budget hook: only a commit that changes a tier or the budgets
         # is measured, so a person committing DNA.md is not held up by pamd's own L0
-        tiers = any(r in ("MEMORY.md", "pamd.toml") or r.startswith("memory/L") for r in rels)
+        tiers = any(r in ("MEMORY.md", "pamd.toml") or r.startswith("memory/L") for r in changed)
         if tiers and not pamd_is_committing(brain):
             problems += budget(brain)
         return _report(problems)

@@ -61,8 +61,8 @@ def run(args) -> int:
     elif args.verb == "pull":
         sha, pulled = synapse.pull(brain, args.name)
         for p in pulled:
-            files = sum(1 for t in p.changes.values() if t is not None)
-            print(f"{p.name}: {plural(files, 'file')} from {p.url} at {p.commit[:12]}")
+            count = sum(1 for t in p.changes.values() if t is not None)
+            print(f"{p.name}: {plural(count, 'file')} from {p.url} at {p.commit[:12]}")
         print(
             f"pulled in one commit ({sha[:8]})" if sha else "already up to date; nothing committed"
         )

@@ -88,6 +88,7 @@ def summarize_plan(plan: policy.Plan, config: Settings | dict[str, Any],
              for i, ls in enumerate(lessons)]
     if state is not None and state["entries"]:
         extra.append(Group(key="state", tier="state", entries=tuple(state["entries"]), target_tokens=STATE_TOKENS))
+    texts: list[str]
     if not (groups or extra):
         texts, usage = [], Usage(backend_name(config), "-")
     else:
@@ -116,8 +117,8 @@ def summarize_plan(plan: policy.Plan, config: Settings | dict[str, Any],
     return summaries, usage
 
 
-def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) -> dict[str, str]:
-    """New text of every file the plan changes (pure over the parsed docs)."""
+def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) -> dict[str, str | None]:
+    """New text of every file the plan changes, None for one it empties (pure over the parsed docs)."""
     leaving = {d.entry.id for d in plan.decisions if d.action != "keep"}
     changed: dict[str, Doc] = {}
     for rel, doc in docs.items():
@@ -125,13 +126,14 @@ def apply_plan(docs: dict[str, Doc], plan: policy.Plan, summaries: list[Entry]) 
             changed[rel] = Doc(doc.meta, doc.preamble, [e for e in doc.entries if e.id not in leaving], doc.body_line)
     for s in summaries:
         rel = MEMORY if s.tier == "L4" else tier_path(s.tier, s.ts.strftime("%Y-%m-%d"))
-        doc = changed.get(rel) or docs.get(rel)
-        if doc is None:
+        target = changed.get(rel) or docs.get(rel)
+        if target is None:
             day = s.ts.strftime("%Y-%m-%d")
-            doc = Doc({"tier": s.tier, "date": day}, f"# {s.tier} · {day}", [], 1)
-        if all(e.id != s.id for e in doc.entries):
-            doc = Doc(doc.meta, doc.preamble, sorted([*doc.entries, s], key=lambda e: e.ts), doc.body_line)
-        changed[rel] = doc
+            target = Doc({"tier": s.tier, "date": day}, f"# {s.tier} · {day}", [], 1)
+        if all(e.id != s.id for e in target.entries):
+            target = Doc(target.meta, target.preamble, sorted([*target.entries, s], key=lambda e: e.ts),
+                         target.body_line)
+        changed[rel] = target
     out: dict[str, str | None] = {}
     for rel, doc in changed.items():
         if not doc.entries and rel != MEMORY and only_pamds(rel, doc):
@@ -329,7 +331,8 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # and focus, in the same batch (a run with nothing to summarise asks it nothing)
         waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
         asks = cfg.summarizer.backend not in ("", "extractive") and bool(plan.groups or new_lessons)
-        state_group = {"entries": snapshot.for_llm(entries, now)} if asks and STATE not in waiting else None
+        state_group: dict[str, Any] | None = (
+            {"entries": snapshot.for_llm(entries, now)} if asks and STATE not in waiting else None)
         summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer, state_group)
         # A lesson the summarizer found none in is remembered as tried (DNA.md's
         # learned_from), so the next run does not pay to ask for it again.
@@ -357,19 +360,19 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         texts = _leaf_texts(brain, after, entries, cfg)
         if PRELOAD not in waiting:
             preload_text = brain.read(PRELOAD) or ""
-            changes[PRELOAD] = preload.render(preload_text, after, cfg, texts)
-            notes += preload.changes(preload_text, changes[PRELOAD], after)
+            changes[PRELOAD] = new_preload = preload.render(preload_text, after, cfg, texts)
+            notes += preload.changes(preload_text, new_preload, after)
         reflexes = myelin.recall_reflexes(after, cfg, texts) + new_lessons
-        changes[DNA] = myelin.merge_dna(dna_text, reflexes, after, tried=declined + repeats)
-        notes += myelin.new_recall_reflexes(dna_text, changes[DNA])
+        changes[DNA] = new_dna = myelin.merge_dna(dna_text, reflexes, after, tried=declined + repeats)
+        notes += myelin.new_recall_reflexes(dna_text, new_dna)
         if mode == "defrag":
-            changes[DNA], retired = myelin.bound_dna(changes[DNA], cfg, after)
+            changes[DNA], retired = myelin.bound_dna(new_dna, cfg, after)
             if retired:
                 notes.append(myelin.retired_note(retired, cfg))
         if STATE not in waiting:
             snap = snapshot.snapshot(entries, now, snapshot.meta_of(state_text),
                                      int(cfg.myelin.settings_budget),
-                                     told=state_group["text"] if state_group else "")
+                                     told=str(state_group["text"]) if state_group else "")
             last, ever = pamds_state(brain, state_text, tx.start_head)
             changes[STATE], state_notes = refreshed_state(state_text, snap, last, ever)
             notes += state_notes

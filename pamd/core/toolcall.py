@@ -231,9 +231,9 @@ def _short(text: str, limit: int) -> str:
         tail = flat[-(limit - 2):]
         cut = tail.find("/")
         return "…" + (tail[cut:] if cut >= 0 else tail)
-    cut = flat[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space >= limit // 3 else cut).rstrip(" ,;:") + "…"
+    head = flat[: limit - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 3 else head).rstrip(" ,;:") + "…"
 
 
 # ---------------------------------------------------------------- what a call is, what to keep
@@ -314,7 +314,8 @@ _HEAD_LINES, _TAIL_LINES, _CHANGED_CHARS = 12, 6, 2000
 
 
 def _lines_block(lines: list[str], limit: int) -> str:
-    out, size = [], 0
+    out: list[str] = []
+    size = 0
     for ln in lines:
         if size + len(ln) + 1 > limit:
             out.append(f"…[{len(lines) - len(out)} more changed lines]")

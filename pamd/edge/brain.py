@@ -17,7 +17,7 @@ import os
 import time
 import tomllib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,14 +335,16 @@ class Transaction:
         # committing while the run worked) makes this run's plan stale.
         self.start_head = brain.repo.head()
 
-    def commit(self, changes: dict[str, str | None], message: str) -> str | None:
+    def commit(self, changes: Mapping[str, str | None], message: str) -> str | None:
         """Write `changes` (path -> text, None deletes) and commit them as one commit.
 
         Returns the new commit sha, or None when nothing changed. On any failure
         the files are restored and the error re-raised: one commit or nothing.
         """
         b = self.brain
-        real, seen, was = {}, {}, {}
+        real: dict[str, str | None] = {}
+        seen: dict[str, str | None] = {}  # digest of the text on disk (None: no such file)
+        was: dict[str, str] = {}  # the text on disk, of those that exist
         # A file reached through a link inside the brain is written (and committed) at its
         # target, so the link stays a link; deleting one deletes the link itself.
         changes = {rel if text is None else b.real_rel(rel): text for rel, text in changes.items()}
@@ -352,7 +354,8 @@ class Transaction:
             if current != text:
                 real[rel] = text
                 seen[rel] = None if current is None else _digest(current.encode("utf-8"))
-                was[rel] = current
+                if current is not None:
+                    was[rel] = current
         if not real:
             return None
         paths = sorted(real)
@@ -368,9 +371,9 @@ class Transaction:
         if dirty:
             raise PamdError(f"uncommitted edits in {', '.join(dirty[:3])}",
                             "commit or stash them first; pamd never commits a person's edits")
-        if real.get(CONFIG) is not None:
+        if (config_text := real.get(CONFIG)) is not None:
             try:
-                tomllib.loads(real[CONFIG])
+                tomllib.loads(config_text)
             except tomllib.TOMLDecodeError as exc:
                 # Every later command reads pamd.toml first: one bad commit would stop them all.
                 raise PamdError(f"refusing to commit a {CONFIG} that does not parse: {exc}") from None
@@ -399,16 +402,15 @@ class Transaction:
         b.state_dir.mkdir(exist_ok=True)
         # What each path will hold, so recovery restores only files this run wrote
         # and never a person's later edit of them.
-        written = {rel: None if real[rel] is None else _digest(real[rel].encode("utf-8"))
+        written = {rel: None if (new := real[rel]) is None else _digest(new.encode("utf-8"))
                    for rel in paths}
         # A file HEAD (as the journal records it) does not hold is put back as it was, not
         # deleted, by a rollback.
-        before = {rel: was[rel] for rel in b.repo.untracked_at(
-            head, [rel for rel in paths if was[rel] is not None])}
+        before = {rel: was[rel] for rel in b.repo.untracked_at(head, [rel for rel in paths if rel in was])}
         # "git": from when git lock files may be this run's, so that a recovery can tell
         # them from a person's (which are older, or have a live git)
-        record = {"run": run_id, "head": head, "paths": paths, "new": written, "before": before,
-                  "git": time.time()}
+        record: dict[str, Any] = {"run": run_id, "head": head, "paths": paths, "new": written,
+                                  "before": before, "git": time.time()}
         write_atomic(journal, json.dumps(record))
         checkpoint("txn:journal")
         restored = False
@@ -439,12 +441,13 @@ class Transaction:
                         if _file_digest(b.root / rel) != seen[rel]:
                             raise PamdError(f"{rel} changed while pamd was running; nothing was committed",
                                             "run again")
-                        if real[rel] is None:
+                        new = real[rel]
+                        if new is None:
                             (b.root / rel).unlink(missing_ok=True)
                             checkpoint("txn:unlink")
                         else:
                             # and once more after the temp file's fsync, right before the rename
-                            write_atomic(b.root / rel, real[rel], lambda rel=rel: _still(b, rel, seen[rel]))
+                            write_atomic(b.root / rel, new, lambda rel=rel: _still(b, rel, seen[rel]))
                     for attempt in range(5):
                         try:
                             sha = b.repo.commit(paths, f"{message.rstrip()}\nPamd-Run-Id: {run_id}\n", b.author())

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal, cast, overload
 
 import git
 
@@ -331,7 +332,9 @@ class Repo:
         """(object id, text) of a file at a revision, or None if absent there: read through
         the one `git cat-file --batch` process GitPython keeps, not a `git show` each."""
         try:
-            sha, kind, _size, data = self.git.get_object_data(f"{rev}:{path}")
+            # GitPython annotates the id and type as str; they are the bytes of cat-file's header
+            sha, kind, _size, data = cast(tuple[bytes, bytes, int, bytes],
+                                          self.git.get_object_data(f"{rev}:{path}"))
         except (ValueError, git.GitCommandError):
             return None
         if kind != b"blob":
@@ -670,7 +673,22 @@ class Repo:
         """`git ARGS`; `env` adds variables for this one command (its hooks see them too)."""
         return self._run(*args, env=env)
 
-    def _exec(self, args: list[str], **kwargs) -> str:
+    # As Git.execute: stdout as text, as bytes with stdout_as_string=False, or
+    # (status, stdout, stderr) with with_extended_output=True.
+    @overload
+    def _exec(self, args: list[str], *, with_extended_output: Literal[True], **kwargs: Any) -> tuple[int, str, str]:
+        ...
+
+    @overload
+    def _exec(self, args: list[str], *, stdout_as_string: Literal[False], **kwargs: Any) -> bytes:
+        ...
+
+    @overload
+    def _exec(self, args: list[str], *, with_extended_output: Literal[False] = False,
+              stdout_as_string: Literal[True] = True, **kwargs: Any) -> str:
+        ...
+
+    def _exec(self, args: list[str], **kwargs: Any) -> str | bytes | tuple[int, str, str]:
         # `git status` and `git diff` refresh the index under index.lock when they
         # can ("optional locks"). A kill during such a read would leave that lock
         # outside any journal, blocking every later commit; pamd's reads never
@@ -685,7 +703,7 @@ class Repo:
 
     def _run(self, *args: str, strip: bool = True, env: dict[str, str] | None = None) -> str:
         try:
-            return self._exec(list(args), strip_newline_in_stdout=strip, **({"env": env} if env else {}))
+            return self._exec(list(args), strip_newline_in_stdout=strip, env=env or {})
         except git.GitCommandError as exc:
             lock = _lock_refusal(exc)
             if lock:

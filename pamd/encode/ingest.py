@@ -56,7 +56,8 @@ def ledger_path(ts: datetime) -> str:
 
 def make_entries(messages: list[sources.Message], tagger: Tagger, redactor: Redactor | None, now: datetime
                  ) -> tuple[list[Entry], Counter]:
-    entries, redacted = [], Counter()
+    entries: list[Entry] = []
+    redacted: Counter[str] = Counter()
     for m in messages:
         text = m.text
         if redactor is not None:

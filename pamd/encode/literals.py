@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 
 try:  # the stdlib's own parser (3.11+); private, so a missing one only costs speed
-    from re import _constants as C
-    from re import _parser as P
+    from re import _constants as C  # type: ignore[attr-defined]  # private: typeshed does not list it
+    from re import _parser as P  # type: ignore[attr-defined]  # private: typeshed does not list it
 except ImportError:  # pragma: no cover
-    P = C = None  # type: ignore[assignment]
+    P = C = None
 
 WORD_END = "\0"  # in a head: the literal ends a word here
 _WORDCHAR = re.compile(r"\w")

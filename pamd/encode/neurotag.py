@@ -154,6 +154,7 @@ def parse_rules(data: Mapping[str, Any], source: str) -> RuleSet:
         if (tag is None) == (typ is None):
             raise _fail(source, f"rule {name!r}: give exactly one of `tag` or `type`")
         kind = tag if tag is not None else typ
+        assert kind is not None  # exactly one of the two is given (checked above)
         if tag is not None and tag not in NEURO:
             raise _fail(source, f"rule {name!r}: unknown tag {tag!r} (one of {', '.join(NEURO)})")
         if typ is not None and typ not in TYPES:
@@ -288,7 +289,9 @@ def _plan(rules: tuple[Rule, ...], role: str) -> _Plan:
                 continue
             for head in pre.heads:
                 needle = head.rstrip(WORD_END)
-                key = _KEY.match(needle).group()
+                m = _KEY.match(needle)
+                assert m is not None  # \w* matches at the start of any string, if only emptily
+                key = m.group()
                 whole = head != key  # the word ends inside the literal
                 if not pre.boundary or not key or (not whole and len(key) < 3):
                     free.setdefault(needle, []).append((i, compiled))

@@ -43,6 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
+from typing import Any
 
 from pamd.core import toolcall
 from pamd.core.entry import clean_token, fmt_time, parse_time
@@ -282,7 +283,7 @@ def _jsonl(text: str, name: str):
             continue
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise PamdError(f"{name}:{i}: malformed JSON ({exc.msg})", "fix or remove that line") from None
         except RecursionError:
             raise PamdError(f"{name}:{i}: JSON nested too deeply", "fix or remove that line") from None
@@ -304,8 +305,18 @@ def _str(value, name: str, line: int, field: str) -> str:
     return value
 
 
+def _object(value: object) -> dict[Any, Any]:
+    """A JSON object as it is; anything else as an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _name(value: object, default: str) -> str:
+    """A non-empty JSON string as it is; anything else as `default`."""
+    return value if isinstance(value, str) and value else default
+
+
 def _pamd(text: str, name: str, session: str) -> list[Message]:
-    out = []
+    out: list[Message] = []
     for i, obj in _jsonl(text, name):
         if not isinstance(obj, dict) or "text" not in obj:
             raise PamdError(f"{name}:{i}: expected an object with ts, role, text")
@@ -341,14 +352,14 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
     if stripped.startswith(("[", "{")) and not _looks_jsonl(stripped):
         try:
             doc = json.loads(stripped)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise PamdError(f"{name}:{exc.lineno}: malformed JSON ({exc.msg})", "fix the file") from None
         except RecursionError:
             raise PamdError(f"{name}: JSON nested too deeply") from None
         pairs = _expand(1, doc, name)
     else:
         pairs = [p for line, obj in _jsonl(text, name) for p in _expand(line, obj, name)]
-    out = []
+    out: list[Message] = []
     for line, m in pairs:
         if isinstance(m, _Said):  # already read: a ChatGPT export's or a Responses item's
             body = m.text
@@ -373,7 +384,7 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
         for call in calls:
             if not isinstance(call, dict):
                 continue
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            fn = _object(call.get("function"))
             args = str(fn.get("arguments", ""))
             body += f"\n[tool call {fn.get('name', '?')}] {args[:_cut(args, TOOL_RESULT_CHARS, redactor)]}"
         role = _str(m["role"], name, line, "role")
@@ -458,9 +469,10 @@ def _responses_item(item: dict, name: str, line: int) -> list[_Said]:
         return [_Said("tool", f"[tool result] {said}" + (f": {reason}" if reason else ""))]
     out = []
     if which == "call":
-        tool = item.get("name") if isinstance(item.get("name"), str) and item["name"] else kind.removesuffix("_call")
-        args = next((item[k] for k in ("arguments", "input", "action", "code", "query", "queries")
-                     if item.get(k) not in (None, "")), {})
+        assert isinstance(kind, str)  # _item_kind names the kind of a str only
+        tool = _name(item.get("name"), kind.removesuffix("_call"))
+        args: object = next((item[k] for k in ("arguments", "input", "action", "code", "query", "queries")
+                             if item.get(k) not in (None, "")), {})
         if isinstance(args, str):
             try:
                 args = json.loads(args)
@@ -502,19 +514,19 @@ def _chatgpt(conv: dict, name: str, line: int) -> list[_Said]:
         msg = n.get("message")
         if not isinstance(msg, dict):
             continue
-        author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
-        meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+        author = _object(msg.get("author"))
+        meta = _object(msg.get("metadata"))
         if meta.get("is_visually_hidden_from_conversation"):
             continue
-        content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
+        content = _object(msg.get("content"))
         kind = content.get("content_type")
         if kind in ("thoughts", "reasoning_recap"):  # the model's reasoning: not remembered
             continue
-        parts = [p if isinstance(p, str) else p.get("text") for p in content.get("parts") or []
+        parts = [p if isinstance(p, str) else p["text"] for p in content.get("parts") or []
                  if isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))]
         text = "\n".join(parts) if parts else next(
             (content[k] for k in ("text", "result") if isinstance(content.get(k), str)), "")
-        role = author.get("role") if isinstance(author.get("role"), str) and author["role"] else "user"
+        role = _name(author.get("role"), "user")
         recipient = msg.get("recipient")
         if role == "assistant" and isinstance(recipient, str) and recipient not in ("", "all"):
             text = f"[tool {recipient}] {text}"
@@ -750,6 +762,7 @@ def _result_message(body: str, error: bool, call: tuple[str, object] | None, ts,
         view = toolcall.failure_view(body, cut=_safe_cut(redactor))
         kept, fact = _truncate(prefix + view, FAILURE_CHARS, redactor), "failure"
     elif what == toolcall.LISTING and not error:
+        assert call is not None  # `what` is None without a call
         # Not trash: a week later it is what was open then. Its command heads it (a
         # summary of it later meets the output without the call), cut as other output is.
         cmd = " ".join(toolcall.command(*call).split())
@@ -774,7 +787,9 @@ def _compaction(rec: dict) -> str:
     (the worker's <analysis> is its scratchpad, like thinking); "" for the worker's prompt
     and the other records of its transcript."""
     msg = rec.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(msg, dict):
+        return ""
+    content = msg.get("content")
     if isinstance(content, list):
         content = "\n".join(b["text"] for b in content
                             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
@@ -814,7 +829,7 @@ def _codex_output(raw) -> tuple[str, bool]:
     except (ValueError, RecursionError):
         value = None
     if isinstance(value, dict) and isinstance(value.get("output"), str):
-        meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+        meta = _object(value.get("metadata"))
         code = meta.get("exit_code")
         return value["output"], isinstance(code, int) and code != 0
     m = re.match(r"\s*Exit code:\s*(-?\d+)", raw)
@@ -874,7 +889,7 @@ def _codex(text: str, name: str, session: str, redactor: Redactor) -> list[Messa
             continue
         item = p.get("type")
         if item == "message":
-            role = p.get("role") if isinstance(p.get("role"), str) else "user"
+            role = r if isinstance(r := p.get("role"), str) else "user"
             body = _content_text(p.get("content"), name, line)
             if not body.strip():
                 continue
@@ -907,9 +922,9 @@ def _codex(text: str, name: str, session: str, redactor: Redactor) -> list[Messa
 def _codex_call(p: dict) -> tuple[str, object]:
     """A Codex call's tool name and arguments (a JSON string decoded; a custom tool's
     free-form input as {"input": …}; a local shell call's action)."""
-    tool = p.get("name") if isinstance(p.get("name"), str) and p["name"] else str(p.get("type", "?"))
+    tool = _name(p.get("name"), str(p.get("type", "?")))
     if p.get("type") == "local_shell_call":
-        action = p.get("action") if isinstance(p.get("action"), dict) else {}
+        action = _object(p.get("action"))
         return "local_shell", {"command": action.get("command", "")}
     raw = p.get("arguments", p.get("input", {}))
     if isinstance(raw, str):
@@ -1011,6 +1026,7 @@ def _markdown(text: str, name: str, session: str) -> list[Message]:
     except ValueError:
         base = None  # not a calendar date: an undated note
     if base is not None:
+        assert day is not None  # base is set only from a day
         try:
             base = parse_time(day)
         except ValueError:

@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -140,7 +140,7 @@ def _cited_units(root: Path, hit, cache: dict[str, list[str]]) -> set[str]:
 
 
 def measure(brain, questions: list[Question], unit_of: dict[str, str], graph: dict[str, tuple[str, ...]],
-            now: datetime, k: int, acc: _Acc, recall_fn: Callable, present: set[str] = frozenset()) -> None:
+            now: datetime, k: int, acc: _Acc, recall_fn: Callable, present: Set[str] = frozenset()) -> None:
     """Adds each question's recall to `acc`; `present` is the evidence the tree holds at all
     (LoCoMo's dialog tags in its entries, or a brain's entry ids), whatever recall ranks."""
     cache: dict[str, list[str]] = {}
@@ -207,8 +207,9 @@ def _set_index(brain, embedder: str | None, rerank: int | None, summarizer: str 
     """Scratch brains may search and summarise another way than their config says: another
     embedder (USE, for a fast benchmark), another cross-encoder depth (0: no reranking), or
     another summarizer (a person's brain set to an LLM, measured without calling it)."""
-    wanted = {"index": {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None},
-              "summarizer": {} if summarizer is None else {"backend": summarizer}}
+    wanted: dict[str, dict[str, str | int]] = {
+        "index": {k: v for k, v in (("embedder", embedder), ("rerank", rerank)) if v is not None},
+        "summarizer": {} if summarizer is None else {"backend": summarizer}}
     wanted = {name: values for name, values in wanted.items() if values}
     if wanted:
         _set_config(brain, wanted)
@@ -230,6 +231,7 @@ def _set_config(brain, settings: dict[str, dict[str, str | int]]) -> None:
         for key, value in values.items():
             shown = f'"{value}"' if isinstance(value, str) else str(int(value))
             head = header.search(text)
+            assert head is not None  # the section's header was found or added above
             nxt = re.search(r"(?m)^[ \t]*\[", text[head.end():])
             end = head.end() + (nxt.start() if nxt else len(text) - head.end())
             section = text[head.end():end]
@@ -326,7 +328,7 @@ def _eval_conversations(convs: list[Conversation], k: int, ages, workdir: Path,
         entries, _ = make_entries(msgs, Tagger.from_config(brain.config, brain.root), None, T0)
         ingest_entries(brain, entries, [conv.name], T0)
         raw_tokens += sum(e.tokens for e in entries)
-        unit_of = {e.id: (TAG_RE.search(e.text) or [None, ""])[1] for e in entries}
+        unit_of = {e.id: m[1] if (m := TAG_RE.search(e.text)) else "" for e in entries}
         graph: dict[str, tuple[str, ...]] = {}
         for age, hours in ages:
             now = T0 + timedelta(hours=hours)

@@ -97,13 +97,14 @@ def render(current: str, entries: list[Entry], cfg: Settings | Mapping[str, Any]
     cfg = settings(cfg)
     thick = sorted((e for e in entries if level(e.recalls, cfg) in (THICK, REFLEX)),
                    key=lambda e: (-e.recalls, e.id))
+    leaves = leaf_texts or {}
     block = [BEGIN]
     if not thick:
         block.append(EMPTY)
     for e in thick:
         leaf = shown_leaf(e)
-        if leaf and leaf in (leaf_texts or {}):
-            text = " ".join(leaf_texts[leaf].split())
+        if leaf and leaf in leaves:
+            text = " ".join(leaves[leaf].split())
             if len(text) > LEAF_CHARS:
                 text = text[:LEAF_CHARS - 1].rstrip() + "…"
             block.append(f"- {text} <!-- {e.id} · recalls {e.recalls} · {e.path or e.tier} · via {leaf} -->")

@@ -32,7 +32,7 @@ import hashlib
 import os
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 from pamd.core.entry import Entry
 from pamd.core.fmt import CONFLICT_MESSAGE, HEADER_RE, Problem, conflict_marker, parse_doc, split_frontmatter
@@ -197,7 +197,7 @@ def ledger(brain: Brain, history: History | None = None) -> list[Problem]:
 
 def _unaccounted(
     brain: Brain, where: dict[str, tuple[str, int]], here: dict, lin: lineage.Lineage,
-    unparsed: set[str] = frozenset(),
+    unparsed: Set[str] = frozenset(),
 ) -> list[Problem]:
     """Ledger ids that left the tree with no summary standing for them and no commit saying so.
 
@@ -343,7 +343,7 @@ def _and(items: list[str]) -> str:
 
 def synapse(brain: Brain) -> list[Problem]:
     base = brain.path(SYNAPSE_DIR)
-    problems = []
+    problems: list[Problem] = []
     if not base.is_dir():
         return problems
     for p in sorted(base.rglob("*.md")):
@@ -446,7 +446,8 @@ def _brain_texts(brain: Brain) -> list[str]:
     return sorted({p for p in out.split("\0") if p.endswith((".md", ".txt", ".toml"))})
 
 
-CHECKS: dict[str, Callable[[Brain], list[Problem]]] = {
+# each takes the brain; ledger and twice also the shared history, provenance `deep` as well
+CHECKS: dict[str, Callable[..., list[Problem]]] = {
     "conflicts": conflicts,
     "format": format_,
     "provenance": provenance,

@@ -408,8 +408,8 @@ def pull(brain: Brain, name: str | None = None) -> tuple[str | None, list[Pulled
             files, origin = read_source(brain, n, cache, sha)
             pulled.append(plan_pull(brain, n, table.url, sha, files, origin))
         changes = {rel: text for p in pulled for rel, text in p.changes.items()}
-        sha = tx.commit(changes, pull_message(pulled)) if changes else None
-    return sha, pulled
+        made = tx.commit(changes, pull_message(pulled)) if changes else None
+    return made, pulled
 
 
 def pull_message(pulled: list[Pulled]) -> str:

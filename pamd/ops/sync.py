@@ -57,8 +57,7 @@ class Repaired:
 # ---------------------------------------------------------------- git
 def _git(brain: Brain, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """`git ARGS` through the brain's one git seam, without raising: (exit code, stdout, stderr)."""
-    # GitPython's stubs type _exec's return as its plain form, not the extended triple it is asked for
-    return brain.repo._exec(list(args), env=env or {}, with_extended_output=True,  # type: ignore[return-value]
+    return brain.repo._exec(list(args), env=env or {}, with_extended_output=True,
                             with_exceptions=False)
 
 
@@ -99,10 +98,10 @@ def text3(brain: Brain):
                 with open(p, "w", encoding="utf-8", newline="") as f:
                     f.write(text)
                 names.append(p)
-            code, out, _ = brain.repo._exec(  # type: ignore[str-unpack]  # the extended triple, as above
+            code, out, _ = brain.repo._exec(
                 ["merge-file", "-p", "-q", *names], with_extended_output=True, with_exceptions=False,
                 strip_newline_in_stdout=False)
-        return out if code == 0 else None  # type: ignore[comparison-overlap]
+        return out if code == 0 else None
     return merge
 
 

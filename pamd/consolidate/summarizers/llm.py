@@ -149,8 +149,8 @@ class LLMSummarizer:
             usage.notes.append(f"{self.name}: {plural(longer, 'summary')} longer than {'its' if one else 'their'} "
                                f"input; fell back to extractive for {'it' if one else 'them'}")
         if trimmed:
-            cut = plural(trimmed, "over-budget summary", "over-budget summaries")
-            usage.notes.append(f"{self.name}: trimmed {cut}")
+            over = plural(trimmed, "over-budget summary", "over-budget summaries")
+            usage.notes.append(f"{self.name}: trimmed {over}")
         usage.cost_usd = self._cost(usage)
         return texts, usage
 

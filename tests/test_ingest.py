@@ -110,6 +110,9 @@ def test_stdin_and_forced_format(brain):
     (b"\xff\xfe\xfa not utf8", "UTF-8"),
     (b"just some words\n", "unknown format"),
     (b'{"ts": "yesterday-ish", "role": "user", "text": "x"}\n', "bad timestamp"),
+    # JSON that parses and Python refuses: an integer past its digit limit, in JSONL and a JSON file
+    (b'{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "x", "n": ' + b"9" * 5000 + b"}\n", "unreadable JSON"),
+    (b'[{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "x", "n": ' + b"9" * 5000 + b"}]", "unreadable JSON"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(brain, tmp_path, content, needle):
     bad = tmp_path / "bad.jsonl"

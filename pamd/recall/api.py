@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
 from pamd.recall import exact, store
-from pamd.recall.embed import Background, Changed, Embedder, deferred, load, query_pass
+from pamd.recall.embed import Background, Changed, Deferred, Embedder, deferred, load, query_pass
+from pamd.recall.freshness import files_changed
 from pamd.recall.lexical import searchable
 from pamd.recall.search import Filters, search
 from pamd.recall.sources import TIERS
@@ -54,11 +55,16 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
     if cached is not None:
         cached.close()
     with store.lock(brain.index_state):
+        if isinstance(emb, Deferred) and (force or files_changed(brain.root, brain.index_state)):
+            emb.prefetch()  # loaded while the refresh reads and chunks the files
         try:
             rep, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
         except Changed:  # another model than expected: the refresh starts over with it
             emb = embedder_for(brain.config)
             rep, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+        finally:
+            if isinstance(emb, Deferred):
+                emb.wait()
         idx.close()
     return rep
 

@@ -354,11 +354,22 @@ class Deferred:
         self.concurrent = True
         self.loaded: Embedder | None = None
         self._lock = threading.Lock()
+        self._ahead: Background | None = None
+
+    def prefetch(self) -> None:
+        """Start loading the model on a thread of its own (while the index reads its files);
+        the caller must `wait` for it on every way out."""
+        if self._ahead is None and self.loaded is None:
+            self._ahead = Background(load, *self._load)
+
+    def wait(self) -> None:
+        if self._ahead is not None:
+            self._ahead.wait()
 
     def _real(self):
         with self._lock:
             if self.loaded is None:
-                self.loaded = load(*self._load)
+                self.loaded = self._ahead.result() if self._ahead is not None else load(*self._load)
         got = self.loaded
         if (got.identity, got.dims, has_tokens(got)) != (self.identity, self.dims, self.tokens):
             raise Changed(f"{got.identity} loaded where {self.identity} was expected")

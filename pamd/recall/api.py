@@ -54,17 +54,18 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
     cached = _OPEN.pop(str(brain.index_state), None)
     if cached is not None:
         cached.close()
+    lazy = emb if isinstance(emb, Deferred) else None
     with store.lock(brain.index_state):
-        if isinstance(emb, Deferred) and (force or files_changed(brain.root, brain.index_state)):
-            emb.prefetch()  # loaded while the refresh reads and chunks the files
+        if lazy is not None and (force or files_changed(brain.root, brain.index_state)):
+            lazy.prefetch()  # loaded while the refresh reads and chunks the files
         try:
             rep, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
         except Changed:  # another model than expected: the refresh starts over with it
             emb = embedder_for(brain.config)
             rep, idx = store.refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
         finally:
-            if isinstance(emb, Deferred):
-                emb.wait()
+            if lazy is not None:
+                lazy.wait()
         idx.close()
     return rep
 

@@ -15,8 +15,9 @@ messages); then, each as its own `python -m pamd` process, as a person runs them
 3. `pamd index` once more: a refresh with nothing to do.
 
 Every figure is wall time with the load average of the machine beside it (a shared
-machine: compare runs made in the same hour). PYTHONPATH chooses the pamd measured,
-so a checkout of another commit gives its baseline:
+machine: compare runs made in the same hour), and the CPU time of the pamd process
+(user + sys, less moved by other work). PYTHONPATH chooses the pamd measured, so a
+checkout of another commit gives its baseline:
 `git archive main | tar -x -C /tmp/base && PYTHONPATH=/tmp/base python benchmarks/index_speed.py`.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,13 +39,18 @@ SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d", "4d5611e5-241a-462a-8d15-512
             "8463c716-a2ea-4c14-9efa-87158ebd9f20")
 
 
-def run(brain: Path, *args: str, env: dict) -> tuple[float, str]:
+def run(brain: Path, *args: str, env: dict) -> tuple[str, str]:
+    """(wall and CPU time, output) of one pamd process; CPU is user + sys of it and of the
+    git commands it waited for, less moved by other work on the machine than wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "pamd", *args], cwd=brain, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode:
         raise SystemExit(f"pamd {' '.join(args)} failed ({p.returncode}):\n{p.stderr}")
-    return took, (p.stdout + p.stderr).strip()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return f"{took:.1f} s, CPU {cpu:.1f} s", (p.stdout + p.stderr).strip()
 
 
 def load() -> str:
@@ -81,9 +88,9 @@ def main(argv: list[str]) -> int:
         subprocess.run([sys.executable, "-m", "pamd", "init", str(root)], env=env, check=True,
                        capture_output=True)
         took, out = run(root, "ingest", *map(str, files), env=env)
-        print(f"ingest {len(files)} transcripts: {took:.1f} s  (load {load()})  {out.splitlines()[-1]}")
+        print(f"ingest {len(files)} transcripts: {took}  (load {load()})  {out.splitlines()[-1]}")
         took, out = run(root, "index", env=env)
-        print(f"first index: {took:.1f} s  (load {load()})  {out.splitlines()[-1]}")
+        print(f"first index: {took}  (load {load()})  {out.splitlines()[-1]}")
         cfg = root / "pamd.toml"
         text = cfg.read_text("utf-8")
         text2 = re.sub(r"(?m)^refresh_after_pipeline\s*=\s*true\b", "refresh_after_pipeline = false", text)
@@ -93,11 +100,11 @@ def main(argv: list[str]) -> int:
         subprocess.run(["git", "commit", "-qam", "bench: no refresh after the pipeline"], cwd=root, env=env,
                        check=True)
         took, out = run(root, "compact", "--now", args.now, env=env)
-        print(f"compact (without its refresh): {took:.1f} s  (load {load()})  {out.splitlines()[-1]}")
+        print(f"compact (without its refresh): {took}  (load {load()})  {out.splitlines()[-1]}")
         took, out = run(root, "index", env=env)
-        print(f"refresh after the compaction: {took:.1f} s  (load {load()})  {out.splitlines()[-1]}")
+        print(f"refresh after the compaction: {took}  (load {load()})  {out.splitlines()[-1]}")
         took, out = run(root, "index", env=env)
-        print(f"refresh, nothing changed: {took:.1f} s  (load {load()})  {out.splitlines()[-1]}")
+        print(f"refresh, nothing changed: {took}  (load {load()})  {out.splitlines()[-1]}")
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -88,6 +88,34 @@ def test_stale_index_refreshes_itself_and_embeds_only_new_chunks(brain, capsys):
     assert any("jasmine" in h["text"] for h in recall_json(brain, "jasmine", capsys)[:1])
 
 
+def test_an_index_with_nothing_to_embed_loads_no_model(brain, monkeypatch):
+    from pamd.edge.brain import Brain
+    from pamd.recall import embed
+
+    b = Brain(brain)
+    assert api.index(b).embedded > 0
+    loads = []
+    real = embed.load
+    monkeypatch.setattr(embed, "load", lambda *a: loads.append(a) or real(*a))
+    embed.unload()
+    assert api.index(b).embedded == 0 and loads == []  # nothing changed
+    p = brain / DAY
+    p.write_text(p.read_text().replace("green tea", "jasmine tea"), "utf-8")
+    assert api.index(b).embedded == 3 and loads == [("e5-small", "")]  # the edited entry and its neighbours
+
+
+def test_an_index_whose_model_is_not_the_one_expected_is_built_by_the_one_loaded(brain, monkeypatch):
+    from pamd.edge.brain import Brain
+    from pamd.recall import embed
+
+    e5 = embed.load("e5-small")
+    embed.unload()
+    monkeypatch.setattr(embed, "_expected", lambda name: ("e5-small", "another-model:384", 384, True))
+    rep = api.index(Brain(brain))
+    assert rep.rebuilt and rep.chunks > 0 and _meta(brain)["model"] == e5.identity
+    assert api.index(Brain(brain)).embedded == 0
+
+
 def test_a_recall_that_embeds_says_so_on_a_terminal_and_only_then(brain, capsys, monkeypatch):
     """The first recall after an ingest embeds the new entries (minutes for a long session
     with e5-small); on a terminal it counts them on stderr, and stdout stays the hits."""

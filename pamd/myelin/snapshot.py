@@ -258,15 +258,16 @@ def _user_said(entries: list[Entry]) -> list[str]:
             if "AskUserQuestion" in names:
                 for call in _calls(e.text):
                     offered.setdefault(s, {}).update(facts.offered(call))
-            q = _QUESTION_END.search(said)
+            q = _QUESTION_END.search(said) if said.endswith("?") else None
             asked[s] = _clip(q.group(1).strip(" *"), 140) if q else ("" if said else asked.get(s, ""))
-            told = [x for x in _sentences(said) if not facts.is_narration(x)] if said else []
-            reply = " ".join(told[:2]) if told and told[0].endswith(":") else (told[0] if told else "")
-            reply = reply.split("```")[0].rstrip(" :")  # prose, not the code block it introduces
-            if reply and waiting.get(s):  # the person asked; these are the agent's first words back
-                waiting.pop(s)[0] += f' → the agent: "{_clip(reply, 140)}"'
+            if said and waiting.get(s):  # the person asked; these are the agent's first words back
+                told = [x for x in _sentences(said) if not facts.is_narration(x)]
+                reply = " ".join(told[:2]) if told and told[0].endswith(":") else (told[0] if told else "")
+                reply = reply.split("```")[0].rstrip(" :")  # prose, not the code block it introduces
+                if reply:
+                    waiting.pop(s)[0] += f' → the agent: "{_clip(reply, 140)}"'
         elif e.role == "tool":
-            for question, answer in facts.answers(e.text):
+            for question, answer in facts.answers(e.text) if "User has answered" in e.text else ():
                 options = next((o for q, o in offered.get(s, {}).items() if q[:60] == question[:60]), [])
                 choice = f'Asked "{_clip(question, 160)}"' + (
                     f" ({' / '.join(_clip(o, 60) for o in options[:4])})" if options else "")

@@ -154,7 +154,8 @@ def test_an_aged_brain_boots_with_what_the_person_said_and_decided(tmp_path):
         p.read_text() for p in root.glob("memory/L0/*.md"))  # the raw message is gone from L0
     meta, _, _ = split_frontmatter((root / "STATE.md").read_text(), "STATE.md")
     said = "\n".join(meta["user_said"])
-    assert 'Asked "Round GBP rates to 2 or 4 places?": the user answered "4 places, as the bank does"' in said
+    assert 'Asked "Round GBP rates to 2 or 4 places?" (2 / 4): the user answered "4 places, as the bank does"' \
+        in said
     assert "Add a GBP export to the billing service." in said
     boot = _boot(root)
     assert "**The user said (oldest first):**" in boot and "4 places, as the bank does" in boot, boot

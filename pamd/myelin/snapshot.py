@@ -418,9 +418,10 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     open_items += [i for i in llm_open if i.casefold() not in done_text
                    and not any(facts.same_fact(i, o) for o in open_items)]
     open_items = list(dict.fromkeys(open_items))[:OPEN_ITEMS]
-    heard = _user_said(sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts))
-    heard_keys = set(map(_said_key, heard))
-    heard = [i for i in map(str, previous.get("user_said") or []) if _said_key(i) not in heard_keys] + heard
+    # what STATE.md kept (the messages may be gone, or be read now without what they had
+    # then, such as the options of a question whose call was summarised since), then the tree's
+    heard = [*map(str, previous.get("user_said") or []),
+             *_user_said(sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts))]
     last_said: dict[str, str] = {}
     for item in sorted(heard, key=_said_at):  # a line said again is shown once, where it was said last
         key = _said_key(item)

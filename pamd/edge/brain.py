@@ -487,8 +487,8 @@ class Transaction:
                     # Undo while git's index is still this run's: a person's rebase or checkout
                     # waiting for the lock must never find the tree half restored (a rebase would
                     # stop on pamd's files, "your local changes would be overwritten").
-                    if not _landed(b.repo, run_id, head):
-                        with contextlib.suppress(Exception):  # else the handler below tries again
+                    with contextlib.suppress(Exception):  # else the handler below tries again
+                        if not _landed(b.repo, run_id, head):
                             _restore(b, head, paths, written, before)
                             restored = True
                     raise

@@ -330,7 +330,7 @@ def _run(brain: Brain, now: datetime, mode: str, dry_run: bool, premade: Premade
         # An LLM backend that summarises anyway also reads the last day for STATE's open work
         # and focus, in the same batch (a run with nothing to summarise asks it nothing)
         waiting = sorted(brain.repo.dirty([STATE, PRELOAD]))
-        asks = cfg.summarizer.backend not in ("", "extractive") and bool(plan.groups or new_lessons)
+        asks = backend_name(cfg) != "extractive" and bool(plan.groups or new_lessons)
         state_group: dict[str, Any] | None = (
             {"entries": snapshot.for_llm(entries, now)} if asks and STATE not in waiting else None)
         summaries, usage = summarize_plan(plan, cfg, new_lessons, premade, defer, state_group)

@@ -269,6 +269,27 @@ def test_a_refresh_that_only_adds_keeps_the_graph_and_searches_the_new_chunks_ex
     assert [recall_json(brain, q, capsys, "--no-log") for q in queries] == refreshed
 
 
+def test_one_text_in_the_graph_and_beside_it_ranks_as_after_a_rebuild(brain, capsys):
+    """Chunks with one text have one vector: one in the graph and one waiting beside it must
+    tie exactly (the same distance to the last bit), so their stable keys order them as in a
+    rebuilt index, where both are in the graph."""
+    texts = ["The kiln reaches cone six by noon.", "Pottery class moved to the east studio.",
+             "Glaze buckets are labelled by colour.", "The wheel in bay three wobbles."]
+    one = lambda hour: [entries([("user", t)], start=entries()[-1].ts.replace(hour=hour + i))  # noqa: E731
+                        for i, t in enumerate(texts)]
+    for i, es in enumerate(one(10)):
+        (brain / f"memory/L0/2026-12-0{i + 1}.md").write_text(render_doc({}, "", es), "utf-8")
+    queries = ["kiln cone six", "pottery class studio", "glaze buckets colour", "wheel bay wobbles"]
+    recall_json(brain, queries[0], capsys)  # the graph holds the first copies
+    for i, es in enumerate(one(15)):
+        (brain / f"memory/L1/2026-12-0{i + 1}.md").parent.mkdir(parents=True, exist_ok=True)
+        (brain / f"memory/L1/2026-12-0{i + 1}.md").write_text(render_doc({}, "", es), "utf-8")
+    waiting = [recall_json(brain, q, capsys, "--no-log", "-k", "3") for q in queries]
+    assert list((brain / ".pamd/index").glob("delta-*.npy"))  # the second copies wait beside it
+    assert run(brain, "index", "--rebuild", capsys=capsys)[0] == 0
+    assert [recall_json(brain, q, capsys, "--no-log", "-k", "3") for q in queries] == waiting
+
+
 def test_retiring_a_chunk_of_the_graph_writes_the_waiting_chunks_into_it(brain, capsys, monkeypatch):
     from pamd.recall.store import refresh
 

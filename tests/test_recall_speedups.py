@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from recall_helpers import entries, make_brain
 
 from pamd.core.fmt import render_doc
 from pamd.edge.brain import Brain
 from pamd.recall import api
-from pamd.recall.lexical import bm25
+from pamd.recall.lexical import bm25, file_rank
 from pamd.recall.search import _context, _file_prior, neighbour_plan
 from pamd.recall.sources import source_files, tier_for
 
@@ -63,17 +64,18 @@ def _file_prior_reference(fused, lex, cols, w, fk):
             fused[lb] += w / (fk + r + 1)
 
 
-def test_file_prior_gives_the_same_scores_as_np_unique_over_the_positives():
+@pytest.mark.parametrize("share", [0.02, 0.3, 0.99])  # few labels score, or most (summed whole)
+def test_file_prior_gives_the_same_scores_as_np_unique_over_the_positives(share):
     rng = np.random.default_rng(3)
     for n, nfiles in ((50, 3), (2000, 40), (20000, 7)):
         cols = {"fileid": rng.integers(1, 2**55, nfiles)[rng.integers(0, nfiles, n)]}
-        lex = np.where(rng.random(n) < 0.3, rng.random(n), 0).astype(np.float32)
+        lex = np.where(rng.random(n) < share, rng.random(n), 0).astype(np.float32)
         lex[cols["fileid"] == cols["fileid"][0]] = 0  # a file with no BM25 positive at all
         fused = {int(lb): float(rng.random()) for lb in rng.choice(n, min(n, 200), replace=False)}
         want, got = dict(fused), dict(fused)
         _file_prior_reference(want, lex, cols, 0.3, 10.0)
-        uniq, inv = np.unique(cols["fileid"], return_inverse=True)
-        _file_prior(got, lex, cols, 0.3, 10.0, (uniq, inv))
+        files = np.unique(cols["fileid"], return_inverse=True)
+        _file_prior(got, file_rank(lex, files), files, 0.3, 10.0)
         assert got == want
 
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
+from pamd.core.config import Settings, settings
 from pamd.errors import PamdError
 from pamd.myelin import recall_log
 from pamd.recall import exact
@@ -40,9 +43,7 @@ class Hits(list):
         self.total = len(self) if total is None else total
 
 
-def embedder_for(config: dict) -> Embedder:
-    from pamd.core.config import settings
-
+def embedder_for(config: Settings | Mapping[str, Any]) -> Embedder:
     ix = settings(config).index
     return load(str(ix.embedder), str(ix.model))
 
@@ -51,9 +52,8 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
           progress=None) -> Report:
     """Build or refresh the brain's index; `force` starts from empty (the vector cache stays).
     The model is loaded only if something is to be embedded."""
-    from pamd.core.config import settings
-
-    ix = settings(brain.config).index
+    cfg = settings(brain.config)  # built once, passed down: every step reads it
+    ix = cfg.index
     emb = embedder or deferred(str(ix.embedder), str(ix.model))
     cached = _OPEN.pop(str(brain.index_state), None)
     if cached is not None:
@@ -63,10 +63,10 @@ def index(brain, force: bool = False, embedder: Embedder | None = None,
         if lazy is not None and (force or files_changed(brain.root, brain.index_state)):
             lazy.prefetch()  # loaded while the refresh reads and chunks the files
         try:
-            rep, idx = refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+            rep, idx = refresh(brain.root, brain.index_state, emb, cfg, force, progress, graph=False)
         except Changed:  # another model than expected: the refresh starts over with it
-            emb = embedder_for(brain.config)
-            rep, idx = refresh(brain.root, brain.index_state, emb, brain.config, force, progress, graph=False)
+            emb = embedder_for(cfg)
+            rep, idx = refresh(brain.root, brain.index_state, emb, cfg, force, progress, graph=False)
         finally:
             if lazy is not None:
                 lazy.wait()
@@ -120,18 +120,17 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
     term = query.strip("`'\"") if mode == "exact" else exact.identifier(query) if mode == "auto" else None
     if mode == "exact" and not term:
         raise PamdError("no term to look for", "name it, e.g. pamd recall --exact ensure_worker")
-    emb = embedder or embedder_for(brain.config)
+    cfg = settings(brain.config)  # built once, passed down: every step reads it
+    emb = embedder or embedder_for(cfg)
     # The query's vector does not depend on the index: embed it while the index is checked
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
-    from pamd.core.config import settings
-
-    dense = float(settings(brain.config).index.dense_weight) > 0
+    dense = float(cfg.index.dense_weight) > 0
     qvec = Background(query_pass, emb, query) if dense and mode != "exact" and getattr(emb, "concurrent", False) \
         else None
     try:
         with lock(brain.index_state):
             key = str(brain.index_state)
-            _, idx = refresh(brain.root, brain.index_state, emb, brain.config,
+            _, idx = refresh(brain.root, brain.index_state, emb, cfg,
                                    progress=progress, idx=_OPEN.pop(key, None))
             flt = Filters(tuple(tiers), since, until)
             hits = Hits()
@@ -141,11 +140,11 @@ def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
                     hits = Hits(found, "exact", total)
             try:
                 if hits.mode != "exact":
-                    hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
+                    hits = Hits(search(idx, emb, query, k, cfg, flt, now, qvec))
             except sqlite3.DatabaseError:  # a damaged page only the search read: rebuild, once
                 idx.wipe()
-                _, idx = refresh(brain.root, brain.index_state, emb, brain.config, True, progress, idx)
-                hits = Hits(search(idx, emb, query, k, brain.config, flt, now, qvec))
+                _, idx = refresh(brain.root, brain.index_state, emb, cfg, True, progress, idx)
+                hits = Hits(search(idx, emb, query, k, cfg, flt, now, qvec))
             _OPEN[key] = idx
     finally:
         # search() returns early without the query's vector when a filter leaves nothing

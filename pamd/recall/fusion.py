@@ -62,45 +62,47 @@ WEIGHTS = np.array([
 
 def features(own: np.ndarray, lex: np.ndarray, cover: np.ndarray, lex_top: list[int], dense_top: list[int],
              sims: list[float], cols: dict[str, np.ndarray], rows: dict[int, tuple],
-             query: str, files: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[int], np.ndarray]:
+             query: str, files: tuple[np.ndarray, np.ndarray] | None = None,
+             ranked_files: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
     """(candidates, X): one row of FEATURES per candidate, candidates in label order.
 
     own/lex: BM25 of every label without/with neighbours; cover: lexical.coverage of every
     label (search.query_cover: of the candidates, 0 elsewhere); lex_top: the BM25 list
     (labels, best first); dense_top/sims: the dense list and its cosines, best
     first; rows: `Index.chunk_rows` of the candidates (text at 8, ids at 7); files:
-    `Index.files()` (sorted distinct file ids, each label's index among them), else computed.
+    `Index.files()` (sorted distinct file ids, each label's index among them), else computed;
+    ranked_files: file_rank(lex, files), else computed.
     """
     cand = sorted(set(lex_top) | set(dense_top))
     if not cand:
         return [], np.zeros((0, len(FEATURES)))
     c = np.asarray(cand, np.int64)
-    n = own.shape[0]
     fileid = cols["fileid"]
     lmax = float(lex.max()) or 1.0
     omax = float(own.max()) or 1.0
+    at = {lb: j for j, lb in enumerate(cand)}  # the candidates' rows, not arrays of every label
 
     def rank_of(top: list[int]) -> np.ndarray:
-        """1 / (10 + rank) per label of the list, 0 for the rest."""
-        out = np.zeros(n)
+        """1 / (10 + rank) per candidate in the list, 0 for the rest."""
+        out = np.zeros(len(cand))
         if top:
-            out[np.asarray(top, np.int64)] = 1.0 / (10 + np.arange(len(top)))
+            out[[at[lb] for lb in top]] = 1.0 / (10 + np.arange(len(top)))
         return out
 
     dmax = float(sims[0]) if sims else 0.0
     floor = float(sims[-1]) if sims else 0.0
-    sim = np.full(n, floor)  # outside the dense list: the floor
+    sim = np.full(len(cand), floor)  # outside the dense list: the floor
     # cosines differ in scale between models: measured against the list's own spread
     spread = (dmax - floor) or 1.0
     if dense_top:
-        sim[np.asarray(dense_top, np.int64)] = sims
+        sim[[at[lb] for lb in dense_top]] = sims
 
     f = fileid[c]
     file_lex = np.zeros(len(cand))
     if files is None:
         fids, of_label = np.unique(fileid, return_inverse=True)
         files = (fids, of_label.reshape(-1))
-    r = file_rank(lex, files)[files[1][c]]
+    r = (file_rank(lex, files) if ranked_files is None else ranked_files)[files[1][c]]
     file_lex[r >= 0] = 1.0 / (10 + r[r >= 0])
     by_cosine: dict[int, int] = {}
     for lb in dense_top:  # best first: a file ranks as its best chunk
@@ -118,10 +120,10 @@ def features(own: np.ndarray, lex: np.ndarray, cover: np.ndarray, lex_top: list[
 
     X = np.column_stack([
         lex[c] / lmax,
-        rank_of(lex_top)[c],
+        rank_of(lex_top),
         own[c] / omax,
-        (sim[c] - dmax) / spread,
-        rank_of(dense_top)[c],
+        (sim - dmax) / spread,
+        rank_of(dense_top),
         file_lex,
         file_dense,
         role,

@@ -167,15 +167,21 @@ def coverage(postings: list[tuple[np.ndarray, float]], labels: np.ndarray, cprev
 
 
 def file_rank(scores: np.ndarray, files: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Rank (0 = best) of each file by its chunks' summed scores, ties by file id; -1 for a
-    file without any. `files` is (sorted distinct file ids, each label's index among them),
+    """Rank (0 = best) of each file by its chunks' summed scores (none negative), ties by file
+    id; -1 for a file without any. `files` is (sorted distinct file ids, each label's index among them),
     as Index.files() gives it: the session or day a question is about."""
     fids, of_label = files
     rank = np.full(fids.shape[0], -1, np.int64)
-    pos = np.flatnonzero(scores > 0)
-    if pos.shape[0]:
+    if 8 * np.count_nonzero(scores) > scores.shape[0]:
+        # most labels score (a query of common words): summing every label costs less than
+        # picking those out first; a score is never negative, so a file sums > 0 iff one scores
+        total = np.bincount(of_label, weights=scores, minlength=fids.shape[0])
+        present = np.flatnonzero(total > 0)
+    else:
+        pos = np.flatnonzero(scores > 0)
         inv = of_label[pos]
         total = np.bincount(inv, weights=scores[pos], minlength=fids.shape[0])
         present = np.flatnonzero(np.bincount(inv, minlength=fids.shape[0]))
+    if present.shape[0]:
         rank[present[np.lexsort((fids[present], -total[present]))]] = np.arange(present.shape[0])
     return rank

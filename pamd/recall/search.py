@@ -20,12 +20,14 @@ path:line, so equal scores order the same way in every rebuild.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
-from pamd.core.config import IndexSettings, settings
+from pamd.core.config import IndexSettings, Settings, settings
 from pamd.recall import fusion, maxsim, rerank
 from pamd.recall.embed import Background, Embedder, query_pass
 from pamd.recall.hit import Hit, snippet, split_role
@@ -58,7 +60,7 @@ class Filters:
         return m
 
 
-def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
+def search(idx: Index, embedder: Embedder, query: str, k: int, config: Settings | Mapping[str, Any],
            filters: Filters | None = None, now: datetime | None = None,
            qvec: Background | None = None) -> list[Hit]:
     """The k best hits; `qvec` is the query's embedding already under way (api.recall starts it
@@ -93,7 +95,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
     # each hit's `relevance`, comparable across queries (fusion.relevance).
     rows.update(idx.chunk_rows([lb for lb in {*ls.lex_top, *ls.dense_top} if lb not in rows]))
     cand, X = fusion.features(ls.own, ls.lex, query_cover(idx, query, ls), ls.lex_top,
-                              ls.dense_top, ls.sims, cols, rows, query, idx.files())
+                              ls.dense_top, ls.sims, cols, rows, query, idx.files(), ls.file_rank)
     X = with_maxsim(idx, cand, X, ls.qtok)
     relevance = fusion.relevance(cand, X)
     if learned:
@@ -104,7 +106,7 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: dict,
             fused[lb] = fused.get(lb, 0.0) + wl / (fk + r + 1)
         wf = float(ix.file_weight)
         if wf > 0 and ls.lex_top:
-            _file_prior(fused, ls.lex, cols, wf, fk, idx.files())
+            _file_prior(fused, ls.file_rank, idx.files(), wf, fk)
         for r, lb in enumerate(ls.dense_top):
             fused[lb] = fused.get(lb, 0.0) + wd / (fk + r + 1)
 
@@ -241,6 +243,7 @@ class Lists:
     sims: list[float]
     rows: dict[int, tuple]
     qtok: np.ndarray | None = None  # the query's tokens (pamd.recall.maxsim), when it has them
+    file_rank: np.ndarray | None = None  # lexical.file_rank of `lex` (None: no lexical side)
 
 
 def with_maxsim(idx: Index, cand: list[int], X: np.ndarray, qtok: np.ndarray | None) -> np.ndarray:
@@ -262,6 +265,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
     n = cols["alive"].shape[0]
     own = lex = np.zeros(n, np.float32)
     lex_top: list[int] = []
+    ranked_files = None
     if lexical:
         terms = tokenize(query)
         uniq = sorted(set(terms))
@@ -283,6 +287,7 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         if mask is not None:  # neighbours outside a filter still lend their words; only to `lex`
             own = np.where(allowed, own, np.float32(0.0))
         lex_top = _top(lex, cand, cols["skey"])
+        ranked_files = file_rank(lex, idx.files())  # here, while the query may still embed
     dense_top: list[int] = []
     sims: list[float] = []
     rows: dict[int, tuple] = {}
@@ -295,15 +300,13 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         q = q.reshape(1, -1)
         kk = min(cand, n_allowed)
         found = _graph_knn(idx, q, kk, allowed, mask) + _delta_knn(idx, q, kk, allowed)
-        if idx.delta is not None and found:
-            found = _exact(idx, q, found)
         # rank by exact similarity, ties by the chunks' stable keys: the same order in every
         # index of the tree, however refreshes numbered its chunks (store.columns.STABLE_COL)
         skey = cols["skey"]
         order = sorted((d, int(skey[lb]), lb) for d, lb in found)[:kk]
         dense_top = [lb for _, _, lb in order]
         sims = [1.0 - dd for dd, _, _ in order]  # hnswlib "ip" distance is 1 - inner product
-    return Lists(own, lex, lex_top, dense_top, sims, rows, qtok)
+    return Lists(own, lex, lex_top, dense_top, sims, rows, qtok, ranked_files)
 
 
 def _graph_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray,
@@ -316,42 +319,29 @@ def _graph_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray,
     idx.hnsw.set_ef(max(2 * kk, 64))
     flt = None if mask is None else (lambda lb: bool(allowed[lb]))
     try:
-        labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt)
+        labels, dist = idx.hnsw.knn_query(q, k=kk, filter=flt, num_threads=1)
     except RuntimeError:  # fewer reachable elements than asked for
-        labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt)
+        labels, dist = idx.hnsw.knn_query(q, k=max(1, kk // 2), filter=flt, num_threads=1)
     return list(zip(dist[0].tolist(), labels[0].tolist(), strict=True))
 
 
 def _delta_knn(idx: Index, q: np.ndarray, kk: int, allowed: np.ndarray) -> list[tuple[float, int]]:
-    """The same for the chunks waiting beside the graph (store.refresh.DELTA_MAX), by exact search."""
+    """The same for the chunks waiting beside the graph (store.refresh.DELTA_MAX), by exact search
+    in hnswlib (Index.delta_index): its distances are the graph's to the last bit, so two chunks
+    with one text (one vector), one in the graph and one beside it, tie exactly and are ordered
+    by their stable keys, as in an index that holds both in its graph."""
     if idx.delta is None or not idx.delta.shape[0]:
         return []
-    first = idx.graph_labels
-    ok = allowed[first:first + idx.delta.shape[0]]
-    live = np.flatnonzero(ok)
-    if not live.shape[0]:
+    first, n = idx.graph_labels, idx.delta.shape[0]
+    ok = allowed[first:first + n]
+    n_ok = int(ok.sum())
+    if not n_ok:
         return []
-    sims = (idx.delta @ q[0].astype(np.float32))[live]
-    if live.shape[0] > kk:
-        keep = np.argpartition(-sims, kk - 1)[:kk]
-        live, sims = live[keep], sims[keep]
-    return [(float(np.float32(1.0) - s), int(first + i)) for s, i in zip(sims, live, strict=True)]
-
-
-def _exact(idx: Index, q: np.ndarray, found: list[tuple[float, int]]) -> list[tuple[float, int]]:
-    """`found` with every distance computed again in one product, the graph's and the waiting
-    chunks' alike: hnswlib and numpy round a dot product differently in its last bit, and two
-    chunks with one text (one vector) must tie exactly, to be ordered by their stable keys
-    as in an index that holds both in its graph."""
-    labels = [lb for _, lb in found]
-    first = idx.graph_labels
-    in_graph = [lb for lb in labels if lb < first]
-    rows = {}
-    if in_graph:
-        rows.update(zip(in_graph, np.asarray(idx.hnsw.get_items(in_graph), np.float32), strict=True))
-    rows.update((lb, idx.delta[lb - first]) for lb in labels if lb >= first)
-    sims = np.stack([rows[lb] for lb in labels]) @ q[0].astype(np.float32)
-    return [(float(np.float32(1.0) - s), lb) for s, lb in zip(sims, labels, strict=True)]
+    # all of them when some may not be returned (retired, or outside a filter): filtered here,
+    # not by a Python callback per chunk
+    labels, dist = idx.delta_index().knn_query(q, k=min(kk, n_ok) if n_ok == n else n, num_threads=1)
+    found = [(d, lb) for d, lb in zip(dist[0].tolist(), labels[0].tolist(), strict=True) if ok[lb - first]]
+    return found[:kk]
 
 
 def query_cover(idx: Index, query: str, ls: Lists) -> np.ndarray:
@@ -484,12 +474,11 @@ def neighbour_plan(cols: dict[str, np.ndarray], sides: tuple[str, str] = ("prev"
     return plan
 
 
-def _file_prior(fused: dict[int, float], lex: np.ndarray, cols: dict[str, np.ndarray], w: float,
-                fk: float, files: tuple[np.ndarray, np.ndarray]) -> None:
-    """RRF term for the rank of the chunk's file by summed BM25 (lexical.file_rank)."""
-    if not (lex > 0).any():
+def _file_prior(fused: dict[int, float], rank: np.ndarray | None, files: tuple[np.ndarray, np.ndarray],
+                w: float, fk: float) -> None:
+    """RRF term for the rank of the chunk's file by summed BM25 (`rank`: lexical.file_rank)."""
+    if rank is None or not (rank >= 0).any():
         return
-    rank = file_rank(lex, files)
     lbs = np.fromiter(fused, np.int64, len(fused))
     for lb, r in zip(lbs.tolist(), rank[files[1][lbs]].tolist(), strict=True):
         if r >= 0:

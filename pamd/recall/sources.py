@@ -9,6 +9,7 @@ already indexed where they live.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from pamd.core.paths import DAILY_DIR, DNA, MEMORY, SYNAPSE_DIR, TIER_DIRS
@@ -38,25 +39,35 @@ def tier_for(rel: str) -> str | None:
     return None
 
 
-def source_files(root: Path) -> list[tuple[str, str]]:
+def source_files(root: Path, on_dir: Callable[[str], object] | None = None,
+                 links: list[str] | None = None) -> list[tuple[str, str]]:
     """(brain-relative path, tier) of every searchable file, sorted.
 
     Runs before every recall (is the index fresh?), so it walks with os.scandir rather
     than Path.rglob: same files (symlinked directories are not entered, symlinked files
-    count, nothing hidden), a fraction of the time.
+    count, nothing hidden), a fraction of the time. `on_dir(path)` is called with each
+    folder that may hold one, the brain's own first, before it is read; `links` gains the
+    searchable files that are symbolic links.
     """
-    out = []
+    out: list[tuple[str, str]] = []
+    if on_dir is not None:
+        on_dir(str(root))
     for name in (MEMORY, DNA):
         if (root / name).is_file() and (not (root / name).is_symlink() or inside(root, root / name)):
             out.append((name, tier_for(name)))
+            if links is not None and (root / name).is_symlink():
+                links.append(name)
     for top in ("memory", SYNAPSE_DIR):
         base = root / top
         if base.is_dir():  # hidden names inside the brain are skipped; where the brain lives is not
-            _walk(str(base), top, out, root)
+            _walk(str(base), top, out, root, on_dir, links)
     return sorted(out)
 
 
-def _walk(path: str, rel: str, out: list[tuple[str, str]], root: Path) -> None:
+def _walk(path: str, rel: str, out: list[tuple[str, str]], root: Path,
+          on_dir: Callable[[str], object] | None, links: list[str] | None) -> None:
+    if on_dir is not None:
+        on_dir(path)
     try:
         with os.scandir(path) as it:
             entries = list(it)
@@ -68,10 +79,12 @@ def _walk(path: str, rel: str, out: list[tuple[str, str]], root: Path) -> None:
         sub = f"{rel}/{e.name}"
         try:
             if e.is_dir(follow_symlinks=False):
-                _walk(e.path, sub, out, root)
+                _walk(e.path, sub, out, root, on_dir, links)
             elif e.name.endswith(".md") and e.is_file() and (not e.is_symlink() or inside(root, e.path)):
                 tier = tier_for(sub)
                 if tier:
                     out.append((sub, tier))
+                    if links is not None and e.is_symlink():
+                        links.append(sub)
         except OSError:
             continue

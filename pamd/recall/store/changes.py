@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pamd.core.config import IndexSettings
 from pamd.core.fmt import conflict_region
+from pamd.edge.watch import Watch
 from pamd.recall.chunks import Chunk, chunk_file, for_embedding
 from pamd.recall.deep import Lookup
 from pamd.recall.sources import source_files
@@ -29,18 +30,34 @@ class Files:
     count: int  # files changed or gone (not those read again for their summaries' leaves)
     conflicted: tuple[str, ...]  # left out for their conflict markers, sorted
     unread: set[str]  # files whose summaries' raw leaves could not be read (step 2 updates it)
+    watched: bool = False  # the Index's watch sees every change to these files from now on
 
 
 def changed_files(idx: Index, root: Path, fresh: bool) -> Files:
-    """Step 1: stat every searchable file; read the bytes only of those whose stat moved."""
+    """Step 1: stat every searchable file; read the bytes only of those whose stat moved.
+
+    An Index kept by a long-lived process watches the brain's folders (pamd.edge.watch) from
+    its second refresh on: while no event came and no other process wrote the index since
+    this one last walked the tree (store.refresh records which generation that saw), the
+    tree is as it was then and no file is looked at."""
+    watch = idx.watch
+    if watch is not None:
+        moved = watch.changed()  # emptied before the walk: a change from here on is an event
+        if not (moved or fresh) and idx.walked is not None and idx.walked == idx.meta.get("gen"):
+            return Files([], [], [], 0, manifest.conflicted(idx.meta), set(manifest.unread(idx.meta)), True)
+    elif idx.walks == 1:  # the Index outlived a refresh: its process is a long-lived one
+        watch = idx.watch = Watch.start(root)
+    idx.walks += 1
+    idx.walked = None
     rows = idx.db.execute("SELECT path, size, mtime_ns, sha FROM files")
     known = {p: (s, m, h) for p, s, m, h in rows}
-    on_disk = source_files(root)
+    links: list[str] = []
+    on_disk = source_files(root, watch.add if watch is not None else None, links)
     # A file with a merge's conflict markers holds both sides and git's marker lines: a hit
     # would span them and log ids the resolution may drop. It is indexed as empty (as boot
     # leaves it out) until its bytes change again; the manifest names it.
     marked = set(manifest.conflicted(idx.meta))
-    file_rows, changed, seen = _stat(root, on_disk, known, marked)
+    file_rows, changed, seen, linked = _stat(root, on_disk, known, marked)
     gone = [p for p in known if p not in seen]
     marked.difference_update(gone)
     # Files whose summaries went without their raw leaves because the brain did not load (a
@@ -52,23 +69,28 @@ def changed_files(idx: Index, root: Path, fresh: bool) -> Files:
         redo = {rel for rel, _, _ in changed}
         changed += [(rel, tier, _text(root, rel)) for rel, tier in on_disk
                     if rel in unread and rel not in redo and rel not in marked]
-    return Files(file_rows, changed, gone, count, tuple(sorted(marked)), unread)
+    # an edit through a link or another name of a file reports to another folder, if any
+    watched = watch is not None and watch.fd >= 0 and not (links or linked)
+    return Files(file_rows, changed, gone, count, tuple(sorted(marked)), unread, watched)
 
 
 def _stat(root: Path, on_disk: list[tuple[str, str]], known: dict[str, tuple[int, int, str]],
-          marked: set[str]) -> tuple[list[FileRow], list[tuple[str, str, str]], set[str]]:
-    """(new rows of the files table, files to chunk again, every searchable path) for the files
-    on disk against the rows the table holds; `marked`, the files left out for their conflict
-    markers, gains and loses files as their bytes say."""
+          marked: set[str]) -> tuple[list[FileRow], list[tuple[str, str, str]], set[str], bool]:
+    """(new rows of the files table, files to chunk again, every searchable path, whether a
+    file has more than one name) for the files on disk against the rows the table holds;
+    `marked`, the files left out for their conflict markers, gains and loses files as their
+    bytes say."""
     seen = set()
     file_rows, changed = [], []
     base = str(root)
+    linked = False
     for rel, tier in on_disk:
         seen.add(rel)
         try:
             st = os.stat(os.path.join(base, rel))  # every recall stats every file: no pathlib here
         except OSError:
             continue
+        linked = linked or st.st_nlink > 1
         old = known.get(rel)
         # a file left out is read again: an index made by a version that took a code
         # block's markers for a conflict takes it back without waiting for a change
@@ -89,7 +111,7 @@ def _stat(root: Path, on_disk: list[tuple[str, str]], known: dict[str, tuple[int
             else:
                 marked.discard(rel)
             changed.append((rel, tier, text))
-    return file_rows, changed, seen
+    return file_rows, changed, seen, linked
 
 
 def _text(root: Path, rel: str) -> str:
@@ -106,7 +128,8 @@ def changed_chunks(idx: Index, root: Path, state_dir: Path, files: Files, ix: In
     new_chunks: list[Chunk] = []
     dead: list[int] = []
     max_chars, context = int(ix.max_chars), int(ix.dense_context)
-    deep = Lookup(root, state_dir, again=force) if ix.deep else None
+    # the leaves' cache is opened for a file to chunk only (a connection per recall otherwise)
+    deep = Lookup(root, state_dir, again=force) if ix.deep and files.changed else None
     try:
         for n_file, (rel, tier, text) in enumerate(files.changed):
             # a clone reads its summaries' leaves from history here (a progress(done, total,

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pamd.edge.lock import Lock
+from pamd.edge.watch import Watch
 from pamd.errors import PamdError
 from pamd.recall import maxsim
 from pamd.recall.store import columns, hnsw, integrity, manifest
@@ -32,6 +33,11 @@ class Index:
         self.graph_labels = 0  # labels below it are in the graph, the rest in `delta`
         self.delta: np.ndarray | None = None
         self.graph_file: Path | None = None  # checked, not loaded yet (load_state(graph=False))
+        # Seeing the tree's changes without walking it (store.changes.changed_files): the watch
+        # on its folders, the refreshes that walked it, and the generation the last walk saw.
+        self.watch: Watch | None = None
+        self.walks = 0
+        self.walked: str | None = None
 
     # ------------------------------------------------------------ opening
     def open(self) -> None:
@@ -65,6 +71,7 @@ class Index:
 
     def wipe(self) -> None:
         self._memo = None
+        self.walked = None
         self._tok_map = None
         if self.db is not None:
             self.db.close()
@@ -89,6 +96,10 @@ class Index:
         if self.db is not None:
             self.db.close()
             self.db = None
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
+        self.walked = None
 
     def load_state(self, graph: bool = True) -> bool:
         """Load columns and the hnsw graph; False if anything is missing or damaged. Without
@@ -158,6 +169,20 @@ class Index:
         return True
 
     # ------------------------------------------------------------ reading
+    def delta_index(self):
+        """The chunks waiting beside the graph (`delta`) in an hnswlib brute-force index under
+        their labels, kept while `delta` is the same array: its distances are computed as the
+        graph's are."""
+        kept = getattr(self, "_delta_index", None)
+        if kept is None or kept[0] is not self.delta:
+            assert self.delta is not None
+            bf = hnsw.hnswlib().BFIndex(space="ip", dim=int(self.delta.shape[1]))
+            bf.init_index(max(1, self.delta.shape[0]))
+            if self.delta.shape[0]:
+                bf.add_items(self.delta, np.arange(self.graph_labels, self.graph_labels + self.delta.shape[0]))
+            kept = self._delta_index = (self.delta, bf)
+        return kept[1]
+
     def files(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct file ids, each label's index in them), kept until the columns change."""
         fid = self.cols["fileid"]
@@ -238,7 +263,10 @@ class Index:
                 size = (self.dir / "toks.bin").stat().st_size
                 if size < need:
                     return None
-                rows = np.memmap(self.dir / "toks.bin", np.int8, "r", shape=(size // maxsim.D, maxsim.D))
+                # a plain array over the mapping: slicing a np.memmap makes a memmap of each
+                # slice, several times the cost, for the hundreds of slices of every recall
+                rows = np.asarray(np.memmap(self.dir / "toks.bin", np.int8, "r",
+                                            shape=(size // maxsim.D, maxsim.D)))
             except (OSError, ValueError):
                 return None
             self._tok_map = rows

@@ -6,7 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Mapping
+from typing import Any
 
+from pamd.core.config import Settings
 from pamd.recall import maxsim
 from pamd.recall.embed import Embedder, has_tokens
 from pamd.recall.freshness import settings_id
@@ -14,7 +17,7 @@ from pamd.recall.freshness import settings_id
 TOKENS = f"{maxsim.D}:toks.bin"  # the manifest's `tokens`: row width and where the rows are
 
 
-def wanted(embedder: Embedder, config: dict) -> dict[str, str]:
+def wanted(embedder: Embedder, config: Settings | Mapping[str, Any]) -> dict[str, str]:
     """The values an index must hold to be refreshed rather than built again: the embedder's
     identity and dims, the settings chunks depend on, and whether it holds token rows."""
     want = {"model": embedder.identity, "dims": str(embedder.dims), "settings": settings_id(config)}

@@ -5,9 +5,11 @@ again from empty when the index on disk cannot be kept."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from pamd.core.config import settings
+from pamd.core.config import Settings, settings
 from pamd.recall.embed import Embedder
 from pamd.recall.store import changes, columns, manifest, vectors, write
 from pamd.recall.store.index import Index, ino_on_disk
@@ -21,7 +23,7 @@ MAX_DEAD = 0.5
 DELTA_MAX = 4096
 
 
-def refresh(root: Path, state_dir: Path, embedder: Embedder, config: dict,
+def refresh(root: Path, state_dir: Path, embedder: Embedder, config: Settings | Mapping[str, Any],
             force: bool = False, progress=None, idx: Index | None = None,
             graph: bool = True) -> tuple[Report, Index]:
     """Bring .pamd/index up to date with the tree; the caller holds `lock` and closes the Index.
@@ -66,7 +68,7 @@ def _reopen(idx: Index | None, state_dir: Path) -> Index:
     return idx
 
 
-def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config: dict,
+def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config: Settings | Mapping[str, Any],
              force: bool, progress, graph: bool = True) -> Report:
     """One refresh of an open Index; it calls itself with `force` when it finds the index must
     be built from empty after all."""
@@ -97,10 +99,13 @@ def _refresh(idx: Index, root: Path, state_dir: Path, embedder: Embedder, config
     if not (fresh or dead or new_chunks):
         write.record_files(idx, files)
         rep.chunks = int(idx.cols["alive"].sum())
-        return rep
-    vecs, toks = vectors.for_chunks(state_dir, embedder, new_chunks, rep, progress)
-    write.next_generation(idx, want, files, new_chunks, dead, vecs, toks, spill, embedder.dims)
-    rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(idx.meta["live"])
+    else:
+        vecs, toks = vectors.for_chunks(state_dir, embedder, new_chunks, rep, progress)
+        write.next_generation(idx, want, files, new_chunks, dead, vecs, toks, spill, embedder.dims)
+        rep.added, rep.removed, rep.chunks = len(new_chunks), len(dead), int(idx.meta["live"])
+    # what the index holds is the tree as walked: the next refresh may skip the walk while the
+    # watch reports nothing and the generation is still this one
+    idx.walked = idx.meta.get("gen") if files.watched else None
     return rep
 
 

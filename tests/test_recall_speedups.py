@@ -138,3 +138,23 @@ def test_context_adds_the_neighbours_share_exactly_as_one_by_one():
     lex = np.where(rng.random(n) < 0.4, rng.random(n) * 9, 0).astype(np.float32)
     assert np.array_equal(_context(lex, cols, 0.6), _context_reference(lex, cols, 0.6))
     assert np.array_equal(_context(lex, cols, 0.6, neighbour_plan(cols)), _context_reference(lex, cols, 0.6))
+
+
+def _top_reference(scores, n, skey):
+    pos = np.flatnonzero(scores > 0)
+    return sorted(pos.tolist(), key=lambda lb: (-scores[lb], skey[lb]))[:n]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.5, 0.8, 1.0])  # most labels scoring: the whole row is cut
+def test_top_is_the_best_n_scoring_labels_ties_by_stable_key(share):
+    from pamd.recall.search import _top
+
+    rng = np.random.default_rng(7)
+    for size in (40, 3000):
+        skey = rng.integers(0, 2**60, size)
+        for decimals in (None, 1):  # many ties at the cut on a coarse score
+            scores = (rng.random(size) * (rng.random(size) < share)).astype(np.float32)
+            if decimals is not None:
+                scores = np.round(scores, decimals).astype(np.float32)
+            for n in (1, 10, 100):
+                assert _top(scores, n, skey) == _top_reference(scores, n, skey)

@@ -267,23 +267,44 @@ def _hints(kind: type) -> dict[str, Any]:
 
 
 def _build(kind: Any, value: Any) -> Any:
+    return _builder(kind)(value)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@cache
+def _builder(kind: Any) -> typing.Callable[[Any], Any]:
+    """How a value of the type `kind` is built from its TOML form, worked out once per type:
+    the typed settings are built at every command and every recall."""
     origin = typing.get_origin(kind)
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
-        if not isinstance(value, dict):
-            return value
         hints = _hints(kind)
-        return kind(**{f.name: _build(hints[f.name], value[f.name])
-                       for f in dataclasses.fields(kind) if f.name in value})
+        plan = tuple((f.name, _builder(hints[f.name])) for f in dataclasses.fields(kind))
+
+        def record(value: Any) -> Any:
+            if not isinstance(value, dict):
+                return value
+            return kind(**{name: make(value[name]) for name, make in plan if name in value})
+        return record
     if origin in (typing.Union, types.UnionType):  # X | None
         inner = [a for a in typing.get_args(kind) if a is not type(None)]
-        return value if value is None or len(inner) != 1 else _build(inner[0], value)
-    if origin is dict and isinstance(value, dict):
-        inner = typing.get_args(kind)[1]
-        return {k: _build(inner, v) for k, v in value.items()}
-    if origin is list and isinstance(value, list):
-        inner = typing.get_args(kind)[0]
-        return [_build(inner, v) for v in value]
-    return value
+        if len(inner) != 1:
+            return _same
+        make = _builder(inner[0])
+        return lambda value: value if value is None else make(value)
+    if origin is dict:
+        make = _builder(typing.get_args(kind)[1])
+        if make is _same:
+            return lambda value: dict(value) if isinstance(value, dict) else value
+        return lambda value: {k: make(v) for k, v in value.items()} if isinstance(value, dict) else value
+    if origin is list:
+        make = _builder(typing.get_args(kind)[0])
+        if make is _same:
+            return lambda value: list(value) if isinstance(value, list) else value
+        return lambda value: [make(v) for v in value] if isinstance(value, list) else value
+    return _same
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Literal, cast, overload
 
 import git
+from git import GitCommandError
+from git.cmd import Git as GitCmd
 
 from pamd.core.message import seal
 from pamd.edge.fault import checkpoint
@@ -111,11 +113,11 @@ class Repo:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         isolate(self.root)
-        try:
-            self._repo = git.Repo(self.root)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise PamdError(f"{self.root} is not a git repository", "run `pamd init`") from None
-        self.git = self._repo.git
+        if not os.path.lexists(self.root / ".git"):
+            raise self._not_a_repository()
+        # GitPython's Repo is made at the first git command: a recall, which runs none, does
+        # not pay for it (the MCP server opens the brain at every call)
+        self._git_repo: git.Repo | None = None
         # The fd of the brain's flock while a run holds it. Every git command of
         # the run inherits it, so a git child that outlives a killed pamd (kill -9,
         # the OOM killer) keeps the brain locked until it exits: the next run
@@ -126,6 +128,22 @@ class Repo:
         self.lock_wait = 60.0
         # git's index.lock while this process holds it (index_held)
         self._index_lock: Path | None = None
+
+    def _not_a_repository(self) -> PamdError:
+        return PamdError(f"{self.root} is not a git repository", "run `pamd init`")
+
+    @property
+    def _repo(self) -> git.Repo:
+        if self._git_repo is None:
+            try:
+                self._git_repo = git.Repo(self.root)
+            except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                raise self._not_a_repository() from None
+        return self._git_repo
+
+    @property
+    def git(self) -> GitCmd:
+        return self._repo.git
 
     @staticmethod
     def init(root: Path) -> Repo:
@@ -505,7 +523,7 @@ class Repo:
         finally:
             Path(own).unlink(missing_ok=True)
 
-    def _commit_error(self, exc: git.GitCommandError, sign: list[str]) -> PamdError:
+    def _commit_error(self, exc: GitCommandError, sign: list[str]) -> PamdError:
         lock = _lock_refusal(exc)
         if lock:
             return busy_error(self.root, lock)

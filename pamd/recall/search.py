@@ -502,18 +502,30 @@ def _role_prior(fused: dict[int, float], rows: dict[int, tuple], query: str, w: 
 
 
 def _top(scores: np.ndarray, n: int, skey: np.ndarray) -> list[int]:
-    """The n best labels, ties by stable key (store.columns.STABLE_COL): labels depend on refresh
-    order, so every label tied at the cut competes and the key picks, as in a rebuild."""
-    pos = np.flatnonzero(scores > 0)
-    if pos.shape[0] > n:
-        part = scores[pos]
-        cut = part[np.argpartition(-part, n - 1)[n - 1]]
-        above, tied = pos[part > cut], pos[part == cut]
+    """The n best labels of those scoring above 0 (none scores below), ties by stable key
+    (store.columns.STABLE_COL): labels depend on refresh order, so every label tied at the cut
+    competes and the key picks, as in a rebuild."""
+    nnz = np.count_nonzero(scores)
+    if nnz > n:
+        above, tied = _cut(scores, n, nnz)
         need = n - above.shape[0]
         if tied.shape[0] > need:  # thousands tie on a small vocabulary: pick, do not sort them all
             tied = tied[np.argpartition(skey[tied], need - 1)[:need]]
         pos = np.concatenate([above, tied])
+    else:
+        pos = np.flatnonzero(scores > 0)
     return pos[np.lexsort((skey[pos], -scores[pos]))][:n].tolist()
+
+
+def _cut(scores: np.ndarray, n: int, nnz: int) -> tuple[np.ndarray, np.ndarray]:
+    """The labels scoring above the n-th best of the `nnz` that score, and those at it."""
+    if 4 * nnz > 3 * scores.shape[0]:  # most labels score: the whole row is cut, no copy made
+        cut = np.partition(scores, scores.shape[0] - n)[scores.shape[0] - n]
+        return np.flatnonzero(scores > cut), np.flatnonzero(scores == cut)
+    pos = np.flatnonzero(scores > 0)
+    part = scores[pos]
+    cut = part[np.argpartition(-part, n - 1)[n - 1]]
+    return pos[part > cut], pos[part == cut]
 
 
 def _boost(fused: dict[int, float], cols: dict[str, np.ndarray], ix: IndexSettings, now) -> None:

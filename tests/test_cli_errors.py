@@ -289,3 +289,24 @@ def test_recall_without_the_search_stack_says_how_to_install_it(brain, monkeypat
         code, out, err = brain(*argv)
         assert code == 1 and err.count("\n") == 1, (argv, err)
         assert err.startswith("pamd: error: pamd's search stack is not installed") and "pamd[search]" in err
+
+
+@pytest.mark.parametrize("dotgit", ["missing", "empty folder", "file to nowhere"])
+@pytest.mark.parametrize("command", [("remember", "a note"), ("compact",), ("status",)])
+def test_a_brain_folder_that_is_no_git_repository_is_one_line(tmp_path, dotgit, command):
+    """pamd opens git only at its first git command: a broken .git is still named in one line."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "brain"
+    root.mkdir()
+    (root / "pamd.toml").write_text('[index]\nembedder = "e5-small"\n')
+    if dotgit == "empty folder":
+        (root / ".git").mkdir()
+    elif dotgit == "file to nowhere":
+        (root / ".git").write_text("gitdir: /nonexistent/worktree\n")
+    r = subprocess.run([sys.executable, "-m", "pamd", "--brain", str(root), "--now", NOW, *command],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == f"pamd: error: {root} is not a git repository (run `pamd init`)\n"
+    assert sorted(p.name for p in root.iterdir()) == sorted(["pamd.toml"] + ([] if dotgit == "missing" else [".git"]))

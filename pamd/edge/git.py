@@ -81,6 +81,19 @@ def isolate(start: Path, gitdir: Path | None = None) -> None:
             return
 
 
+def _is_repository(root: Path) -> bool:
+    """Whether `root/.git` is a repository as GitPython's Repo (made later, at the first git
+    command) will take it: a git dir (or a gitfile leading to one) with HEAD, objects and refs."""
+    if not os.path.lexists(root / ".git"):
+        return False
+    dirs = _own_dirs(root, root / ".git")
+    if not dirs:
+        return False
+    _, git_dir, common = dirs
+    return (os.path.isfile(os.path.join(git_dir, "HEAD")) and os.path.isdir(os.path.join(common, "objects"))
+            and os.path.isdir(os.path.join(common, "refs")))
+
+
 def _own_dirs(start: Path, gitdir: Path | None) -> list[str]:
     """[working tree, git dir, common dir] of the repository at `start`, ignoring the
     environment; [] outside any."""
@@ -113,7 +126,7 @@ class Repo:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         isolate(self.root)
-        if not os.path.lexists(self.root / ".git"):
+        if not _is_repository(self.root):
             raise self._not_a_repository()
         # GitPython's Repo is made at the first git command: a recall, which runs none, does
         # not pay for it (the MCP server opens the brain at every call)

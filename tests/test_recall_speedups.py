@@ -158,4 +158,3 @@ def test_top_is_the_best_n_scoring_labels_ties_by_stable_key(share):
                 scores = np.round(scores, decimals).astype(np.float32)
             for n in (1, 10, 100):
                 assert _top(scores, n, skey) == _top_reference(scores, n, skey)
-

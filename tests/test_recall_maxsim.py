@@ -266,3 +266,18 @@ def test_maxsim_lifts_the_chunk_that_says_it_in_other_words(emb):
     before = fusion.scores([0, 1, 2], X)
     after = fusion.scores([0, 1, 2], np.column_stack([X, f[:3]]))
     assert before[1] > before[0] and after[0] > after[1]
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (37, 5), (5550, 8), (300, 64)])
+def test_the_products_are_the_matrix_product_with_or_without_onnxruntime(rows, cols, monkeypatch):
+    """MaxSim's products, on onnxruntime's one-thread MatMul, are c @ q.T (to float32 rounding),
+    for any number of chunk and query tokens; without onnxruntime, einsum gives them."""
+    rng = np.random.default_rng(rows * cols)
+    c = rng.integers(-127, 128, (rows, maxsim.D)).astype(np.float32)
+    q = maxsim.decode(rng.integers(-127, 128, (cols, maxsim.D)).astype(np.int8))
+    want = c.astype(np.float64) @ q.T.astype(np.float64)
+    got = maxsim.products(c, q)
+    assert got.shape == (rows, cols) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+    monkeypatch.setattr(maxsim, "_matmul", lambda: None)
+    np.testing.assert_allclose(maxsim.products(c, q), want, rtol=1e-5, atol=1e-3)

@@ -52,7 +52,7 @@ def encode(states: np.ndarray) -> np.ndarray:
     if not len(states):
         return np.zeros((0, D), np.int8)
     mu, vt, _ = basis()
-    m = np.einsum("ij,kj->ik", np.asarray(states, np.float32) - mu, vt)  # not BLAS: see scores
+    m = np.einsum("ij,kj->ik", np.asarray(states, np.float32) - mu, vt)  # not BLAS: see products
     m /= np.linalg.norm(m, axis=1, keepdims=True) + 1e-9
     s = np.abs(m).max(axis=1, keepdims=True) / 127 + 1e-12
     return np.rint(m / s).astype(np.int8)
@@ -80,16 +80,46 @@ def scores(query: np.ndarray, chunks: list[np.ndarray | None]) -> np.ndarray:
     vals = np.zeros(len(mats))
     if full.any():
         c = np.concatenate([m for m in mats if len(m)]).astype(np.float32)
-        # each chunk row's length divides its products afterwards, not the rows themselves;
-        # einsum, not BLAS: a few million products, which OpenBLAS would spread over threads
-        # that sleep between queries (waking them cost 10-25 ms a query on a busy 2-core
-        # machine); one thread takes well under a millisecond
+        # each chunk row's length divides its products afterwards, not the rows themselves
         norms = np.sqrt(np.einsum("kj,kj->k", c, c)) + 1e-9
-        sims = np.einsum("kj,ij->ki", c, q) / norms[:, None]  # [all chunk tokens, query tokens]
+        sims = products(c, q) / norms[:, None]  # [all chunk tokens, query tokens]
         starts = np.concatenate([[0], np.cumsum(seg[full])[:-1]])
         vals[full] = np.maximum.reduceat(sims, starts, axis=0).mean(axis=1)
     out[have] = vals
     return out
+
+
+def products(c: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """c @ q.T for float32 rows, on one thread.
+
+    A few million products a recall: numpy's BLAS would spread them over threads that
+    then wait between queries (waking them cost 10-25 ms a query on a busy 2-core
+    machine), and einsum, on one thread, takes several times as long as a matrix kernel.
+    onnxruntime's MatMul is one, on the thread that calls it (its pool is one thread);
+    it is there whenever tokens are (they come from e5-small on onnxruntime)."""
+    run = _matmul()
+    if run is None:
+        return np.einsum("kj,ij->ki", c, q)
+    return run(None, {"c": c, "q": np.ascontiguousarray(q.T)})[0]
+
+
+@cache
+def _matmul():
+    """A one-node onnxruntime graph, c [n, D] x q [D, m], or None without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    from pamd.recall import onnxpb
+
+    graph = onnxpb.model([onnxpb.node("MatMul", ["c", "q"], ["s"])], [],
+                         [onnxpb.value("c", onnxpb.FLOAT, ["n", D]), onnxpb.value("q", onnxpb.FLOAT, [D, "m"])],
+                         [onnxpb.value("s", onnxpb.FLOAT, ["n", "m"])], {"": 17}, "maxsim-products")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"]).run
 
 
 def feature(s: np.ndarray) -> np.ndarray:

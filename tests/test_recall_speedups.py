@@ -158,3 +158,26 @@ def test_top_is_the_best_n_scoring_labels_ties_by_stable_key(share):
                 scores = np.round(scores, decimals).astype(np.float32)
             for n in (1, 10, 100):
                 assert _top(scores, n, skey) == _top_reference(scores, n, skey)
+
+
+@pytest.mark.parametrize("layout", ["random", "coarse", "best_in_one_block", "best_on_the_sample"])
+def test_top_of_a_large_row_cut_from_a_sample_is_the_exact_top(layout):
+    """Most of 50,000 labels scoring: the cut found from a strided sample still gives exactly
+    the n best, ties by stable key, however the best lie (one block of labels, or only on the
+    labels the sample reads, where its estimate leaves too few and the whole row is cut)."""
+    from pamd.recall import search
+    from pamd.recall.search import _top
+
+    rng = np.random.default_rng(11)
+    size = 50_000
+    skey = rng.integers(0, 2**60, size)
+    scores = (rng.random(size) * 5 + 0.01).astype(np.float32)
+    if layout == "coarse":
+        scores = np.round(scores, 1).astype(np.float32) + np.float32(0.1)
+    elif layout == "best_in_one_block":
+        scores[20_000:20_400] += 10
+    elif layout == "best_on_the_sample":
+        scores[::search._SAMPLE_STEP] += 10
+    scores[rng.random(size) < 0.1] = 0
+    for n in (1, 10, 100, 500):
+        assert _top(scores, n, skey) == _top_reference(scores, n, skey)

@@ -305,6 +305,20 @@ def test_no_lesson_when_the_failure_or_its_fix_is_missing(rows):
     assert lesson(entries(*rows, neuro=("cortisol",))) == ""
 
 
+def test_no_lesson_takes_its_failure_from_the_hosts_recap_of_the_session():
+    """Claude Code's compaction summary retells the session so far ("… (NEW, currently has
+    compile error)"): the failures it names happened, and taught, earlier. Its recap is not
+    a failure of its own, so a fix after it makes no lesson; a failure said live still does."""
+    recap = ("assistant", "[compaction summary]\n1. Files:\n   - **`lib/web/export.ex`** (NEW, currently "
+                          "has compile error)\n2. The export crashed on GBP invoices.")
+    fix = ("assistant", "Fixed by loading rates from the ECB feed into the rates table.")
+    assert lesson(entries(recap, fix, neuro=("cortisol",))) == ""
+    live = ("assistant", "The export crashed on GBP invoices: KeyError 'rate'.")
+    assert lesson(entries(recap, live, fix, neuro=("cortisol",))) == (
+        "`The export crashed on GBP invoices: KeyError 'rate'.`: fixed by loading rates from the ECB feed "
+        "into the rates table.")
+
+
 def test_a_lesson_is_never_a_table_row_and_keeps_inline_code_whole():
     # "before | `af81c43` | spotter-fum.4 | Added, check why it failed" was a reflex in DNA.md.
     table = ("assistant", "| `af81c43` | spotter-fum.4 | Added the failing test for the export |")

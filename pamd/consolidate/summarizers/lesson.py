@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pamd.consolidate.summarizers import text as tx
 from pamd.core import toolcall
 from pamd.core.entry import Entry
+from pamd.encode.sources import COMPACTION_HEAD
 
 _FAILURE = re.compile(
     r"\b(?:fail\w*|error\w*|broke\w*|break\w*|crash\w*|exception|lost|outage|bug\w*|"
@@ -177,6 +178,8 @@ def failure_text(entry: Entry) -> str:
 
     if entry.role == "tool" or entry.type == "tool_result":
         return facts.error_line(entry.text)
+    if entry.text.startswith(COMPACTION_HEAD):
+        return ""  # the agent host's recap of the session: what failed in it failed, and taught, before
     pasted = facts.error_line(toolcall.prose(entry.text)) if entry.role == "user" else ""
     if pasted:
         return pasted

@@ -221,3 +221,16 @@ def test_state_done_drops_a_push_naming_nothing_when_another_names_the_branch():
     done = snapshot(es, T0 + timedelta(hours=1))["done"]
     assert "Pushed origin spotter-gqc" in done and "Pushed to the remote" not in done, done
     assert any(d.startswith("Closed spotter-dov.2") for d in done), done
+
+
+@pytest.mark.parametrize("sentence,expected", [
+    ("**Input:** List of parsed message maps", "Input: List of parsed message maps"),
+    ("**Input**: List of parsed message maps", "Input: List of parsed message maps"),
+    ("- **Hook Selection:** Choose the highlighter hook", "Hook Selection: Choose the highlighter hook"),
+    ("**Note** the cache is cold after a deploy", "Note the cache is cold after a deploy"),
+    ("**Heading:**", "Heading"),
+])
+def test_a_bold_label_keeps_one_colon_and_a_bold_word_gets_none(sentence, expected):
+    """A label in bold reads "Input: …" (not "Input:: …"); a word in bold that opens a
+    sentence is a word, not a label."""
+    assert facts.clean(sentence) == expected

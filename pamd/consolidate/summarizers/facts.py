@@ -140,8 +140,18 @@ def clean(sentence: str) -> str:
     """A sentence without its Markdown list marker, heading marks, a dangling colon or a
     home directory's prefix in its paths (`/home/ann/x` -> `~/x`)."""
     s = _LIST_HEAD.sub("", sentence.strip())
-    s = re.sub(r"^\*\*([^*]{1,80})\*\*:?\s*", lambda m: m.group(1) + ": ", s)
+    s = _BOLD_HEAD.sub(_bold_head, s)
     return _HOME.sub("~/", s.rstrip(" :"))
+
+
+# "**Input:** maps" and "**Input**: maps" are a label ("Input: maps"); "**Note** the cache"
+# is a word in bold ("Note the cache").
+_BOLD_HEAD = re.compile(r"^\*\*([^*]{1,80})\*\*(:?)\s*")
+
+
+def _bold_head(m: re.Match) -> str:
+    head = m.group(1).strip()
+    return head.rstrip(":").rstrip() + ": " if head.endswith(":") or m.group(2) else head + " "
 
 
 # ------------------------------------------------------------------ tool calls

@@ -234,3 +234,26 @@ def test_a_bold_label_keeps_one_colon_and_a_bold_word_gets_none(sentence, expect
     """A label in bold reads "Input: …" (not "Input:: …"); a word in bold that opens a
     sentence is a word, not a label."""
     assert facts.clean(sentence) == expected
+
+
+def test_a_recap_of_the_session_keeps_its_events_not_its_reference_sections():
+    """Claude Code's compaction summary: the concepts it lists and the files it shows with
+    their code are reference (they made MEMORY.md lines such as "WCAG 2.2 AA contrast
+    compliance"); what was asked, what broke and its fix, and what is pending stay."""
+    recap = ("[compaction summary]\n1. Primary Request and Intent:\n"
+             "   The user asked to unify the transcript views.\n\n"
+             "2. Key Technical Concepts:\n   - WCAG 2.2 AA contrast compliance\n   - esbuild JS pipeline\n\n"
+             "3. Files and Code Sections:\n   - **`lib/web/view.ex`** (NEW)\n"
+             "     ```elixir\n     def render(x), do: x\n     ```\n\n"
+             "4. Errors and fixes:\n   - **Unused import**: fixed by removing the alias.\n\n"
+             "7. Pending Tasks:\n   - spotter-dov.4: debug sidecar")
+    kept = facts.recap_events(recap)
+    assert "WCAG" not in kept and "esbuild" not in kept and "view.ex" not in kept and "def render" not in kept
+    for said in ("unify the transcript views", "fixed by removing the alias", "spotter-dov.4: debug sidecar",
+                 "4. Errors and fixes:"):
+        assert said in kept
+    plain = "Closed spotter-dov.1: extracted the shared component.\n2. Key Technical Concepts: none"
+    assert facts.recap_events(plain) == plain
+    s = ExtractiveSummarizer().summarize([Group("g", "L1", (Entry(
+        id="e-1", ts=datetime(2026, 2, 12, 20, 30, tzinfo=UTC), role="assistant", text=recap),), 200)])[0][0]
+    assert "WCAG" not in s and "removing the alias" in s, s

@@ -105,6 +105,27 @@ def is_narration(sentence: str, agent: bool = True) -> bool:
     return bool(_CHEER.match(s) or _NARRATION.match(s) or _STEP.match(s) or _IMPERATIVE.match(s))
 
 
+# The sections of an agent host's recap of its session (Claude Code's compaction summary,
+# "[compaction summary]" at ingest) that are reference, not events: the concepts it names and
+# the files it shows with their code. What was asked, what broke and how it was fixed, what
+# the person said, what is pending and being done are what the recap adds.
+_RECAP_SECTION = re.compile(r"^\s*\d{1,2}\.\s+(?:\*\*)?([A-Za-z][A-Za-z /&-]{2,40}?)(?:\*\*)?:\s*$")
+_RECAP_REFERENCE = ("key technical concepts", "files and code sections")
+
+
+def recap_events(text: str) -> str:
+    """A recap's text without its reference sections (`_RECAP_REFERENCE`); other text as it is."""
+    out: list[str] = []
+    skip = False
+    for line in text.split("\n"):
+        m = _RECAP_SECTION.match(line)
+        if m:
+            skip = m.group(1).strip().casefold() in _RECAP_REFERENCE
+        if not skip:
+            out.append(line)
+    return "\n".join(out)
+
+
 def is_fragment(sentence: str) -> bool:
     """True if the text is no statement: markup or numbers alone, a heading or list marker
     with a word or two, or a short lead-in that ends with a colon. A file's settings

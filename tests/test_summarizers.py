@@ -308,12 +308,13 @@ def test_no_lesson_when_the_failure_or_its_fix_is_missing(rows):
 def test_no_lesson_takes_its_failure_from_the_hosts_recap_of_the_session():
     """Claude Code's compaction summary retells the session so far ("… (NEW, currently has
     compile error)"): the failures it names happened, and taught, earlier. Its recap is not
-    a failure of its own, so a fix after it makes no lesson; a failure said live still does."""
+    a failure of its own, so a fix after it makes no lesson; a failure said live still does,
+    as it was said but without its Markdown."""
     recap = ("assistant", "[compaction summary]\n1. Files:\n   - **`lib/web/export.ex`** (NEW, currently "
                           "has compile error)\n2. The export crashed on GBP invoices.")
     fix = ("assistant", "Fixed by loading rates from the ECB feed into the rates table.")
     assert lesson(entries(recap, fix, neuro=("cortisol",))) == ""
-    live = ("assistant", "The export crashed on GBP invoices: KeyError 'rate'.")
+    live = ("assistant", "- The export **crashed** on GBP invoices: KeyError 'rate'.")
     assert lesson(entries(recap, live, fix, neuro=("cortisol",))) == (
         "`The export crashed on GBP invoices: KeyError 'rate'.`: fixed by loading rates from the ECB feed "
         "into the rates table.")

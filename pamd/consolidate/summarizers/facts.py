@@ -114,14 +114,15 @@ _RECAP_REFERENCE = ("key technical concepts", "files and code sections")
 
 
 def recap_events(text: str) -> str:
-    """A recap's text without its reference sections (`_RECAP_REFERENCE`); other text as it is."""
+    """A recap's text without its reference sections (`_RECAP_REFERENCE`) and without its
+    sections' headings ("4. Errors and fixes:" names no error); other text as it is."""
     out: list[str] = []
     skip = False
     for line in text.split("\n"):
         m = _RECAP_SECTION.match(line)
         if m:
             skip = m.group(1).strip().casefold() in _RECAP_REFERENCE
-        if not skip:
+        elif not skip:
             out.append(line)
     return "\n".join(out)
 

@@ -179,7 +179,11 @@ def failure_text(entry: Entry) -> str:
     if entry.role == "tool" or entry.type == "tool_result":
         return facts.error_line(entry.text)
     if entry.text.startswith(COMPACTION_HEAD):
-        return ""  # the agent host's recap of the session: what failed in it failed, and taught, before
+        # the agent host's recap of the session retells, in its own words, failures that
+        # happened (and were fixed) before it: its file list and its notes of work under way
+        # ("… (NEW, currently has compile error)", "Currently fixing compile error in …") made
+        # lessons whose failure was no error at all
+        return ""
     pasted = facts.error_line(toolcall.prose(entry.text)) if entry.role == "user" else ""
     if pasted:
         return pasted
@@ -189,10 +193,12 @@ def failure_text(entry: Entry) -> str:
             continue
         if (report and not _TABLE_ROW.search(sentence) and not resolution(sentence)
                 and not facts.is_narration(report) and len(report.split()) >= 2):
-            return " ".join(report.split())
+            # as said, without the Markdown around it: "- **Compile error** at line 171: …"
+            return " ".join(_BOLD.sub(r"\1", facts.clean(report)).split())
     return ""
 
 
+_BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
 _CHEERED = re.compile(r"^(?:good|great|perfect|excellent|nice|ok(?:ay)?|отлично|хорошо)\b", re.IGNORECASE)
 _STOP = frozenset("the and that this with from was were have has had not but for are into when then "
                   "than there their them they been being also only just now test tests error errors "

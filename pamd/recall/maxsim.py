@@ -93,8 +93,8 @@ def products(c: np.ndarray, q: np.ndarray) -> np.ndarray:
     """c @ q.T for float32 rows, on one thread.
 
     A few million products a recall: numpy's BLAS would spread them over threads that
-    then wait between queries (waking them cost 10-25 ms a query on a busy 2-core
-    machine), and einsum, on one thread, takes several times as long as a matrix kernel.
+    then wait between queries (on a busy machine, waking them costs more than the
+    products), and einsum, on one thread, takes several times as long as a matrix kernel.
     onnxruntime's MatMul is one, on the thread that calls it (its pool is one thread);
     it is there whenever tokens are (they come from e5-small on onnxruntime)."""
     run = _matmul()

@@ -244,6 +244,9 @@ LISTING = "listing"
 ANSWER = "answer"  # the person answering the agent's question: their decision
 # How ingest heads a listing's output with its command: `[tool result] $ git status`.
 LISTING_HEAD = "$ "
+# What opens an agent host's recap of the session so far (Claude Code's compaction summary)
+# as ingest writes it: summaries and lessons read the recap apart from live messages.
+COMPACTION_HEAD = "[compaction summary]"
 _SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_command",
                           "terminal", "execute_command", "run_terminal_cmd"})
 _COMMIT = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?)*\s+commit\b")

@@ -48,7 +48,7 @@ from typing import Any
 from pamd.core import toolcall
 from pamd.core.entry import clean_token, fmt_time, parse_time
 from pamd.core.redact import Redactor
-from pamd.core.toolcall import is_call
+from pamd.core.toolcall import COMPACTION_HEAD, is_call
 from pamd.core.words import plural
 from pamd.errors import PamdError
 
@@ -68,7 +68,6 @@ REPORT_CHARS = 120  # the last message of a turn this long is the agent's report
 # compaction: the agent host's own summary of the session so far; listing: what `git
 # status` or a tracker's list of open work printed (what was open then).
 FACTS = ("commit", "close", "spec", "failure", "report", "compaction", "listing", "answer")
-COMPACTION_HEAD = "[compaction summary]"
 # How far past a cut to look for a secret the cut would split.
 SECRET_REACH = 1 << 16
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")

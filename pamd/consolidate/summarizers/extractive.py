@@ -18,7 +18,6 @@ from pamd.consolidate.summarizers.base import Group, Usage
 from pamd.core import toolcall
 from pamd.core.entry import Entry, count_tokens
 from pamd.core.words import plural
-from pamd.encode.sources import COMPACTION_HEAD
 
 CHARS_PER_TOKEN = 4
 _TYPE_BONUS = {"decision": 1.0, "user_intent": 0.6, "context": 0.0}
@@ -154,7 +153,7 @@ def _facts_of(entry: Entry, text: str, test_cmd: str = "", command: str = "") ->
     out = []
     prose = toolcall.prose(text)
     calls = text[len(prose):]
-    if prose.startswith(COMPACTION_HEAD):
+    if prose.startswith(toolcall.COMPACTION_HEAD):
         prose = facts.recap_events(prose)
     for sentence in tx.split_sentences(prose):
         if entry.role != "user":

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pamd.consolidate.summarizers import text as tx
 from pamd.core import toolcall
 from pamd.core.entry import Entry
-from pamd.encode.sources import COMPACTION_HEAD
 
 _FAILURE = re.compile(
     r"\b(?:fail\w*|error\w*|broke\w*|break\w*|crash\w*|exception|lost|outage|bug\w*|"
@@ -178,7 +177,7 @@ def failure_text(entry: Entry) -> str:
 
     if entry.role == "tool" or entry.type == "tool_result":
         return facts.error_line(entry.text)
-    if entry.text.startswith(COMPACTION_HEAD):
+    if entry.text.startswith(toolcall.COMPACTION_HEAD):
         # the agent host's recap of the session retells, in its own words, failures that
         # happened (and were fixed) before it: its file list and its notes of work under way
         # ("… (NEW, currently has compile error)", "Currently fixing compile error in …") made

@@ -728,7 +728,7 @@ def test_the_query_thread_has_ended_when_recall_returns_with_no_candidates(brain
     for flt in ({"since": datetime(2030, 1, 1, tzinfo=UTC)}, {"tiers": ("synapse",)}, {}):
         hits = api.recall(b, "green tea", embedder=Slow(), log=False, **flt)
         assert bool(hits) == (not flt)
-        assert not started[-1]._t.is_alive()
+        assert started[-1].done()
     assert len(started) == 3
 
 

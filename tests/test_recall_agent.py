@@ -179,3 +179,21 @@ def test_the_text_output_wraps_a_readable_snippet(tmp_path, capsys):
     assert re.match(r"memory/L0/2026-11-30\.md:\d+-\d+  1\.00  e-\w{12} · 2026-11-30T\S+ · assistant · L0$", head)
     assert 2 <= len(body) <= 4 and all(ln.startswith("    ") and len(ln) <= 100 for ln in body)
     assert "ensure_worker" in " ".join(body)
+
+
+def test_a_hit_line_never_cuts_a_path_or_an_identifier():
+    """The text output was wrapped by textwrap, which cuts at hyphens and splits a word
+    longer than the line: a reader met 'memory/L2/2026-' and '03-11.md' on two lines."""
+    from pamd.recall.hit import Hit
+
+    path = "integrations/claude-code/hooks/session-start-with-a-long-hyphenated-name.json"
+    url = "https://example.org/" + "very-long-segment/" * 8
+    h = Hit("memory/L0/2026-11-30.md", 3, 5, 1.0, "L0", ["e-1"], "",
+            snippet=f"the hook config at {path} moved; its docs are at {url} since the change")
+    head, *body = h.to_text(width=60, lines=4).split("\n")
+    words = " ".join(ln.strip() for ln in body).split()
+    assert path in words and url in words, body
+    assert all(len(ln) <= 60 or " " not in ln.strip().removesuffix(" …") for ln in body)
+    many = Hit("m.md", 1, 1, 1.0, "L0", [], "", snippet=" ".join(f"word{i}" for i in range(200)))
+    body = many.to_text(width=40, lines=3).split("\n")[1:]
+    assert len(body) == 3 and body[-1].endswith(" …") and all(len(ln) <= 40 for ln in body)

@@ -8,7 +8,6 @@ holds in that summary (`summary`). `path:start-end` are the lines that hold it n
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass, field
 
 from pamd.recall.lexical import _WORD, STOPWORDS, stem, tokenize
@@ -77,11 +76,27 @@ class Hit:
             about.append(self.role)
         about.append(self.tier)
         head = f"{self.location}  {self.relevance:.2f}  {' · '.join(about)}"
-        body = textwrap.wrap(self.snippet or " ".join(self.text.split()), width - 4) or [""]
-        if len(body) > lines:
-            body = body[:lines]
-            body[-1] = body[-1].rstrip(" …") + " …"
+        body = wrap(self.snippet or self.text, width - 4, lines)
         return "\n".join([head, *("    " + b for b in body)])
+
+
+def wrap(text: str, width: int, lines: int) -> list[str]:
+    """`text`'s words in lines of at most `width` characters, at most `lines` of them (the
+    last ending in `…` when words were left). A word is never cut, not at a hyphen nor when
+    it is longer than a line (it has a line of its own): an agent reads a path, a URL or an
+    identifier whole."""
+    out: list[str] = []
+    cur = ""
+    for word in text.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            out.append(cur)
+            cur = word
+            if len(out) == lines:
+                out[-1] = out[-1].rstrip(" …") + " …"
+                return out
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return [*out, cur] if cur or not out else out
 
 
 def split_role(text: str, is_entry: bool) -> tuple[str | None, str]:

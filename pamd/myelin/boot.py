@@ -389,7 +389,12 @@ def build(read: Callable[[str], str | None], files: list[str], config: Settings 
     # Fit: the fixed sections always go in; entries are cut lowest retention first, and
     # no more than needed: a cut that empties a tier takes its section header with it.
     every = [e for items in by_tier.values() for e, _ in items]
-    cost = {e.id: len(_memory_items([e])[0] if e.tier == "L4" and _memory_items([e]) else _entry_line(e)) + 1
+    # Each entry's line, tokens and retention are worked out once: a large brain's boot cuts
+    # most of its entries and assembles the rest several times
+    line = _Memo(_entry_line)
+    tokens = _Memo(lambda e: count_tokens(line(e)))
+    kept_for = _Memo(lambda e: retention(e, config, now))
+    cost = {e.id: len(_memory_items([e])[0] if e.tier == "L4" and _memory_items([e]) else line(e)) + 1
             for e in every}
     cut: set[str] = set()
 
@@ -401,7 +406,7 @@ def build(read: Callable[[str], str | None], files: list[str], config: Settings 
             if not kept and not pre:
                 continue
             lines = (_memory_items([e for e, _ in kept]) if tier == "L4"
-                     else [_entry_line(e) for e, _ in kept])
+                     else [line(e) for e, _ in kept])
             boot.sections.append(_section(TIER_TITLES[tier], sorted({rel for _, rel in items}) or [MEMORY],
                                           pre + ("\n" if pre else ""), lines,
                                           noun="entry" if tier != "L4" else "fact group"))
@@ -412,8 +417,8 @@ def build(read: Callable[[str], str | None], files: list[str], config: Settings 
         # Reserve room for the header's cut note at its widest (every entry cut), so the
         # real numbers, written after the cut, can only make it shorter.
         boot.cut_entries = len(every)
-        boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in every)
-        order = sorted(every, key=lambda e: (retention(e, config, now), e.ts, e.id))
+        boot.cut_tokens = sum(map(tokens, every))
+        order = sorted(every, key=lambda e: (kept_for(e), e.ts, e.id))
         left = Counter(e.tier for e in every)
         over = len(boot.markdown()) - limit
         n = 0
@@ -431,22 +436,37 @@ def build(read: Callable[[str], str | None], files: list[str], config: Settings 
         # the last cuts while the context still fits with its real header.
         while n:
             cut.discard(order[n - 1].id)
-            _note(boot, order[: n - 1], config, now)
+            _note(boot, order[: n - 1], tokens, kept_for)
             assemble()
             if len(boot.markdown()) > limit:
                 cut.add(order[n - 1].id)
                 break
             n -= 1
-        _note(boot, order[:n], config, now)
+        _note(boot, order[:n], tokens, kept_for)
         assemble()
     if max_chars is not None:
         boot.fit(max_chars)
     return boot
 
 
-def _note(boot: Boot, cut: list[Entry], config: Settings, now: datetime) -> None:
+def _note(boot: Boot, cut: list[Entry], tokens: Callable[[Entry], int],
+          kept_for: Callable[[Entry], float]) -> None:
     """The header's cut note for `cut`: how many, their tokens, and the highest retention
     among them (rounded up, so every cut entry is at or below it)."""
     boot.cut_entries = len(cut)
-    boot.cut_tokens = sum(count_tokens(_entry_line(e)) for e in cut)
-    boot.cut_below = math.ceil(max((retention(e, config, now) for e in cut), default=0.0) * 100) / 100
+    boot.cut_tokens = sum(map(tokens, cut))
+    boot.cut_below = math.ceil(max(map(kept_for, cut), default=0.0) * 100) / 100
+
+
+class _Memo:
+    """fn(entry), worked out once per entry object (held here, so its id is not reused)."""
+
+    def __init__(self, fn: Callable[[Entry], Any]) -> None:
+        self.fn = fn
+        self.seen: dict[int, tuple[Entry, Any]] = {}
+
+    def __call__(self, e: Entry) -> Any:
+        got = self.seen.get(id(e))
+        if got is None:
+            got = self.seen[id(e)] = (e, self.fn(e))
+        return got[1]

@@ -155,6 +155,31 @@ def test_session_start_answers_from_the_kept_brief_and_renews_it_behind(brain, t
     assert "quokka service moved to port 7443" in renewed and context() == renewed
 
 
+def test_a_large_brain_with_no_kept_brief_starts_from_its_own_files(brain, monkeypatch):
+    """With no brief kept (a new clone), SessionStart built the whole brief while it waited:
+    about 5 s at 100,000 entries, where the hook must answer in under one. Past
+    INLINE_TIER_BYTES of tier files it prints a brief of STATE.md, DNA.md and MEMORY.md that
+    says what it lacks, and the whole brief is built in the background for next time."""
+    from pamd.agent import claude_code
+
+    week = resources.files("pamd.data").joinpath("sample-week.jsonl")
+    assert brain("ingest", str(week))[0] == 0
+    root = brain.cwd
+    (root / "DNA.md").write_text((root / "DNA.md").read_text() + "\nRun every export with --dry-run first.\n")
+    git(root, "commit", "-qam", "a person's note")
+    whole = claude_code.brief(root)
+    recent_line = "Deployed billing-export v1.0 to production"
+    assert recent_line in whole  # an L0 message: recent detail, in the tiers' day files
+    assert claude_code.tier_bytes(root) > 1000
+    monkeypatch.setattr(claude_code, "INLINE_TIER_BYTES", 1000)
+    first = claude_code.session_brief(root)
+    assert "Run every export with --dry-run first." in first and recent_line not in first
+    assert claude_code.PARTIAL_NOTE.strip() in first and first.rstrip().endswith(
+        claude_code.usage_note("agent").strip().rsplit("\n", 1)[-1])
+    assert wait_for_the_brief(root)["text"] == whole  # built behind, for the next session
+    assert claude_code.session_brief(root) == whole
+
+
 def test_every_hook_fails_open(brain, project, tmp_path):
     elsewhere = tmp_path / "no-brain"
     elsewhere.mkdir()

@@ -14,7 +14,10 @@ answer in under one. So the brief is kept in .pamd/brief.json under a signature 
 was built from (pamd's version, the size, the sizes and times of the brain's Markdown files,
 the branch's head), which costs a few stats to check. A matching brief is printed as it is;
 one that no longer matches is printed too, and a fresh one is built in the background for
-the agent's next Claude Code session; only a brain with no brief yet builds it while the hook waits.
+the agent's next Claude Code session. A brain with no brief yet (a new clone) gets one built
+while the hook waits when its tiers are small (INLINE_TIER_BYTES); a larger one gets a brief
+of its own files (STATE.md, DNA.md, MEMORY.md: no tier's day files), which says so, and the
+whole brief is built in the background.
 
 Memory must never break a session: every error here is one `pamd: note:` line on stderr
 and exit 0, and stdin is read for at most STDIN_WAIT seconds (on a resumed session it may
@@ -37,6 +40,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 BRIEF_CHARS = 9000
+# Tiers' day files up to this many bytes are read while SessionStart waits (well under a
+# second); a brain past it with no kept brief starts from its own files (session_brief).
+INLINE_TIER_BYTES = 2_000_000
 STDIN_WAIT = 0.5
 INGEST_EVENTS = ("Stop", "SubagentStop", "SessionEnd", "PreCompact")
 LOG = "hooks.log"
@@ -81,14 +87,20 @@ def read_stdin(stream=None, wait: float = STDIN_WAIT) -> bytes:
             continue
 
 
-def brief(root: Path, max_chars: int = BRIEF_CHARS) -> str:
-    """The SessionStart context: the boot brief cut to fit, then when to recall."""
+PARTIAL_NOTE = ("This first brief of a large brain holds its own files only: the recent days' "
+                "detail (tiers L0-L3) is being put together for your next session. `recall` reaches "
+                "all of it now.\n\n")
+
+
+def brief(root: Path, max_chars: int = BRIEF_CHARS, recent: bool = True) -> str:
+    """The SessionStart context: the boot brief cut to fit, then when to recall (`recent`:
+    tools.boot's; without it the brief says what it lacks)."""
     from pamd.agent import tools
     from pamd.core.config import settings
 
     brain = tools.open_brain(root)
-    note = usage_note(str(settings(brain.config).brain.name))
-    text = tools.boot(root, max_chars=max_chars - len(note) - 1).text
+    note = ("" if recent else PARTIAL_NOTE) + usage_note(str(settings(brain.config).brain.name))
+    text = tools.boot(root, max_chars=max_chars - len(note) - 1, recent=recent).text
     return text.rstrip("\n") + "\n\n" + note
 
 
@@ -141,10 +153,26 @@ def refresh(root: Path) -> str:
     return text
 
 
+def tier_bytes(root: Path) -> int:
+    """The size of the brain's tier folders' Markdown files (memory/), from stats."""
+    total = 0
+    for dirpath, _, filenames in os.walk(root / "memory"):
+        for f in filenames:
+            if f.endswith(".md"):
+                try:
+                    total += os.stat(os.path.join(dirpath, f)).st_size
+                except OSError:
+                    continue
+    return total
+
+
 def session_brief(root: Path) -> str:
     kept = cached(root)
     if kept is None:
-        return refresh(root)
+        if tier_bytes(root) <= INLINE_TIER_BYTES:
+            return refresh(root)
+        background(root, "refresh", b"")
+        return brief(root, recent=False)
     if kept.get("signature") != signature(root):
         background(root, "refresh", b"")
     return kept["text"]

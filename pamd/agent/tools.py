@@ -122,7 +122,10 @@ def expand(root: Path, ref: str, all: bool = False) -> Reply:
 
 
 def boot(root: Path, max_chars: int | None = None, budget: int | None = None,
-         now: datetime | None = None) -> Reply:
+         now: datetime | None = None, recent: bool = True) -> Reply:
+    """The boot context; without `recent`, of the brain's own files only (STATE.md, DNA.md,
+    PRELOAD.md, MEMORY.md), not the tiers' day files: quick on a brain of any size."""
+    from pamd.core.paths import MEMORY, tier_of
     from pamd.edge.history import TreeView
     from pamd.myelin.boot import build
 
@@ -132,7 +135,8 @@ def boot(root: Path, max_chars: int | None = None, budget: int | None = None,
         raise PamdError("budget must be a positive number of tokens")
     brain = open_brain(root)
     view = TreeView.at(brain, None)
-    out = build(view.read, view.files(), view.config(), now or view.time(), budget, max_chars=max_chars)
+    files = view.files() if recent else [f for f in view.files() if f == MEMORY or not tier_of(f)]
+    out = build(view.read, files, view.config(), now or view.time(), budget, max_chars=max_chars)
     text = out.markdown()
     notes = [n for n in (out.conflicted_note(), out.over_budget_note()) if n]
     return Reply(text, {"name": out.name, "chars": len(text), "max_chars": max_chars,

@@ -593,19 +593,25 @@ def test_boot_says_when_what_always_goes_in_is_over_the_budget(brain, tmp_path):
     assert code == 0 and err == "" and json.loads(out)["over_budget"] is False
 
 
-def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, tmp_path):
-    """The header's "cut N entries (T tokens)" is written after the cut: room for it is
-    reserved at its widest, so no budget is passed by the one or two tokens of its digits."""
+def _many_notes(brain, tmp_path):
+    """(the brain, now) after 150 short notes of one morning are ingested."""
     from pamd.core.entry import parse_time
     from pamd.edge.brain import Brain
-    from pamd.myelin.boot import build
 
     f = tmp_path / "many.jsonl"
     f.write_text("".join(json.dumps({"ts": f"2026-11-29T{8 + i // 60:02d}:{i % 60:02d}:00Z", "role": "user",
                                      "text": f"Note {i}: the cache for service {i} holds {i * 7} keys."}) + "\n"
                          for i in range(150)))
     assert brain("ingest", str(f), now="2026-11-29T12:00:00Z")[0] == 0
-    b, now = Brain(brain.cwd), parse_time("2026-11-29T12:00:00Z")
+    return Brain(brain.cwd), parse_time("2026-11-29T12:00:00Z")
+
+
+def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, tmp_path):
+    """The header's "cut N entries (T tokens)" is written after the cut: room for it is
+    reserved at its widest, so no budget is passed by the one or two tokens of its digits."""
+    from pamd.myelin.boot import build
+
+    b, now = _many_notes(brain, tmp_path)
     files = b.entry_files() + ["DNA.md", "PRELOAD.md", "STATE.md"]
     full = build(b.read, files, b.config, now).tokens
     over = [n for n in range(full // 3, full, 3) if build(b.read, files, b.config, now, n).tokens > n]
@@ -614,18 +620,11 @@ def test_boot_never_passes_its_budget_whatever_the_width_of_the_cut_note(brain, 
 
 def test_boot_works_out_each_entrys_line_once_however_much_it_cuts(brain, tmp_path, monkeypatch):
     """An entry's line, its tokens and its retention were worked out again for the cost of
-    each cut, for the cut note and for every assembly: five lines an entry, about 5 s of a
-    100,000-entry brain's 5 s boot. The context is the same."""
-    from pamd.core.entry import parse_time
-    from pamd.edge.brain import Brain
+    each cut, for the cut note and for every assembly: five lines an entry, most of the
+    time of a large brain's boot. The context is the same."""
     from pamd.myelin import boot as boot_mod
 
-    f = tmp_path / "many.jsonl"
-    f.write_text("".join(json.dumps({"ts": f"2026-11-29T{8 + i // 60:02d}:{i % 60:02d}:00Z", "role": "user",
-                                     "text": f"Note {i}: the cache for service {i} holds {i * 7} keys."}) + "\n"
-                         for i in range(150)))
-    assert brain("ingest", str(f), now="2026-11-29T12:00:00Z")[0] == 0
-    b, now = Brain(brain.cwd), parse_time("2026-11-29T12:00:00Z")
+    b, now = _many_notes(brain, tmp_path)
     files = b.entry_files()
     real, calls = boot_mod._entry_line, []
     monkeypatch.setattr(boot_mod, "_entry_line", lambda e: calls.append(e.id) or real(e))

@@ -157,7 +157,7 @@ def test_session_start_answers_from_the_kept_brief_and_renews_it_behind(brain, t
 
 def test_a_large_brain_with_no_kept_brief_starts_from_its_own_files(brain, monkeypatch):
     """With no brief kept (a new clone), SessionStart built the whole brief while it waited:
-    about 5 s at 100,000 entries, where the hook must answer in under one. Past
+    seconds on a large brain, where the hook must answer in under one. Past
     INLINE_TIER_BYTES of tier files it prints a brief of STATE.md, DNA.md and MEMORY.md that
     says what it lacks, and the whole brief is built in the background for next time."""
     from pamd.agent import claude_code

@@ -110,7 +110,9 @@ def main() -> int:
             times.append(time.perf_counter() - t)
             assert r.returncode == 0, r.stderr
             texts.append(json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"])
+            deadline = time.monotonic() + 600
             while i == 0 and cached(root) is None:  # the whole brief, built behind the first answer
+                assert time.monotonic() < deadline, (root / ".pamd" / "hooks.log").read_text()
                 time.sleep(0.1)
         first = ("its own files, the rest built behind" if PARTIAL_NOTE.strip() in texts[0]
                  else "built while it waits")

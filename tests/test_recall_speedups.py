@@ -214,3 +214,25 @@ def test_background_work_reuses_a_waiting_thread_and_a_forked_child_gets_its_own
     os.waitpid(pid, 0)
     assert ready and os.read(r, 1) == b"1", "the forked child's job never ran"
     os.close(r)
+
+
+def test_a_kept_thread_blocks_the_signals_sent_to_the_process():
+    """The daemon holds SIGTERM back during a run by blocking it on the main thread
+    (schedule.held_signals); a kept Background thread that did not block it would take the
+    signal, which then meets the run's SIG_IGN and is lost. Faults stay the thread's own."""
+    import signal
+    import threading
+    from pathlib import Path
+
+    from pamd.recall.embed import Background
+
+    tid = Background(threading.get_native_id).result()
+    status = Path(f"/proc/self/task/{tid}/status")
+    if not status.exists():
+        pytest.skip("reads a thread's signal mask from Linux's /proc")
+    line = next(ln for ln in status.read_text().splitlines() if ln.startswith("SigBlk:"))
+    blocked = int(line.split()[1], 16)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        assert blocked >> (sig - 1) & 1, (sig, line)
+    for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE):
+        assert not blocked >> (sig - 1) & 1, (sig, line)

@@ -310,8 +310,23 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
     ones: the parent's threads are not in it."""
     global _POOL
     if _POOL is None or _POOL[0] != os.getpid():
-        _POOL = (os.getpid(), concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="pamd-bg"))
+        _POOL = (os.getpid(), concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="pamd-bg",
+                                                                    initializer=_no_signals))
     return _POOL[1]
+
+
+def _no_signals() -> None:
+    """A kept thread takes no signal sent to the process: Python handles them on the main
+    thread, and the daemon holds SIGTERM back during a run by blocking it there
+    (schedule.held_signals); a thread that did not block it would take the signal, which
+    then meets the run's SIG_IGN and is lost. Faults (SIGSEGV and the like) stay the
+    thread's own."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        faults = {getattr(signal, n) for n in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS",
+                                               "SIGABRT") if hasattr(signal, n)}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - faults)
 
 
 BACKENDS = {"e5-small": E5Small, "use": USE, "sentence-transformers": SentenceTransformers}

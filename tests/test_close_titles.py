@@ -41,4 +41,5 @@ def test_a_close_without_a_reason_gets_the_title_the_tracker_showed_and_keeps_it
     age(root, datetime(2026, 3, 2, 12, 0), datetime(2026, 3, 11), timedelta(hours=8))
     done = split_frontmatter((root / "STATE.md").read_text(), "STATE.md")[0]["done"]
     assert ("Closed app-gqc.4, app-gqc.6: app-gqc.4 Add a lifecycle state to annotations; "
-            "app-gqc.6 Count closed annotations per session") in done, done
+            "app-gqc.6 Count closed annotations per session (2026-03-02)") in done, done
+    assert sum(d.startswith("Closed app-gqc.4, app-gqc.6") for d in done) == 1, done  # once, titled

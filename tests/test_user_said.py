@@ -19,7 +19,7 @@ from pamd.consolidate.summarizers.base import Group
 from pamd.consolidate.summarizers.extractive import ExtractiveSummarizer
 from pamd.core.entry import Entry
 from pamd.core.fmt import split_frontmatter
-from pamd.myelin.snapshot import USER_ITEMS, said_besides, snapshot
+from pamd.myelin.snapshot import DONE_ITEMS, USER_ITEMS, said_besides, snapshot
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ANSWER = ('[tool result] User has answered your questions: "The pre-commit hook blocks on old dialyzer '
@@ -108,7 +108,42 @@ def test_state_names_a_commit_by_its_hash_and_never_calls_a_refused_one_done():
                    ("tool", "[tool error] Exit code 1\nmix format failed"),
                    ("assistant", commit),
                    ("tool", "[tool result] [main 4f2e1c0] feat: GBP export\n 2 files changed")])
-    assert snapshot(es, T0 + timedelta(hours=1))["done"] == ['Committed 4f2e1c0 "feat: GBP export"']
+    assert snapshot(es, T0 + timedelta(hours=1))["done"] == ['Committed 4f2e1c0 "feat: GBP export" (2026-03-02)']
+
+
+def test_state_keeps_each_commit_done_and_its_hash():
+    """Done items were told apart by the words before their first colon, and a commit's
+    subject has one of its own ("feat: …"): every commit without a hash was one item,
+    and STATE.md kept the last of them. The same commit told with its hash and with its
+    body is one item that keeps both."""
+    rows = [("assistant", f'[tool Bash] {{"command": "git commit -m \\"feat: {w}\\""}}')
+            for w in ("add the export", "add the checksum")]
+    es = _entries(rows)
+    es.append(Entry(id="s-000000000002", ts=T0 + timedelta(minutes=5), role="assistant", tier="L1",
+                    sources=("e-000000000009",),
+                    text='assistant: Committed 9a8b7c6 "fix: round rates"; '
+                         'Committed "fix: round rates": Rounds half up.'))
+    done = snapshot(es, T0 + timedelta(hours=1))["done"]
+    assert done == ['Committed "feat: add the export" (2026-03-02)', 'Committed "feat: add the checksum" (2026-03-02)',
+                    'Committed 9a8b7c6 "fix: round rates": Rounds half up. (2026-03-02)'], done
+
+
+def test_state_keeps_the_newest_work_done_when_summaries_hold_older_work():
+    """STATE.md carries work done whose raw messages were summarised away; it was put before
+    what the tree's summaries still held, so the cut to the last DONE_ITEMS dropped the
+    newest work (an epic's last closes and commits) and kept older closes a day summary
+    named. Items are ordered by the day they were done, which STATE.md now writes."""
+    older = "; ".join(f"Closed app-{i}" for i in range(DONE_ITEMS))
+    es = [Entry(id="s-000000000001", ts=T0, role="assistant", text=f"{older} (2026-03-02)",
+                tier="L2", sources=("e-000000000001",))]
+    newer = [f"Closed app-{DONE_ITEMS + i}: shipped (2026-03-04)" for i in range(DONE_ITEMS)]
+    done = snapshot(es, T0 + timedelta(days=3), {"done": newer})["done"]
+    assert done == newer, done
+    again = snapshot(es, T0 + timedelta(days=3), {"done": done})["done"]
+    assert again == newer  # carried as it was written, day and all
+    # an item of an older STATE.md, with no day, is the first to go
+    done = snapshot(es, T0 + timedelta(days=3), {"done": ["Closed app-old"]})["done"]
+    assert "Closed app-old" not in done and done[0] == "Closed app-0 (2026-03-02)", done
 
 
 def test_a_summary_keeps_the_persons_answer_and_the_commits_hash_and_not_a_refused_commit():

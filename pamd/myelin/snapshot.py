@@ -85,18 +85,28 @@ def _said_lines(e: Entry) -> list[tuple[str, str]]:
 
 
 @functools.lru_cache(maxsize=65536)  # an entry is immutable; each compaction asks again
-def _done_facts(e: Entry) -> tuple[str, ...]:
+def _done_facts(e: Entry) -> tuple[tuple[str, str], ...]:
     return tuple(_done_facts_of(e))
 
 
-def _done_facts_of(e: Entry) -> list[str]:
+def _done_facts_of(e: Entry) -> list[tuple[str, str]]:
+    """(what was done, the day it was: YYYY-MM-DD): a raw call's, or a summary line's (its
+    date suffix, else the summary's own day)."""
     from pamd.consolidate.summarizers import facts
+    from pamd.consolidate.summarizers import text as tx
 
+    day = e.ts.strftime("%Y-%m-%d")
     if not e.is_summary:
         if e.role != "assistant" or "Bash" not in e.text:  # finished work is a Bash call's
             return []
-        return [f for call in _calls(e.text) for f in facts.call_facts(call) if _DONE.match(f)]
-    return [p.strip() for _, line in _said_lines(e) for p in line.split("; ") if _DONE.match(p.strip())]
+        return [(f, day) for call in _calls(e.text) for f in facts.call_facts(call) if _DONE.match(f)]
+    out = []
+    for line in e.text.splitlines():
+        line, days = tx.parse_date_suffix(line)
+        _, line = tx.line_speaker(line.strip())
+        on = days[0].isoformat() if days else day
+        out += [(p.strip(), on) for p in line.split("; ") if _DONE.match(p.strip())]
+    return out
 
 
 def _name_commit(done: list[str], made: tuple[str, str]) -> None:
@@ -204,6 +214,7 @@ def _instruction(e: Entry) -> str:
     return ""
 
 
+_DONE_ON = re.compile(r" \((\d{4}-\d\d-\d\d)\)$")  # the day a done item was done, as STATE.md writes it
 _ANSWERED = 'Asked "'  # a summary's line of the person's answer to a question: not an instruction
 _SAID_AT = re.compile(r" \(\d{4}-\d\d-\d\d \d\d:\d\d\)$")
 _OPTIONS = re.compile(r'^(asked ".*?") \(.*?\)(: the user answered ")')
@@ -349,6 +360,8 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     recent_ids = {id(e) for e in recent}
     previous = previous or {}
     done: list[str] = []
+    done_at: list[str] = []  # the day each was done (YYYY-MM-DD), by index
+    done_raw: list[bool] = []  # whether that day is a raw call's (the work itself), not a summary's
     last_done_at = None
     instruction, instruction_at = "", None
     todos: dict[str, str] = {}
@@ -361,12 +374,24 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     for e in sorted((e for e in entries if e.ts <= now), key=lambda e: e.ts) or recent:
         if e.role == "tool" and not e.is_summary and tried:
             if e.text.startswith("[tool error]") and tried in done:
-                done.remove(tried)  # the commit its call named failed (a hook refused it)
+                i = done.index(tried)  # the commit its call named failed (a hook refused it)
+                del done[i], done_at[i], done_raw[i]
             tried = ""
-        for fact in _done_facts(e):
+        for fact, day in _done_facts(e):
+            raw = not e.is_summary
             if fact not in done:
                 done.append(fact)
-                tried = fact if fact.startswith('Committed "') and not e.is_summary else tried
+                done_at.append(day)
+                done_raw.append(raw)
+                tried = fact if fact.startswith('Committed "') and raw else tried
+                continue
+            # seen before: a raw call's day over a summary's, the latest call (done again),
+            # the earliest summary (a later one tells it again)
+            i = done.index(fact)
+            if raw:
+                done_at[i], done_raw[i] = max(day, done_at[i]) if done_raw[i] else day, True
+            elif not done_raw[i]:
+                done_at[i] = min(done_at[i], day)
             last_done_at = e.ts
         made = _commit_made(e)
         if made:  # the hash its output reported, on the commit its call made
@@ -400,12 +425,12 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         instruction = str(previous.get("last_instruction") or "")
     # What raw messages said and their summaries no longer hold: carried over from the last
     # snapshot, a done item while there is room, an open one until it is closed.
-    done = [i for i in map(str, previous.get("done") or []) if i not in done] + done
+    done, done_at = _with_carried(done, done_at, done_raw, list(map(str, previous.get("done") or [])))
     for item in map(str, previous.get("active_goals") or []):
         m = re.match(r"^(\S+) \(open: (.+)\)$", item)
         if m:
             titles.setdefault(m.group(1), m.group(2))
-    done = _titled(done, titles)
+    done = _titled(done, titles)  # one for one: done_at still holds their times
     for item in map(str, previous.get("active_goals") or []):
         m = _ITEM.match(item)
         if m and item not in open_items and not re.search(
@@ -428,7 +453,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         was = last_said.pop(key, None)
         # the same moment told twice (with and without the options offered): the fuller telling
         last_said[key] = was if was and _said_at(was) == _said_at(item) and len(was) > len(item) else item
-    done = _one_each(done)[-DONE_ITEMS:]
+    done = [f"{d} ({at})" if at else d for d, at in _one_each(list(zip(done, done_at, strict=True)))[-DONE_ITEMS:]]
     focus = llm_focus or (open_items[0] if open_items else (f"last finished: {done[-1]}" if done else ""))
     hyps = _hypotheses(recent)
     return {
@@ -445,22 +470,61 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
     }
 
 
-def _one_each(done: list[str]) -> list[str]:
-    """One item per thing done ("Closed x.3" from a raw call and from a summary): the
-    longest wording, at the place of the last; a push that names nothing is left out when
-    one names what was pushed."""
-    if any(d.startswith("Pushed ") and not d.startswith(_BARE_PUSH) for d in done):
-        done = [d for d in done if not d.startswith(_BARE_PUSH)]
-    head = {d: d.split(":", 1)[0] for d in done}
+def _with_carried(done: list[str], done_at: list[str], done_raw: list[bool],
+                  carried: list[str]) -> tuple[list[str], list[str]]:
+    """The tree's done items and those STATE.md carried (written "… (YYYY-MM-DD)"), by the
+    day they were done, the tree's first within a day: carried items are mostly what raw
+    messages said before they were summarised away, so they are often newer than what
+    the summaries still hold (put first, they were the first cut, and the newest work
+    fell out of STATE.md). An item both hold takes the day of a raw call in the tree,
+    else the day STATE.md wrote (from the call, when it was raw), else the summary's.
+    One STATE.md wrote without a day (an older pamd) goes first."""
+    when = dict(zip(done, done_at, strict=True))
+    raw = dict(zip(done, done_raw, strict=True))
+    for item in carried:
+        m = _DONE_ON.search(item)
+        text, at = (item[:m.start()], m.group(1)) if m else (item, "")
+        if text not in when:
+            done.append(text)
+            when[text] = at
+        elif at and not raw[text]:
+            when[text] = at
+    order = sorted(range(len(done)), key=lambda i: when[done[i]])  # stable: ties keep their order
+    return [done[i] for i in order], [when[done[i]] for i in order]
+
+
+_HASHED = re.compile(r"^Committed ([0-9a-f]{7,40}) \"")
+_COMMIT_HEAD = re.compile(r'^Committed (?:[0-9a-f]{7,40} )?("(?:[^"\\]|\\.)*")')
+
+
+def _done_head(item: str) -> str:
+    """What a done item is about: a commit's subject (with or without the hash git reported;
+    its own colon, "feat: …", is no reason's), else the words before a reason ("Closed x."
+    is "Closed x: title")."""
+    m = _COMMIT_HEAD.match(item)
+    return f"Committed {m.group(1)}" if m else item.split(":", 1)[0].rstrip(" .")
+
+
+def _one_each(done: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One item per thing done ("Closed x.3" from a raw call and from a summary, which may
+    end it with a full stop): the longest wording, at the place and time of the last; a push that names nothing is left
+    out when one names what was pushed. Items are (text, time)."""
+    if any(d.startswith("Pushed ") and not d.startswith(_BARE_PUSH) for d, _ in done):
+        done = [(d, at) for d, at in done if not d.startswith(_BARE_PUSH)]
+    head = {d: _done_head(d) for d, _ in done}
     best: dict[str, str] = {}
-    for d in done:
+    for d, _ in done:
         if len(d) > len(best.get(head[d], "")):
             best[head[d]] = d
+    for d, _ in done:  # the longest telling of a commit, with the hash another one gave
+        hashed = _HASHED.match(d)
+        if hashed and not _HASHED.match(best[head[d]]):
+            best[head[d]] = f"Committed {hashed.group(1)} " + best[head[d]].removeprefix("Committed ")
     out, seen = [], set()
-    for d in reversed(done):
+    for d, at in reversed(done):
         if head[d] not in seen:
             seen.add(head[d])
-            out.append(best[head[d]])
+            out.append((best[head[d]], at))
     return out[::-1]
 
 

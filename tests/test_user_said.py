@@ -128,6 +128,14 @@ def test_state_keeps_each_commit_done_and_its_hash():
                     'Committed 9a8b7c6 "fix: round rates": Rounds half up. (2026-03-02)'], done
 
 
+def test_an_instruction_followed_by_a_commit_is_no_open_work():
+    es = _entries([("user", "Please add the GBP export to the billing service."),
+                   ("assistant", '[tool Bash] {"command": "git commit -m \\"feat: GBP export\\""}'),
+                   ("tool", "[tool result] [main 4f2e1c0] feat: GBP export\n 2 files changed")])
+    st = snapshot(es, T0 + timedelta(hours=1))
+    assert st["active_goals"] == [] and st["done"] == ['Committed 4f2e1c0 "feat: GBP export" (2026-03-02)'], st
+
+
 def test_state_keeps_the_newest_work_done_when_summaries_hold_older_work():
     """STATE.md carries work done whose raw messages were summarised away; it was put before
     what the tree's summaries still held, so the cut to the last DONE_ITEMS dropped the

@@ -379,6 +379,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
             tried = ""
         for fact, day in _done_facts(e):
             raw = not e.is_summary
+            last_done_at = e.ts
             if fact not in done:
                 done.append(fact)
                 done_at.append(day)
@@ -392,7 +393,6 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
                 done_at[i], done_raw[i] = max(day, done_at[i]) if done_raw[i] else day, True
             elif not done_raw[i]:
                 done_at[i] = min(done_at[i], day)
-            last_done_at = e.ts
         made = _commit_made(e)
         if made:  # the hash its output reported, on the commit its call made
             _name_commit(done, made)
@@ -430,7 +430,7 @@ def snapshot(entries: list[Entry], now: datetime, previous: dict[str, Any] | Non
         m = re.match(r"^(\S+) \(open: (.+)\)$", item)
         if m:
             titles.setdefault(m.group(1), m.group(2))
-    done = _titled(done, titles)  # one for one: done_at still holds their times
+    done = _titled(done, titles)  # one for one: done_at still holds their days
     for item in map(str, previous.get("active_goals") or []):
         m = _ITEM.match(item)
         if m and item not in open_items and not re.search(
@@ -507,8 +507,9 @@ def _done_head(item: str) -> str:
 
 def _one_each(done: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """One item per thing done ("Closed x.3" from a raw call and from a summary, which may
-    end it with a full stop): the longest wording, at the place and time of the last; a push that names nothing is left
-    out when one names what was pushed. Items are (text, time)."""
+    end it with a full stop): the longest wording, at the place and day of the last; a
+    push that names nothing is left out when one names what was pushed. Items are
+    (text, day)."""
     if any(d.startswith("Pushed ") and not d.startswith(_BARE_PUSH) for d, _ in done):
         done = [(d, at) for d, at in done if not d.startswith(_BARE_PUSH)]
     head = {d: _done_head(d) for d, _ in done}

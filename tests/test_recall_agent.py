@@ -183,7 +183,7 @@ def test_the_text_output_wraps_a_readable_snippet(tmp_path, capsys):
 
 def test_a_hit_line_never_cuts_a_path_or_an_identifier():
     """The text output was wrapped by textwrap, which cuts at hyphens and splits a word
-    longer than the line: a reader met 'memory/L2/2026-' and '03-11.md' on two lines."""
+    longer than the line: a reader met 'integrations/claude-' and 'code/hooks/…' on two lines."""
     from pamd.recall.hit import Hit
 
     path = "integrations/claude-code/hooks/session-start-with-a-long-hyphenated-name.json"
